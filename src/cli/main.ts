@@ -1,0 +1,36 @@
+import { ExitCode } from "../eni/exit-codes.js";
+
+const USAGE = `usage: multus-ipmgr <command> [flags]
+
+commands:
+  init      assign this pod's Multus addresses to the worker ENIs that carry them, then exit
+  sidecar   keep assigning them as they change (floating IPs), serve /healthz /readyz /metrics
+  sim       run the local EC2 Query API and IMDSv2 simulator (--world FILE)
+
+Every flag has an environment variable; see README.md ("Configuration") or <command> --help.`;
+
+type CommandMain = (argv: readonly string[]) => Promise<number>;
+
+/** Each command is loaded on demand, so `init` never pays for the simulator or the metrics library. */
+const commands: Record<string, () => Promise<CommandMain>> = {
+  init: async () => (await import("../init/main.js")).main,
+  sidecar: async () => (await import("../sidecar/main.js")).main,
+  sim: async () => (await import("../sim/main.js")).main,
+};
+
+async function run(argv: readonly string[]): Promise<number> {
+  const [name, ...rest] = argv;
+  if (name === undefined || name === "--help" || name === "-h" || name === "help") {
+    process.stdout.write(`${USAGE}\n`);
+    return name === undefined ? ExitCode.config : ExitCode.ok;
+  }
+  const load = commands[name];
+  if (load === undefined) {
+    process.stderr.write(`multus-ipmgr: unknown command ${JSON.stringify(name)}\n${USAGE}\n`);
+    return ExitCode.config;
+  }
+  const main = await load();
+  return main(rest);
+}
+
+process.exitCode = await run(process.argv.slice(2));

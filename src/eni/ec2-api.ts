@@ -1,0 +1,68 @@
+import type { Ec2NetworkInterface, Ec2Subnet, SubnetCidrReservation } from "./types.js";
+
+/** Filters for DescribeNetworkInterfaces; each set field becomes one EC2 filter. */
+export interface NetworkInterfaceFilter {
+  /** `attachment.instance-id` */
+  readonly instanceId?: string;
+  /** `network-interface-id` */
+  readonly eniIds?: readonly string[];
+  /** `mac-address` */
+  readonly macs?: readonly string[];
+  /** `addresses.private-ip-address` */
+  readonly ipv4Addresses?: readonly string[];
+  /** `ipv6-addresses.ipv6-address` */
+  readonly ipv6Addresses?: readonly string[];
+  /** `subnet-id` */
+  readonly subnetIds?: readonly string[];
+}
+
+/**
+ * The EC2 calls this tool makes, and only those. Implemented by the adapter in ec2-client.ts, the only file
+ * that imports @aws-sdk/client-ec2. Every method fails with Ec2Error. Idempotent outcomes are success:
+ * assigning an address the ENI already holds, unassigning one it no longer holds.
+ */
+export interface Ec2Api {
+  /** IAM: ec2:AssignPrivateIpAddresses. All or nothing. */
+  assignPrivateIpv4(eniId: string, addresses: readonly string[], allowReassignment: boolean): Promise<void>;
+  /** IAM: ec2:UnassignPrivateIpAddresses. Secondary addresses only. */
+  unassignPrivateIpv4(eniId: string, addresses: readonly string[]): Promise<void>;
+  /** IAM: ec2:AssignIpv6Addresses. No reassignment exists: unassign from the holder first. */
+  assignIpv6(eniId: string, addresses: readonly string[]): Promise<void>;
+  /** IAM: ec2:UnassignIpv6Addresses. */
+  unassignIpv6(eniId: string, addresses: readonly string[]): Promise<void>;
+  /** IAM: ec2:DescribeNetworkInterfaces. Follows NextToken to the end. */
+  describeNetworkInterfaces(filter: NetworkInterfaceFilter): Promise<Ec2NetworkInterface[]>;
+  /** IAM: ec2:DescribeSubnets. */
+  describeSubnets(subnetIds: readonly string[]): Promise<Ec2Subnet[]>;
+  /** IAM: ec2:GetSubnetCidrReservations. Both families. */
+  getSubnetCidrReservations(subnetId: string): Promise<SubnetCidrReservation[]>;
+  /** IAM: ec2:CreateSubnetCidrReservation. */
+  createSubnetCidrReservation(
+    subnetId: string,
+    cidr: string,
+    type: "explicit" | "prefix",
+    description: string,
+    tags: Readonly<Record<string, string>>,
+  ): Promise<SubnetCidrReservation>;
+  /** IAM: ec2:DeleteSubnetCidrReservation. */
+  deleteSubnetCidrReservation(reservationId: string): Promise<void>;
+}
+
+/** One EC2 API call as the instrumentation wrapper saw it (after our retries). */
+export interface Ec2CallRecord {
+  /** EC2 action, e.g. `AssignPrivateIpAddresses`. */
+  readonly operation: string;
+  readonly eniId: string | undefined;
+  readonly addresses: readonly string[];
+  readonly requestId: string | undefined;
+  /** Wall time of the whole call, every attempt and backoff included, in milliseconds. */
+  readonly durationMs: number;
+  /** How many attempts were made (1 when the first succeeded or failed for good). */
+  readonly attempts: number;
+  readonly outcome: "ok" | "error";
+  /** EC2 error code when outcome is `error`. */
+  readonly errorCode: string | undefined;
+}
+
+/** Receives every EC2 call record; the sidecar feeds its Prometheus metrics from it. Must not throw. */
+export type Ec2CallObserver = (record: Ec2CallRecord) => void;

@@ -1,0 +1,26 @@
+/**
+ * Process exit codes, one per failure class. Documented in README.md ("Exit codes"); keep the two in step.
+ */
+export const ExitCode = {
+  ok: 0,
+  /** A bug or an error we did not classify; the log has the stack. */
+  internal: 1,
+  /** Bad or missing configuration (environment variable, flag, world file). */
+  config: 2,
+  /** IMDS unreachable, disabled, or the token PUT timed out (hop limit). */
+  imds: 3,
+  /** EC2 refused for a missing IAM permission (UnauthorizedOperation). */
+  ec2Permission: 4,
+  /** EC2 refused the request (limits, subnet, parameters). */
+  ec2Refused: 5,
+  /** An address is outside the allowed CIDRs or the ENI's subnet, or is an ENI's primary address. */
+  addressNotAllowed: 6,
+  /** A pod interface's MAC matches no ENI of this instance. */
+  eniNotFound: 7,
+  /** A bounded wait ran out: addresses never appeared, or EC2/IMDS never confirmed. */
+  timeout: 8,
+  /** EC2 kept failing with throttling, 5xx or network errors after every retry. */
+  ec2Unavailable: 9,
+} as const;
+
+export type ExitCodeValue = (typeof ExitCode)[keyof typeof ExitCode];

@@ -1,0 +1,152 @@
+/**
+ * The data shapes shared by the core, the adapters and the commands.
+ * Addresses are always in canonical text form (see ip.ts `canonical`): one spelling per address.
+ * MACs are lowercase and colon-separated, the form IMDS and EC2 use.
+ */
+
+export type IpFamily = 4 | 6;
+
+/** A pod interface as observed locally (os.networkInterfaces) or from the Multus network-status annotation. */
+export interface PodInterface {
+  /** Interface name inside the pod, e.g. `net1`. */
+  readonly name: string;
+  /** MAC address; for ipvlan it is the MAC of the parent worker ENI. */
+  readonly mac: string;
+  /** Canonical addresses without prefix length, both families. */
+  readonly addresses: readonly string[];
+}
+
+/** A worker ENI of this instance as IMDS (or EC2) reports it. */
+export interface EniState {
+  readonly eniId: string;
+  readonly mac: string;
+  /** Device index (IMDS `device-number`). */
+  readonly deviceIndex: number;
+  readonly subnetId: string;
+  readonly subnetIpv4Cidrs: readonly string[];
+  readonly subnetIpv6Cidrs: readonly string[];
+  /** Primary private IPv4 address; undefined on an IPv6-only ENI. Never released, never planned. */
+  readonly primaryIpv4: string | undefined;
+  /** Every private IPv4 address the ENI holds, the primary included. */
+  readonly ipv4s: readonly string[];
+  /** Every IPv6 address the ENI holds. */
+  readonly ipv6s: readonly string[];
+}
+
+/** What the planner may do. */
+export interface PlanPolicy {
+  /** Only addresses inside one of these CIDRs are ever assigned or released. */
+  readonly allowedCidrs: readonly string[];
+}
+
+/** Everything the planner needs, all observed beforehand. */
+export interface PlanInput {
+  readonly interfaces: readonly PodInterface[];
+  /** The ENIs of this instance, keyed by nothing: the planner matches them by MAC. */
+  readonly enis: readonly EniState[];
+  readonly policy: PlanPolicy;
+  /**
+   * Current holders of IPv6 addresses that are wanted on one of our ENIs but not there yet:
+   * address -> ENI id holding it elsewhere. An address absent here is taken to be free.
+   */
+  readonly ipv6Holders?: ReadonlyMap<string, string>;
+  /**
+   * Addresses this process saw on its interfaces earlier and no longer sees (sidecar release).
+   * Released from our ENI only if our ENI still holds them. Other pods on the same ENI are never touched,
+   * because only addresses we ourselves observed can be here.
+   */
+  readonly released?: readonly string[];
+}
+
+export type PlanAction =
+  | {
+      readonly kind: "assign-ipv4";
+      readonly eniId: string;
+      readonly addresses: readonly string[];
+      /** Always true: a floating IPv4 address moves from wherever it is. */
+      readonly allowReassignment: true;
+    }
+  | { readonly kind: "unassign-ipv4"; readonly eniId: string; readonly addresses: readonly string[] }
+  | { readonly kind: "assign-ipv6"; readonly eniId: string; readonly addresses: readonly string[] }
+  | {
+      readonly kind: "unassign-ipv6";
+      readonly eniId: string;
+      readonly addresses: readonly string[];
+      /** `move`: taken from another holder before assigning to ours; `release`: our own address let go. */
+      readonly reason: "move" | "release";
+    };
+
+/** Why an address was refused (an error for the user) or skipped (normal, not ours to manage). */
+export type RefusalReason =
+  | "outside-allowed-cidrs"
+  | "outside-eni-subnet"
+  | "unknown-mac"
+  | "eni-primary-address";
+
+export type SkipReason = "link-local" | "loopback" | "multicast" | "unspecified";
+
+export interface Refusal {
+  readonly address: string;
+  readonly interfaceName: string;
+  readonly mac: string;
+  readonly reason: RefusalReason;
+  /** A sentence naming the thing, the value and the fix. */
+  readonly detail: string;
+}
+
+export interface Skip {
+  readonly address: string;
+  readonly interfaceName: string;
+  readonly reason: SkipReason;
+}
+
+/** Where each wanted address must end up. */
+export interface Placement {
+  readonly address: string;
+  readonly family: IpFamily;
+  readonly interfaceName: string;
+  readonly eniId: string;
+  readonly mac: string;
+}
+
+export interface Plan {
+  /** In execution order: IPv6 moves (unassign from the holder) come before the IPv6 assign on our ENI. */
+  readonly actions: readonly PlanAction[];
+  /** Every address that must be held, with its ENI; includes addresses already in place. */
+  readonly placements: readonly Placement[];
+  /** Wanted addresses already held by the right ENI: no action. */
+  readonly satisfied: readonly string[];
+  readonly refusals: readonly Refusal[];
+  readonly skipped: readonly Skip[];
+}
+
+/** An ENI as EC2 DescribeNetworkInterfaces reports it (any instance, or unattached). */
+export interface Ec2NetworkInterface {
+  readonly eniId: string;
+  readonly mac: string;
+  readonly subnetId: string;
+  readonly vpcId: string;
+  readonly instanceId: string | undefined;
+  readonly deviceIndex: number | undefined;
+  readonly primaryIpv4: string | undefined;
+  readonly ipv4s: readonly string[];
+  readonly ipv6s: readonly string[];
+  readonly tags: Readonly<Record<string, string>>;
+}
+
+export interface Ec2Subnet {
+  readonly subnetId: string;
+  readonly vpcId: string;
+  readonly availabilityZone: string;
+  readonly ipv4Cidr: string;
+  readonly ipv6Cidrs: readonly string[];
+}
+
+export interface SubnetCidrReservation {
+  readonly reservationId: string;
+  readonly subnetId: string;
+  readonly cidr: string;
+  readonly type: "explicit" | "prefix";
+  readonly description: string | undefined;
+  readonly tags: Readonly<Record<string, string>>;
+}
