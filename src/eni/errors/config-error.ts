@@ -7,11 +7,16 @@ export class ConfigError extends IpmgrError {
   readonly variable: string;
   readonly value: string | undefined;
 
-  constructor(variable: string, value: string | undefined, problemAndFix: string, options?: { cause?: unknown }) {
-    super(
-      `${variable}=${value === undefined ? "(unset)" : JSON.stringify(value)}: ${problemAndFix}`,
-      { ...options, exitCode: ExitCode.config },
-    );
+  constructor(
+    variable: string,
+    value: string | undefined,
+    problemAndFix: string,
+    options?: { cause?: unknown },
+  ) {
+    super(`${variable}=${value === undefined ? "(unset)" : JSON.stringify(value)}: ${problemAndFix}`, {
+      ...options,
+      exitCode: ExitCode.config,
+    });
     this.variable = variable;
     this.value = value;
   }

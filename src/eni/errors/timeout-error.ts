@@ -8,7 +8,10 @@ export class TimeoutError extends IpmgrError {
   readonly timeoutMs: number;
 
   constructor(what: string, timeoutMs: number, hint: string, options?: { cause?: unknown }) {
-    super(`timed out after ${timeoutMs} ms waiting for ${what}. ${hint}`, { ...options, exitCode: ExitCode.timeout });
+    super(`timed out after ${timeoutMs} ms waiting for ${what}. ${hint}`, {
+      ...options,
+      exitCode: ExitCode.timeout,
+    });
     this.what = what;
     this.timeoutMs = timeoutMs;
   }
