@@ -81,9 +81,12 @@ export type RefusalReason =
   | "outside-allowed-cidrs"
   | "outside-eni-subnet"
   | "unknown-mac"
-  | "eni-primary-address";
+  | "eni-primary-address"
+  /** The same address on interfaces of two different ENIs: it can be held by only one, so neither gets it. */
+  | "address-conflict";
 
-export type SkipReason = "link-local" | "loopback" | "multicast" | "unspecified";
+/** `ipv4-mapped`: ::ffff:a.b.c.d, an IPv4 address written as IPv6; never an ENI address. */
+export type SkipReason = "link-local" | "loopback" | "multicast" | "unspecified" | "ipv4-mapped";
 
 export interface Refusal {
   readonly address: string;

@@ -4,5 +4,7 @@ export { Ec2Error, type Ec2ErrorKind } from "./ec2-error.js";
 export { EniNotFoundError } from "./eni-not-found-error.js";
 export { ImdsError } from "./imds-error.js";
 export { ImdsHopLimitError } from "./imds-hop-limit-error.js";
+export { InvalidAddressError } from "./invalid-address-error.js";
+export { InvalidCidrError } from "./invalid-cidr-error.js";
 export { IpmgrError } from "./ipmgr-error.js";
 export { TimeoutError } from "./timeout-error.js";
