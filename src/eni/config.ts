@@ -1,0 +1,267 @@
+import { z } from "zod";
+import type { InterfaceSelection } from "./interface-selector.js";
+import { canonicalCidr } from "./ip.js";
+import { LOG_LEVELS } from "./logger.js";
+import { field, loadSettings, type Setting, type SettingValues } from "./settings.js";
+
+const cidrList = z.string().transform((text, ctx) => {
+  const items = text
+    .split(",")
+    .map((x) => x.trim())
+    .filter((x) => x.length > 0);
+  if (items.length === 0) {
+    ctx.addIssue({
+      code: "custom",
+      message: "expected at least one CIDR, e.g. 198.51.100.64/27,2001:db8:1::/64",
+    });
+    return z.NEVER;
+  }
+  const out: string[] = [];
+  for (const item of items) {
+    try {
+      out.push(canonicalCidr(item));
+    } catch {
+      ctx.addIssue({
+        code: "custom",
+        message: `${JSON.stringify(item)} is not a CIDR; write it like 198.51.100.64/27`,
+      });
+      return z.NEVER;
+    }
+  }
+  return out;
+});
+
+function setting<T>(s: Setting<T>): Setting<T> {
+  return s;
+}
+
+/** Settings shared by `init` and `sidecar`. */
+export const podSettings = {
+  allowedCidrs: setting({
+    env: "IPMGR_ALLOWED_CIDRS",
+    flag: "--allowed-cidrs",
+    default: undefined,
+    doc: "Comma-separated CIDRs of your Multus pod ranges. Only addresses inside them are ever assigned or released; others are refused.",
+    schema: cidrList,
+  }),
+  interfaces: setting({
+    env: "IPMGR_INTERFACES",
+    flag: "--interfaces",
+    default: "",
+    doc: "Comma-separated interface names to manage (a trailing * matches a prefix, e.g. net*). Empty: every interface not excluded.",
+    schema: field.list(),
+  }),
+  excludeInterfaces: setting({
+    env: "IPMGR_EXCLUDE_INTERFACES",
+    flag: "--exclude-interfaces",
+    default: "lo,eth0",
+    doc: "Comma-separated interface names never managed. eth0 belongs to the VPC CNI.",
+    schema: field.list(),
+  }),
+  addressSource: setting({
+    env: "IPMGR_ADDRESS_SOURCE",
+    flag: "--address-source",
+    default: "interfaces",
+    doc: "Where pod addresses are read: interfaces (the pod's own interfaces) or network-status (the Multus annotation in a downward API file).",
+    schema: field.enumOf(["interfaces", "network-status"] as const),
+  }),
+  networkStatusFile: setting({
+    env: "IPMGR_NETWORK_STATUS_FILE",
+    flag: "--network-status-file",
+    default: "/etc/podinfo/annotations",
+    doc: "Downward API annotations file (or a file holding the network-status JSON array), for --address-source network-status.",
+    schema: field.text(),
+  }),
+  region: setting({
+    env: "AWS_REGION",
+    flag: "--region",
+    default: undefined,
+    optional: true,
+    doc: "AWS region. Unset: read from IMDS (placement/region).",
+    schema: field.text(),
+  }),
+  ec2Endpoint: setting({
+    env: "AWS_ENDPOINT_URL_EC2",
+    flag: "--ec2-endpoint",
+    default: undefined,
+    optional: true,
+    doc: "EC2 endpoint URL, e.g. the simulator's. Unset: the SDK's regional endpoint (it also honours AWS_ENDPOINT_URL).",
+    schema: field.url(),
+  }),
+  imdsEndpoint: setting({
+    env: "AWS_EC2_METADATA_SERVICE_ENDPOINT",
+    flag: "--imds-endpoint",
+    default: "http://169.254.169.254",
+    doc: "Instance metadata endpoint (IMDSv2). Use http://[fd00:ec2::254] on IPv6-only nodes.",
+    schema: field.url(),
+  }),
+  imdsTimeoutMs: setting({
+    env: "IPMGR_IMDS_TIMEOUT_MS",
+    flag: "--imds-timeout-ms",
+    default: "1000",
+    unit: "ms",
+    doc: "Timeout of one IMDS request. A token request that times out is reported as the hop-limit problem.",
+    schema: field.milliseconds(50, 60_000),
+  }),
+  ec2TimeoutMs: setting({
+    env: "IPMGR_EC2_TIMEOUT_MS",
+    flag: "--ec2-timeout-ms",
+    default: "5000",
+    unit: "ms",
+    doc: "Timeout of one EC2 request attempt.",
+    schema: field.milliseconds(100, 120_000),
+  }),
+  ec2MaxAttempts: setting({
+    env: "IPMGR_EC2_MAX_ATTEMPTS",
+    flag: "--ec2-max-attempts",
+    default: "8",
+    doc: "Attempts per EC2 call for retryable failures (throttling, 5xx, network). The SDK's own retries are off.",
+    schema: field.integer(1, 50),
+  }),
+  ec2RetryBaseMs: setting({
+    env: "IPMGR_EC2_RETRY_BASE_MS",
+    flag: "--ec2-retry-base-ms",
+    default: "200",
+    unit: "ms",
+    doc: "First backoff delay; doubles per attempt, with full jitter.",
+    schema: field.milliseconds(1, 60_000),
+  }),
+  ec2RetryMaxMs: setting({
+    env: "IPMGR_EC2_RETRY_MAX_MS",
+    flag: "--ec2-retry-max-ms",
+    default: "5000",
+    unit: "ms",
+    doc: "Cap of one backoff delay.",
+    schema: field.milliseconds(1, 300_000),
+  }),
+  confirmTimeoutMs: setting({
+    env: "IPMGR_CONFIRM_TIMEOUT_MS",
+    flag: "--confirm-timeout-ms",
+    default: "30000",
+    unit: "ms",
+    doc: "How long to wait for IMDS to show an assignment EC2 accepted (IMDS reflects changes asynchronously).",
+    schema: field.milliseconds(0, 600_000),
+  }),
+  confirmIntervalMs: setting({
+    env: "IPMGR_CONFIRM_INTERVAL_MS",
+    flag: "--confirm-interval-ms",
+    default: "100",
+    unit: "ms",
+    doc: "Poll interval while confirming through IMDS.",
+    schema: field.milliseconds(5, 60_000),
+  }),
+  logLevel: setting({
+    env: "IPMGR_LOG_LEVEL",
+    flag: "--log-level",
+    default: "info",
+    doc: `Log level: ${LOG_LEVELS.join(", ")}. Logs are JSON lines on stdout.`,
+    schema: field.enumOf(LOG_LEVELS),
+  }),
+  terminationLog: setting({
+    env: "IPMGR_TERMINATION_LOG",
+    flag: "--termination-log",
+    default: "/dev/termination-log",
+    doc: "File that receives the final error sentence, so that kubectl describe pod shows it. Empty string: none.",
+    schema: z.string(),
+  }),
+};
+
+export const initSettings = {
+  ...podSettings,
+  waitForAddressesMs: setting({
+    env: "IPMGR_WAIT_FOR_ADDRESSES_MS",
+    flag: "--wait-for-addresses-ms",
+    default: "30000",
+    unit: "ms",
+    doc: "How long init waits for the managed interfaces to carry at least one address before it gives up.",
+    schema: field.milliseconds(0, 600_000),
+  }),
+  timeoutMs: setting({
+    env: "IPMGR_TIMEOUT_MS",
+    flag: "--timeout-ms",
+    default: "120000",
+    unit: "ms",
+    doc: "Deadline for the whole init run; past it init stops and exits 8.",
+    schema: field.milliseconds(1000, 3_600_000),
+  }),
+};
+
+export const sidecarSettings = {
+  ...podSettings,
+  pollIntervalMs: setting({
+    env: "IPMGR_POLL_INTERVAL_MS",
+    flag: "--poll-interval-ms",
+    default: "50",
+    unit: "ms",
+    doc: "How often the sidecar reads the pod's interfaces (os.networkInterfaces, about 50 µs a read).",
+    schema: field.milliseconds(5, 60_000),
+  }),
+  resyncIntervalMs: setting({
+    env: "IPMGR_RESYNC_INTERVAL_MS",
+    flag: "--resync-interval-ms",
+    default: "60000",
+    unit: "ms",
+    doc: "Full reconcile period, even when nothing changed locally.",
+    schema: field.milliseconds(1000, 86_400_000),
+  }),
+  driftCheckIntervalMs: setting({
+    env: "IPMGR_DRIFT_CHECK_INTERVAL_MS",
+    flag: "--drift-check-interval-ms",
+    default: "5000",
+    unit: "ms",
+    doc: "How often IMDS (no EC2 call) is checked for our addresses being taken away.",
+    schema: field.milliseconds(100, 86_400_000),
+  }),
+  releaseOnRemove: setting({
+    env: "IPMGR_RELEASE_ON_REMOVE",
+    flag: "--release-on-remove",
+    default: "true",
+    doc: "Release an address from our ENI when it leaves our interface (only if our ENI still holds it).",
+    schema: field.boolean(),
+  }),
+  releaseOnExit: setting({
+    env: "IPMGR_RELEASE_ON_EXIT",
+    flag: "--release-on-exit",
+    default: "false",
+    doc: "Release our addresses on SIGTERM/SIGINT.",
+    schema: field.boolean(),
+  }),
+  shutdownGraceMs: setting({
+    env: "IPMGR_SHUTDOWN_GRACE_MS",
+    flag: "--shutdown-grace-ms",
+    default: "10000",
+    unit: "ms",
+    doc: "On SIGTERM, how long in-flight EC2 calls may take to finish.",
+    schema: field.milliseconds(0, 600_000),
+  }),
+  httpPort: setting({
+    env: "IPMGR_HTTP_PORT",
+    flag: "--http-port",
+    default: "9180",
+    doc: "Port of /healthz, /readyz and /metrics.",
+    schema: field.integer(1, 65_535),
+  }),
+  httpHost: setting({
+    env: "IPMGR_HTTP_HOST",
+    flag: "--http-host",
+    default: "0.0.0.0",
+    doc: "Address the HTTP server listens on.",
+    schema: field.text(),
+  }),
+};
+
+export type PodConfig = SettingValues<typeof podSettings>;
+export type InitConfig = SettingValues<typeof initSettings>;
+export type SidecarConfig = SettingValues<typeof sidecarSettings>;
+
+export function loadInitConfig(argv: readonly string[], env: NodeJS.ProcessEnv): InitConfig {
+  return loadSettings(initSettings, argv, env);
+}
+
+export function loadSidecarConfig(argv: readonly string[], env: NodeJS.ProcessEnv): SidecarConfig {
+  return loadSettings(sidecarSettings, argv, env);
+}
+
+export function interfaceSelection(config: PodConfig): InterfaceSelection {
+  return { include: config.interfaces, exclude: config.excludeInterfaces };
+}

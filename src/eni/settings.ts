@@ -1,0 +1,135 @@
+import { z } from "zod";
+import { ConfigError } from "./errors/config-error.js";
+
+/**
+ * One configuration value: read from an environment variable (the Kubernetes way), overridden by a flag.
+ * The table of settings is also the documentation: `--help` prints it, and a test checks README.md lists
+ * every variable.
+ */
+export interface Setting<T> {
+  readonly env: string;
+  readonly flag: string;
+  /** Text default, parsed like a user value; undefined means required (or optional when `optional`). */
+  readonly default: string | undefined;
+  readonly optional?: boolean;
+  readonly unit?: string;
+  readonly doc: string;
+  readonly schema: z.ZodType<T, string>;
+}
+
+export type SettingTable = Record<string, Setting<unknown>>;
+export type SettingValues<S extends SettingTable> = {
+  [K in keyof S]: S[K] extends Setting<infer T> ? (S[K]["optional"] extends true ? T | undefined : T) : never;
+};
+
+/** Splits `--name value` and `--name=value`; a bare `--name` followed by another flag means "true". */
+export function parseFlags(argv: readonly string[]): Map<string, string> {
+  const flags = new Map<string, string>();
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i] ?? "";
+    if (!arg.startsWith("--")) {
+      throw new ConfigError(
+        "argument",
+        arg,
+        "unexpected argument; flags take the form --name value (see --help)",
+      );
+    }
+    const eq = arg.indexOf("=");
+    if (eq > 0) {
+      flags.set(arg.slice(0, eq), arg.slice(eq + 1));
+      continue;
+    }
+    const next = argv[i + 1];
+    if (next === undefined || next.startsWith("--")) {
+      flags.set(arg, "true");
+    } else {
+      flags.set(arg, next);
+      i++;
+    }
+  }
+  return flags;
+}
+
+export function loadSettings<S extends SettingTable>(
+  table: S,
+  argv: readonly string[],
+  env: Readonly<Record<string, string | undefined>>,
+): SettingValues<S> {
+  const flags = parseFlags(argv);
+  const known = new Set(Object.values(table).map((s) => s.flag));
+  for (const flag of flags.keys()) {
+    if (!known.has(flag))
+      throw new ConfigError(flag, flags.get(flag), "unknown flag; run with --help for the list");
+  }
+  const out: Record<string, unknown> = {};
+  for (const [key, setting] of Object.entries(table)) {
+    const fromFlag = flags.get(setting.flag);
+    const fromEnv = env[setting.env];
+    const raw = fromFlag ?? (fromEnv === "" ? undefined : fromEnv) ?? setting.default;
+    const name = fromFlag === undefined ? setting.env : setting.flag;
+    if (raw === undefined) {
+      if (setting.optional === true) {
+        out[key] = undefined;
+        continue;
+      }
+      throw new ConfigError(setting.env, undefined, `required: ${setting.doc}`);
+    }
+    const parsed = setting.schema.safeParse(raw);
+    if (!parsed.success) {
+      throw new ConfigError(name, raw, parsed.error.issues[0]?.message ?? "invalid value");
+    }
+    out[key] = parsed.data;
+  }
+  return out as SettingValues<S>;
+}
+
+/** The `--help` table: flag, variable, default and meaning of every setting. */
+export function describeSettings(table: SettingTable): string {
+  return Object.values(table)
+    .map((s) => {
+      const dflt =
+        s.default === undefined ? (s.optional === true ? "(unset)" : "(required)") : s.default || '""';
+      const unit = s.unit === undefined ? "" : ` [${s.unit}]`;
+      return `  ${s.flag}  (${s.env}, default ${dflt})${unit}\n      ${s.doc}`;
+    })
+    .join("\n");
+}
+
+// Field schemas, with messages that say what is expected.
+export const field = {
+  milliseconds: (min: number, max: number) =>
+    z
+      .string()
+      .regex(/^\d+$/, `expected a whole number of milliseconds from ${min} to ${max}`)
+      .transform(Number)
+      .pipe(z.number().min(min, `must be at least ${min} ms`).max(max, `must be at most ${max} ms`)),
+  integer: (min: number, max: number) =>
+    z
+      .string()
+      .regex(/^\d+$/, `expected a whole number from ${min} to ${max}`)
+      .transform(Number)
+      .pipe(z.number().min(min, `must be at least ${min}`).max(max, `must be at most ${max}`)),
+  boolean: () =>
+    z
+      .string()
+      .transform((s) => s.toLowerCase())
+      .pipe(z.enum(["true", "false", "1", "0"], { message: "expected true or false" }))
+      .transform((s) => s === "true" || s === "1"),
+  list: () =>
+    z.string().transform((s) =>
+      s
+        .split(",")
+        .map((x) => x.trim())
+        .filter((x) => x.length > 0),
+    ),
+  url: () =>
+    z
+      .string()
+      .refine(
+        (s) => URL.canParse(s) && /^https?:$/.test(new URL(s).protocol),
+        "expected an http:// or https:// URL, e.g. http://169.254.169.254",
+      ),
+  enumOf: <const T extends readonly [string, ...string[]]>(values: T) =>
+    z.enum(values, { message: `expected one of: ${values.join(", ")}` }),
+  text: () => z.string().min(1, "must not be empty"),
+};

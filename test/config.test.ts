@@ -1,0 +1,117 @@
+import { readFileSync } from "node:fs";
+import { describe, expect, it } from "vitest";
+import { initSettings, loadInitConfig, loadSidecarConfig, sidecarSettings } from "../src/eni/config.js";
+import { ConfigError } from "../src/eni/errors/config-error.js";
+import { ExitCode } from "../src/eni/exit-codes.js";
+import { parseFlags } from "../src/eni/settings.js";
+
+const base = { IPMGR_ALLOWED_CIDRS: "198.51.100.64/27, 2001:db8:100:1::/64" };
+
+function configError(fn: () => unknown): ConfigError {
+  try {
+    fn();
+  } catch (error) {
+    if (error instanceof ConfigError) return error;
+    throw error;
+  }
+  throw new Error("expected a ConfigError");
+}
+
+describe("configuration from environment and flags", () => {
+  it("applies documented defaults when only the allowed CIDRs are set", () => {
+    const config = loadInitConfig([], base);
+    expect(config.allowedCidrs).toEqual(["198.51.100.64/27", "2001:db8:100:1::/64"]);
+    expect(config.interfaces).toEqual([]);
+    expect(config.excludeInterfaces).toEqual(["lo", "eth0"]);
+    expect(config.addressSource).toBe("interfaces");
+    expect(config.imdsEndpoint).toBe("http://169.254.169.254");
+    expect(config.imdsTimeoutMs).toBe(1000);
+    expect(config.waitForAddressesMs).toBe(30000);
+    expect(config.region).toBeUndefined();
+    expect(config.ec2Endpoint).toBeUndefined();
+  });
+
+  it("lets a flag override its environment variable, in both --name value and --name=value forms", () => {
+    const config = loadInitConfig(["--interfaces", "net1,net2", "--imds-timeout-ms=250"], {
+      ...base,
+      IPMGR_INTERFACES: "net9",
+      IPMGR_IMDS_TIMEOUT_MS: "4000",
+    });
+    expect(config.interfaces).toEqual(["net1", "net2"]);
+    expect(config.imdsTimeoutMs).toBe(250);
+  });
+
+  it("treats an empty environment variable as unset", () => {
+    expect(loadInitConfig([], { ...base, AWS_REGION: "" }).region).toBeUndefined();
+  });
+
+  it("refuses to start without allowed CIDRs and says what to set", () => {
+    const error = configError(() => loadInitConfig([], {}));
+    expect(error.exitCode).toBe(ExitCode.config);
+    expect(error.message).toBe(
+      "IPMGR_ALLOWED_CIDRS=(unset): required: Comma-separated CIDRs of your Multus pod ranges. Only addresses inside them are ever assigned or released; others are refused.",
+    );
+  });
+
+  it("names the variable, the value and the expected form for a bad CIDR", () => {
+    const error = configError(() => loadInitConfig([], { IPMGR_ALLOWED_CIDRS: "198.51.100.64/27,pods" }));
+    expect(error.variable).toBe("IPMGR_ALLOWED_CIDRS");
+    expect(error.message).toBe(
+      'IPMGR_ALLOWED_CIDRS="198.51.100.64/27,pods": "pods" is not a CIDR; write it like 198.51.100.64/27',
+    );
+  });
+
+  it("names the flag when the bad value came from a flag", () => {
+    const error = configError(() => loadInitConfig(["--imds-timeout-ms", "fast"], base));
+    expect(error.message).toBe(
+      '--imds-timeout-ms="fast": expected a whole number of milliseconds from 50 to 60000',
+    );
+  });
+
+  it("rejects an out-of-range duration", () => {
+    const error = configError(() => loadInitConfig([], { ...base, IPMGR_IMDS_TIMEOUT_MS: "10" }));
+    expect(error.message).toBe('IPMGR_IMDS_TIMEOUT_MS="10": must be at least 50 ms');
+  });
+
+  it("rejects an unknown flag", () => {
+    const error = configError(() => loadInitConfig(["--allowed-cidr", "198.51.100.0/24"], base));
+    expect(error.message).toBe(
+      '--allowed-cidr="198.51.100.0/24": unknown flag; run with --help for the list',
+    );
+  });
+
+  it("rejects an unknown address source with the accepted values", () => {
+    const error = configError(() => loadInitConfig([], { ...base, IPMGR_ADDRESS_SOURCE: "annotation" }));
+    expect(error.message).toBe(
+      'IPMGR_ADDRESS_SOURCE="annotation": expected one of: interfaces, network-status',
+    );
+  });
+
+  it("rejects an endpoint that is not an http URL", () => {
+    const error = configError(() => loadInitConfig([], { ...base, AWS_ENDPOINT_URL_EC2: "ec2.local" }));
+    expect(error.message).toBe(
+      'AWS_ENDPOINT_URL_EC2="ec2.local": expected an http:// or https:// URL, e.g. http://169.254.169.254',
+    );
+  });
+
+  it("parses sidecar booleans and ports", () => {
+    const config = loadSidecarConfig(["--release-on-exit"], { ...base, IPMGR_RELEASE_ON_REMOVE: "FALSE" });
+    expect(config.releaseOnExit).toBe(true);
+    expect(config.releaseOnRemove).toBe(false);
+    expect(config.httpPort).toBe(9180);
+    const error = configError(() => loadSidecarConfig([], { ...base, IPMGR_RELEASE_ON_REMOVE: "yes" }));
+    expect(error.message).toBe('IPMGR_RELEASE_ON_REMOVE="yes": expected true or false');
+  });
+
+  it("takes positional arguments as a mistake", () => {
+    expect(() => parseFlags(["init"])).toThrow(ConfigError);
+  });
+
+  it("documents every variable in README.md", () => {
+    const readme = readFileSync("README.md", "utf8");
+    const missing = Object.values({ ...initSettings, ...sidecarSettings })
+      .map((s) => s.env)
+      .filter((name) => !readme.includes(`\`${name}\``));
+    expect(missing).toEqual([]);
+  });
+});
