@@ -1,0 +1,438 @@
+/**
+ * The EC2 adapter: the only module that imports @aws-sdk/client-ec2. Load it with
+ * `await import("./ec2-client.js")` (see LazyEc2Api) so that runs without EC2 calls never parse the SDK.
+ *
+ * Idempotency: EC2's codes for "already assigned to this ENI" and "not assigned to this ENI" are not
+ * confirmed (InvalidParameterValue family), so we do not guess from codes. When an assign or unassign is
+ * refused, we re-read the ENI: if it is already in the wanted state the call is a success; if only part of
+ * the addresses still needs the change, we repeat the call once with that part (EC2 is all or nothing, so the
+ * first refusal may have come from the part already done); otherwise the refusal stands.
+ * A subnet CIDR reservation that is already gone counts as deleted.
+ */
+import {
+  AssignIpv6AddressesCommand,
+  AssignPrivateIpAddressesCommand,
+  CreateSubnetCidrReservationCommand,
+  DeleteSubnetCidrReservationCommand,
+  DescribeNetworkInterfacesCommand,
+  DescribeSubnetsCommand,
+  EC2Client,
+  type EC2ClientConfig,
+  type Filter,
+  GetSubnetCidrReservationsCommand,
+  type NetworkInterface,
+  type SubnetCidrReservation as SdkReservation,
+  type Subnet,
+  type Tag,
+  UnassignIpv6AddressesCommand,
+  UnassignPrivateIpAddressesCommand,
+} from "@aws-sdk/client-ec2";
+import type { Clock } from "./clock.js";
+import type { Ec2Api, Ec2CallObserver, NetworkInterfaceFilter } from "./ec2-api.js";
+import { createInstrument, type Instrument } from "./ec2-instrumentation.js";
+import { Ec2Error } from "./errors/ec2-error.js";
+import { tryCanonical } from "./ip.js";
+import type { Logger } from "./logger.js";
+import type { RetryOptions } from "./retry.js";
+import type { Ec2NetworkInterface, Ec2Subnet, IpFamily, SubnetCidrReservation } from "./types.js";
+
+export interface Ec2ApiOptions {
+  /** AWS region, e.g. `eu-west-1`. Required: the adapter never guesses it. */
+  readonly region: string;
+  /**
+   * EC2 endpoint URL. Default: none, so that the SDK applies `AWS_ENDPOINT_URL_EC2`, then `AWS_ENDPOINT_URL`,
+   * then the regional endpoint.
+   */
+  readonly endpoint?: string;
+  /** Static credentials or a provider. Default: the SDK's chain (env, IRSA/Pod Identity, IMDS). */
+  readonly credentials?: EC2ClientConfig["credentials"];
+  /** Timeout of each HTTP attempt, in milliseconds (connection included). Default 5000. */
+  readonly requestTimeoutMs?: number;
+  /** Our retry policy (the SDK itself makes one attempt). Defaults: 8 attempts, 200 ms base, 5000 ms cap. */
+  readonly retry?: RetryOptions;
+  /** One line per call: info for writes, debug for reads, warn per retry, error on failure. */
+  readonly logger: Logger;
+  /** Receives one record per call, after retries. */
+  readonly observer?: Ec2CallObserver;
+  /** Cancels calls and backoff waits. */
+  readonly signal?: AbortSignal;
+  /** Measures durations and sleeps between retries. Default: the system clock. */
+  readonly clock?: Clock;
+  /** `MaxResults` of the paged reads (DescribeNetworkInterfaces, GetSubnetCidrReservations), 5 to 1000. Default 1000. */
+  readonly pageSize?: number;
+}
+
+const RESERVATION_GONE = "InvalidSubnetCidrReservationID.NotFound";
+
+/**
+ * One spelling per address (ip.ts `canonical`); a CIDR keeps its prefix. Text that is not an address is kept,
+ * lowercased, so that a surprise from AWS shows up in our logs as it came instead of failing the read.
+ */
+function canonicalText(value: string): string {
+  const text = value.trim();
+  const slash = text.indexOf("/");
+  const address = slash === -1 ? text : text.slice(0, slash);
+  const canonicalAddress = tryCanonical(address) ?? address.toLowerCase();
+  return slash === -1 ? canonicalAddress : `${canonicalAddress}${text.slice(slash)}`;
+}
+
+function tagsOf(tags: readonly Tag[] | undefined): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const tag of tags ?? []) {
+    if (tag.Key !== undefined) out[tag.Key] = tag.Value ?? "";
+  }
+  return out;
+}
+
+function toNetworkInterface(eni: NetworkInterface): Ec2NetworkInterface {
+  const ipv4s = (eni.PrivateIpAddresses ?? []).flatMap((p) =>
+    p.PrivateIpAddress === undefined ? [] : [canonicalText(p.PrivateIpAddress)],
+  );
+  const primary =
+    (eni.PrivateIpAddresses ?? []).find((p) => p.Primary === true)?.PrivateIpAddress ?? eni.PrivateIpAddress;
+  const primaryIpv4 = primary === undefined ? undefined : canonicalText(primary);
+  // Primary first, like IMDS local-ipv4s.
+  const ordered =
+    primaryIpv4 === undefined ? ipv4s : [primaryIpv4, ...ipv4s.filter((a) => a !== primaryIpv4)];
+  return {
+    eniId: eni.NetworkInterfaceId ?? "",
+    mac: (eni.MacAddress ?? "").toLowerCase(),
+    subnetId: eni.SubnetId ?? "",
+    vpcId: eni.VpcId ?? "",
+    instanceId: eni.Attachment?.InstanceId,
+    deviceIndex: eni.Attachment?.DeviceIndex,
+    primaryIpv4,
+    ipv4s: ordered,
+    ipv6s: (eni.Ipv6Addresses ?? []).flatMap((a) =>
+      a.Ipv6Address === undefined ? [] : [canonicalText(a.Ipv6Address)],
+    ),
+    tags: tagsOf(eni.TagSet),
+  };
+}
+
+function toSubnet(subnet: Subnet): Ec2Subnet {
+  return {
+    subnetId: subnet.SubnetId ?? "",
+    vpcId: subnet.VpcId ?? "",
+    availabilityZone: subnet.AvailabilityZone ?? "",
+    ipv4Cidr: canonicalText(subnet.CidrBlock ?? ""),
+    ipv6Cidrs: (subnet.Ipv6CidrBlockAssociationSet ?? []).flatMap((a) =>
+      a.Ipv6CidrBlock === undefined ||
+      a.Ipv6CidrBlockState?.State === "disassociated" ||
+      a.Ipv6CidrBlockState?.State === "disassociating"
+        ? []
+        : [canonicalText(a.Ipv6CidrBlock)],
+    ),
+  };
+}
+
+function toReservation(r: SdkReservation): SubnetCidrReservation {
+  return {
+    reservationId: r.SubnetCidrReservationId ?? "",
+    subnetId: r.SubnetId ?? "",
+    cidr: canonicalText(r.Cidr ?? ""),
+    type: r.ReservationType === "prefix" ? "prefix" : "explicit",
+    description: r.Description,
+    tags: tagsOf(r.Tags),
+  };
+}
+
+/** EC2 filters for a NetworkInterfaceFilter, or undefined when a field is an empty list (matches nothing). */
+function filtersOf(filter: NetworkInterfaceFilter): Filter[] | undefined {
+  const filters: Filter[] = [];
+  const add = (name: string, values: readonly string[] | undefined): boolean => {
+    if (values === undefined) return true;
+    if (values.length === 0) return false;
+    filters.push({ Name: name, Values: [...values] });
+    return true;
+  };
+  const ok = [
+    add("attachment.instance-id", filter.instanceId === undefined ? undefined : [filter.instanceId]),
+    add("network-interface-id", filter.eniIds),
+    add(
+      "mac-address",
+      filter.macs?.map((m) => m.toLowerCase()),
+    ),
+    add("addresses.private-ip-address", filter.ipv4Addresses?.map(canonicalText)),
+    add("ipv6-addresses.ipv6-address", filter.ipv6Addresses?.map(canonicalText)),
+    add("subnet-id", filter.subnetIds),
+  ].every(Boolean);
+  return ok ? filters : undefined;
+}
+
+class Ec2ApiClient implements Ec2Api {
+  constructor(
+    private readonly client: EC2Client,
+    private readonly instrument: Instrument,
+    private readonly logger: Logger,
+    private readonly pageSize: number,
+  ) {}
+
+  async assignPrivateIpv4(
+    eniId: string,
+    addresses: readonly string[],
+    allowReassignment: boolean,
+  ): Promise<void> {
+    await this.idempotent(4, "held", eniId, addresses, (subset) =>
+      this.instrument("AssignPrivateIpAddresses", { eniId, addresses: subset }, (sendOptions) =>
+        this.client.send(
+          new AssignPrivateIpAddressesCommand({
+            NetworkInterfaceId: eniId,
+            PrivateIpAddresses: [...subset],
+            AllowReassignment: allowReassignment,
+          }),
+          sendOptions,
+        ),
+      ),
+    );
+  }
+
+  async unassignPrivateIpv4(eniId: string, addresses: readonly string[]): Promise<void> {
+    await this.idempotent(4, "released", eniId, addresses, (subset) =>
+      this.instrument("UnassignPrivateIpAddresses", { eniId, addresses: subset }, (sendOptions) =>
+        this.client.send(
+          new UnassignPrivateIpAddressesCommand({
+            NetworkInterfaceId: eniId,
+            PrivateIpAddresses: [...subset],
+          }),
+          sendOptions,
+        ),
+      ),
+    );
+  }
+
+  async assignIpv6(eniId: string, addresses: readonly string[]): Promise<void> {
+    await this.idempotent(6, "held", eniId, addresses, (subset) =>
+      this.instrument("AssignIpv6Addresses", { eniId, addresses: subset }, (sendOptions) =>
+        this.client.send(
+          new AssignIpv6AddressesCommand({ NetworkInterfaceId: eniId, Ipv6Addresses: [...subset] }),
+          sendOptions,
+        ),
+      ),
+    );
+  }
+
+  async unassignIpv6(eniId: string, addresses: readonly string[]): Promise<void> {
+    await this.idempotent(6, "released", eniId, addresses, (subset) =>
+      this.instrument("UnassignIpv6Addresses", { eniId, addresses: subset }, (sendOptions) =>
+        this.client.send(
+          new UnassignIpv6AddressesCommand({ NetworkInterfaceId: eniId, Ipv6Addresses: [...subset] }),
+          sendOptions,
+        ),
+      ),
+    );
+  }
+
+  async describeNetworkInterfaces(filter: NetworkInterfaceFilter): Promise<Ec2NetworkInterface[]> {
+    const filters = filtersOf(filter);
+    if (filters === undefined) return [];
+    const eniId = filter.eniIds?.length === 1 ? filter.eniIds[0] : undefined;
+    const out: Ec2NetworkInterface[] = [];
+    let nextToken: string | undefined;
+    do {
+      const token = nextToken;
+      const page = await this.instrument("DescribeNetworkInterfaces", { eniId }, (sendOptions) =>
+        this.client.send(
+          new DescribeNetworkInterfacesCommand({
+            ...(filters.length > 0 ? { Filters: filters } : {}),
+            MaxResults: this.pageSize,
+            ...(token === undefined ? {} : { NextToken: token }),
+          }),
+          sendOptions,
+        ),
+      );
+      out.push(...(page.NetworkInterfaces ?? []).map(toNetworkInterface));
+      nextToken = page.NextToken === "" ? undefined : page.NextToken;
+    } while (nextToken !== undefined);
+    return out;
+  }
+
+  async describeSubnets(subnetIds: readonly string[]): Promise<Ec2Subnet[]> {
+    if (subnetIds.length === 0) return [];
+    const out: Ec2Subnet[] = [];
+    let nextToken: string | undefined;
+    do {
+      const token = nextToken;
+      const page = await this.instrument("DescribeSubnets", { target: subnetIds.join(", ") }, (sendOptions) =>
+        this.client.send(
+          new DescribeSubnetsCommand({
+            SubnetIds: [...subnetIds],
+            ...(token === undefined ? {} : { NextToken: token }),
+          }),
+          sendOptions,
+        ),
+      );
+      out.push(...(page.Subnets ?? []).map(toSubnet));
+      nextToken = page.NextToken === "" ? undefined : page.NextToken;
+    } while (nextToken !== undefined);
+    return out;
+  }
+
+  async getSubnetCidrReservations(subnetId: string): Promise<SubnetCidrReservation[]> {
+    const out: SubnetCidrReservation[] = [];
+    let nextToken: string | undefined;
+    do {
+      const token = nextToken;
+      const page = await this.instrument("GetSubnetCidrReservations", { target: subnetId }, (sendOptions) =>
+        this.client.send(
+          new GetSubnetCidrReservationsCommand({
+            SubnetId: subnetId,
+            MaxResults: this.pageSize,
+            ...(token === undefined ? {} : { NextToken: token }),
+          }),
+          sendOptions,
+        ),
+      );
+      out.push(
+        ...[...(page.SubnetIpv4CidrReservations ?? []), ...(page.SubnetIpv6CidrReservations ?? [])].map(
+          toReservation,
+        ),
+      );
+      nextToken = page.NextToken === "" ? undefined : page.NextToken;
+    } while (nextToken !== undefined);
+    return out;
+  }
+
+  async createSubnetCidrReservation(
+    subnetId: string,
+    cidr: string,
+    type: "explicit" | "prefix",
+    description: string,
+    tags: Readonly<Record<string, string>>,
+  ): Promise<SubnetCidrReservation> {
+    const tagList = Object.entries(tags).map(([Key, Value]) => ({ Key, Value }));
+    const result = await this.instrument(
+      "CreateSubnetCidrReservation",
+      { target: `${subnetId} (${cidr})` },
+      (sendOptions) =>
+        this.client.send(
+          new CreateSubnetCidrReservationCommand({
+            SubnetId: subnetId,
+            Cidr: cidr,
+            ReservationType: type,
+            Description: description,
+            ...(tagList.length > 0
+              ? { TagSpecifications: [{ ResourceType: "subnet-cidr-reservation", Tags: tagList }] }
+              : {}),
+          }),
+          sendOptions,
+        ),
+    );
+    if (result.SubnetCidrReservation === undefined) {
+      throw new Ec2Error(
+        {
+          operation: "CreateSubnetCidrReservation",
+          code: "EmptyResponse",
+          requestId: result.$metadata.requestId,
+          eniId: undefined,
+          kind: "unavailable",
+        },
+        `EC2 CreateSubnetCidrReservation on ${subnetId} (${cidr}) answered without a reservation ` +
+          `(request id ${result.$metadata.requestId ?? "none"}); check the subnet's reservations before retrying.`,
+      );
+    }
+    return toReservation(result.SubnetCidrReservation);
+  }
+
+  async deleteSubnetCidrReservation(reservationId: string): Promise<void> {
+    try {
+      await this.instrument("DeleteSubnetCidrReservation", { target: reservationId }, (sendOptions) =>
+        this.client.send(
+          new DeleteSubnetCidrReservationCommand({ SubnetCidrReservationId: reservationId }),
+          sendOptions,
+        ),
+      );
+    } catch (err) {
+      if (!(err instanceof Ec2Error) || err.code !== RESERVATION_GONE) throw err;
+      this.logger.info(
+        { reservationId },
+        "subnet CIDR reservation already gone; treating the delete as done",
+      );
+    }
+  }
+
+  /**
+   * Runs an assign (`held`) or unassign (`released`); on a refusal re-reads the ENI and treats the wanted
+   * state as success, or repeats once with the addresses still to change. See the module comment.
+   */
+  private async idempotent(
+    family: IpFamily,
+    want: "held" | "released",
+    eniId: string,
+    addresses: readonly string[],
+    call: (subset: readonly string[]) => Promise<unknown>,
+  ): Promise<void> {
+    const wanted = addresses.map(canonicalText);
+    if (wanted.length === 0) return;
+    try {
+      await call(wanted);
+      return;
+    } catch (err) {
+      if (!(err instanceof Ec2Error) || err.kind !== "refused") throw err;
+      const remaining = await this.stillToChange(family, want, eniId, wanted, err);
+      if (remaining.length === 0) {
+        this.logger.info(
+          { eniId, addresses: wanted, code: err.code },
+          `EC2 refused the call but the ENI already has the addresses ${want}; treating it as done`,
+        );
+        return;
+      }
+      if (remaining.length === wanted.length) throw err;
+      await call(remaining);
+    }
+  }
+
+  private async stillToChange(
+    family: IpFamily,
+    want: "held" | "released",
+    eniId: string,
+    wanted: readonly string[],
+    refusal: Ec2Error,
+  ): Promise<readonly string[]> {
+    let enis: Ec2NetworkInterface[];
+    try {
+      enis = await this.describeNetworkInterfaces({ eniIds: [eniId] });
+    } catch (readErr) {
+      // The re-read failed (and was logged by the wrapper); the refusal is the error the caller must see.
+      throw new Ec2Error(
+        {
+          operation: refusal.operation,
+          code: refusal.code,
+          requestId: refusal.requestId,
+          eniId,
+          kind: refusal.kind,
+        },
+        refusal.message,
+        { cause: new AggregateError([refusal, readErr], "refused, and the ENI could not be re-read") },
+      );
+    }
+    const eni = enis[0];
+    if (eni === undefined) return wanted;
+    const held = new Set(family === 4 ? eni.ipv4s : eni.ipv6s);
+    return wanted.filter((a) => (want === "held" ? !held.has(a) : held.has(a)));
+  }
+}
+
+/** Builds the EC2 adapter. The SDK makes one attempt per call; retries are ours (see retry.ts). */
+export function createEc2Api(options: Ec2ApiOptions): Ec2Api {
+  const requestTimeoutMs = options.requestTimeoutMs ?? 5000;
+  const client = new EC2Client({
+    region: options.region,
+    ...(options.endpoint === undefined ? {} : { endpoint: options.endpoint }),
+    ...(options.credentials === undefined ? {} : { credentials: options.credentials }),
+    maxAttempts: 1,
+    requestHandler: {
+      requestTimeout: requestTimeoutMs,
+      connectionTimeout: Math.min(requestTimeoutMs, 3000),
+      throwOnRequestTimeout: true,
+    },
+  });
+  const instrument = createInstrument({
+    logger: options.logger,
+    observer: options.observer,
+    retry: options.retry,
+    clock: options.clock,
+    signal: options.signal,
+  });
+  return new Ec2ApiClient(client, instrument, options.logger, options.pageSize ?? 1000);
+}

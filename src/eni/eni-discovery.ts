@@ -1,0 +1,110 @@
+/** The ENIs of this instance as IMDS reports them, and the wait for IMDS to reflect an assignment. */
+import type { Clock } from "./clock.js";
+import { TimeoutError } from "./errors/timeout-error.js";
+import type { Imds } from "./imds.js";
+import { tryCanonical } from "./ip.js";
+import type { EniState, IpFamily } from "./types.js";
+
+/**
+ * Reads the ENIs attached to this instance: the MAC list once, then every (requested) MAC in parallel.
+ * `macs` limits the read to those MACs (any case); a requested MAC that is not attached is left out, so the
+ * caller, which knows the pod interface behind it, raises EniNotFoundError. Result order follows IMDS.
+ */
+export async function readEnis(imds: Imds, macs?: readonly string[]): Promise<EniState[]> {
+  const attached = await imds.macs();
+  const wanted = macs === undefined ? undefined : new Set(macs.map((m) => m.toLowerCase()));
+  const selected = wanted === undefined ? attached : attached.filter((m) => wanted.has(m));
+  return Promise.all(selected.map((mac) => readEni(imds, mac)));
+}
+
+async function readEni(imds: Imds, mac: string): Promise<EniState> {
+  const [eniId, deviceIndex, subnetId, subnetIpv4Cidrs, subnetIpv6Cidrs, ipv4s, ipv6s] = await Promise.all([
+    imds.interfaceId(mac),
+    imds.deviceNumber(mac),
+    imds.subnetId(mac),
+    imds.subnetIpv4Cidrs(mac),
+    imds.subnetIpv6Cidrs(mac),
+    imds.localIpv4s(mac),
+    imds.ipv6s(mac),
+  ]);
+  return {
+    eniId,
+    mac,
+    deviceIndex,
+    subnetId,
+    subnetIpv4Cidrs,
+    subnetIpv6Cidrs,
+    primaryIpv4: ipv4s[0],
+    ipv4s,
+    ipv6s,
+  };
+}
+
+/** An address that must show on the ENI with this MAC. */
+export interface ExpectedAddress {
+  readonly mac: string;
+  readonly address: string;
+  readonly family: IpFamily;
+}
+
+export interface ConfirmOptions {
+  /** Give up after this many milliseconds. */
+  readonly timeoutMs: number;
+  /** Wait between two reads of IMDS, in milliseconds. */
+  readonly intervalMs: number;
+  readonly clock: Clock;
+  /** Cancels the wait; the promise then rejects with the signal's reason. */
+  readonly signal?: AbortSignal;
+}
+
+/**
+ * Polls IMDS `local-ipv4s`/`ipv6s` of each MAC until every expected address shows (IMDS reflects EC2
+ * assignments asynchronously, typically within a few seconds). Throws TimeoutError naming what is missing.
+ */
+export async function confirmHeld(
+  imds: Imds,
+  expected: readonly ExpectedAddress[],
+  options: ConfirmOptions,
+): Promise<void> {
+  const { clock, signal, timeoutMs, intervalMs } = options;
+  const started = clock.now();
+  const byMac = new Map<string, { ipv4: Set<string>; ipv6: Set<string> }>();
+  for (const e of expected) {
+    const mac = e.mac.toLowerCase();
+    const entry = byMac.get(mac) ?? { ipv4: new Set<string>(), ipv6: new Set<string>() };
+    (e.family === 4 ? entry.ipv4 : entry.ipv6).add(tryCanonical(e.address) ?? e.address.toLowerCase());
+    byMac.set(mac, entry);
+  }
+  if (byMac.size === 0) return;
+
+  for (;;) {
+    signal?.throwIfAborted();
+    const missing = await Promise.all(
+      [...byMac].map(async ([mac, want]) => {
+        const [ipv4s, ipv6s] = await Promise.all([
+          want.ipv4.size > 0 ? imds.localIpv4s(mac) : Promise.resolve([]),
+          want.ipv6.size > 0 ? imds.ipv6s(mac) : Promise.resolve([]),
+        ]);
+        const held = new Set([...ipv4s, ...ipv6s]);
+        return { mac, addresses: [...want.ipv4, ...want.ipv6].filter((a) => !held.has(a)) };
+      }),
+    );
+    const open = missing.filter((m) => m.addresses.length > 0);
+    if (open.length === 0) return;
+
+    const elapsed = clock.now() - started;
+    if (elapsed >= timeoutMs) {
+      // Name ENIs by id as users know them; one extra read per ENI, only on this failure path.
+      const named = await Promise.all(
+        open.map(async (m) => `${m.addresses.join(", ")} on ${await imds.interfaceId(m.mac)} (MAC ${m.mac})`),
+      );
+      throw new TimeoutError(
+        `IMDS to show ${named.join("; ")}`,
+        timeoutMs,
+        "EC2 accepted the assignment but IMDS has not reflected it yet. Check with aws ec2 describe-network-interfaces " +
+          "whether the addresses are on the ENI; if they moved to another ENI, another node claimed them.",
+      );
+    }
+    await clock.sleep(Math.min(intervalMs, timeoutMs - elapsed), signal);
+  }
+}

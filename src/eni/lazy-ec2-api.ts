@@ -1,0 +1,74 @@
+import type { Ec2Api, NetworkInterfaceFilter } from "./ec2-api.js";
+import type { Ec2NetworkInterface, Ec2Subnet, SubnetCidrReservation } from "./types.js";
+
+/**
+ * An Ec2Api that loads the real one on its first call, once (concurrent first calls share the load).
+ * A run that needs no EC2 call never parses the AWS SDK: pass
+ * `() => import("./ec2-client.js").then((m) => m.createEc2Api(options))`.
+ * A failed load is not cached: the next call tries again.
+ */
+export class LazyEc2Api implements Ec2Api {
+  private loading: Promise<Ec2Api> | undefined;
+
+  constructor(private readonly load: () => Promise<Ec2Api>) {}
+
+  /** Whether the real adapter has been requested. */
+  get loaded(): boolean {
+    return this.loading !== undefined;
+  }
+
+  private api(): Promise<Ec2Api> {
+    // A failed load is forgotten, so that a later call tries again; the caller still gets the rejection.
+    this.loading ??= this.load().catch((err: unknown) => {
+      this.loading = undefined;
+      throw err;
+    });
+    return this.loading;
+  }
+
+  async assignPrivateIpv4(
+    eniId: string,
+    addresses: readonly string[],
+    allowReassignment: boolean,
+  ): Promise<void> {
+    return (await this.api()).assignPrivateIpv4(eniId, addresses, allowReassignment);
+  }
+
+  async unassignPrivateIpv4(eniId: string, addresses: readonly string[]): Promise<void> {
+    return (await this.api()).unassignPrivateIpv4(eniId, addresses);
+  }
+
+  async assignIpv6(eniId: string, addresses: readonly string[]): Promise<void> {
+    return (await this.api()).assignIpv6(eniId, addresses);
+  }
+
+  async unassignIpv6(eniId: string, addresses: readonly string[]): Promise<void> {
+    return (await this.api()).unassignIpv6(eniId, addresses);
+  }
+
+  async describeNetworkInterfaces(filter: NetworkInterfaceFilter): Promise<Ec2NetworkInterface[]> {
+    return (await this.api()).describeNetworkInterfaces(filter);
+  }
+
+  async describeSubnets(subnetIds: readonly string[]): Promise<Ec2Subnet[]> {
+    return (await this.api()).describeSubnets(subnetIds);
+  }
+
+  async getSubnetCidrReservations(subnetId: string): Promise<SubnetCidrReservation[]> {
+    return (await this.api()).getSubnetCidrReservations(subnetId);
+  }
+
+  async createSubnetCidrReservation(
+    subnetId: string,
+    cidr: string,
+    type: "explicit" | "prefix",
+    description: string,
+    tags: Readonly<Record<string, string>>,
+  ): Promise<SubnetCidrReservation> {
+    return (await this.api()).createSubnetCidrReservation(subnetId, cidr, type, description, tags);
+  }
+
+  async deleteSubnetCidrReservation(reservationId: string): Promise<void> {
+    return (await this.api()).deleteSubnetCidrReservation(reservationId);
+  }
+}
