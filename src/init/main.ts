@@ -1,5 +1,72 @@
-// Placeholder until the init command lands; replaced by its real entrypoint.
-export async function main(_argv: readonly string[]): Promise<number> {
-  process.stderr.write("multus-ipmgr init: not built yet\n");
-  return 1;
+import { reportFailure } from "../cli/report-failure.js";
+import { initSettings, loadInitConfig } from "../eni/config.js";
+import { TimeoutError } from "../eni/errors/timeout-error.js";
+import { ExitCode } from "../eni/exit-codes.js";
+import { createLogger, type Logger } from "../eni/logger.js";
+import { buildPodDeps } from "../eni/pod-deps.js";
+import { describeSettings } from "../eni/settings.js";
+import { runInit } from "./run-init.js";
+
+const HELP = `usage: multus-ipmgr init [flags]
+
+Assigns this pod's Multus addresses as secondary IPs of the worker ENIs that carry them (matched by MAC),
+waits until EC2 holds them all, and exits 0. Exits non-zero with one sentence saying what is wrong
+otherwise; exit codes are listed in README.md.
+
+flags (each also read from its environment variable):
+${describeSettings(initSettings)}
+`;
+
+/** Entrypoint of `multus-ipmgr init`: config, adapters, signals, then runInit. */
+export async function main(argv: readonly string[]): Promise<number> {
+  if (argv.includes("--help") || argv.includes("-h")) {
+    process.stdout.write(HELP);
+    return ExitCode.ok;
+  }
+  let logger: Logger | undefined;
+  let terminationLog: string | undefined = process.env.IPMGR_TERMINATION_LOG ?? "/dev/termination-log";
+  const controller = new AbortController();
+  const onSignal = (signal: NodeJS.Signals): void => {
+    controller.abort(new Error(`stopped by ${signal}`));
+  };
+  process.once("SIGTERM", onSignal);
+  process.once("SIGINT", onSignal);
+  try {
+    const config = loadInitConfig(argv, process.env);
+    terminationLog = config.terminationLog;
+    logger = createLogger(config.logLevel, { command: "init" });
+    const deadline = AbortSignal.timeout(config.timeoutMs);
+    const signal = AbortSignal.any([controller.signal, deadline]);
+    const deps = buildPodDeps(config, logger, { signal });
+    try {
+      await runInit(deps, {
+        policy: { allowedCidrs: config.allowedCidrs },
+        waitForAddressesMs: config.waitForAddressesMs,
+        confirm: { timeoutMs: config.confirmTimeoutMs, intervalMs: config.confirmIntervalMs, signal },
+        signal,
+      });
+    } catch (error) {
+      if (deadline.aborted && !(error instanceof TimeoutError)) {
+        throw new TimeoutError(
+          "init to finish",
+          config.timeoutMs,
+          "Raise IPMGR_TIMEOUT_MS, or see the log for the step that hung.",
+          {
+            cause: error,
+          },
+        );
+      }
+      throw error;
+    }
+    return ExitCode.ok;
+  } catch (error) {
+    if (controller.signal.aborted) {
+      logger?.warn({ reason: String(controller.signal.reason) }, "init interrupted");
+      return 143;
+    }
+    return reportFailure("init", error, logger, terminationLog);
+  } finally {
+    process.off("SIGTERM", onSignal);
+    process.off("SIGINT", onSignal);
+  }
 }

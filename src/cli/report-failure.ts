@@ -1,0 +1,32 @@
+import { writeFileSync } from "node:fs";
+import { IpmgrError } from "../eni/errors/ipmgr-error.js";
+import { ExitCode, type ExitCodeValue } from "../eni/exit-codes.js";
+import type { Logger } from "../eni/logger.js";
+
+/**
+ * Tells the user why the command failed, in one sentence, on stderr and in the Kubernetes termination log
+ * (so `kubectl describe pod` shows it), and returns the exit code of the error's class.
+ */
+export function reportFailure(
+  command: string,
+  error: unknown,
+  logger: Logger | undefined,
+  terminationLog: string | undefined,
+): ExitCodeValue {
+  const known = error instanceof IpmgrError;
+  const message = known
+    ? error.message
+    : `unexpected error: ${error instanceof Error ? error.message : String(error)}`;
+  const exitCode = known ? error.exitCode : ExitCode.internal;
+  logger?.error({ err: error, exitCode }, message);
+  process.stderr.write(`multus-ipmgr ${command}: ${message}\n`);
+  if (terminationLog !== undefined && terminationLog !== "") {
+    try {
+      writeFileSync(terminationLog, `${message}\n`);
+    } catch (cause) {
+      // Outside Kubernetes the file usually does not exist; the message is on stderr already.
+      logger?.debug({ err: cause, terminationLog }, "termination log not written");
+    }
+  }
+  return exitCode;
+}

@@ -1,0 +1,125 @@
+/**
+ * Worlds shared by the end-to-end tests, in VPC 198.51.100.0/24: subnet-a 198.51.100.0/26 and subnet-b
+ * 198.51.100.64/26 hold the Multus ENIs (pod ranges .32/27 and .96/27), 198.51.100.128/25 the nodes' eth0.
+ * Node 1 has two Multus ENIs in ONE subnet (subnet-a, so only the MAC can tell them apart) and one in
+ * subnet-b. Node 2 has a Multus ENI in subnet-a. Documentation ranges only.
+ */
+export const MAC = {
+  node1Eth0: "02:00:00:00:01:00",
+  node1A1: "02:00:00:00:0a:01",
+  node1A2: "02:00:00:00:0a:02",
+  node1B1: "02:00:00:00:0b:01",
+  node2Eth0: "02:00:00:00:02:00",
+  node2A1: "02:00:00:00:2a:01",
+  stranger: "02:00:00:00:ff:ff",
+} as const;
+
+export const ENI = {
+  node1A1: "eni-0000000000000a001",
+  node1A2: "eni-0000000000000a002",
+  node1B1: "eni-0000000000000b001",
+  node2A1: "eni-0000000000002a001",
+} as const;
+
+export const ALLOWED_CIDRS = [
+  "198.51.100.32/27",
+  "198.51.100.96/27",
+  "2001:db8:100:1::100/120",
+  "2001:db8:100:2::100/120",
+].join(",");
+
+const noManage = { "node.k8s.amazonaws.com/no_manage": "true" };
+
+export interface WorldOverrides {
+  node1A1?: { secondaryIpv4s?: string[]; ipv6s?: string[] };
+  node2A1?: { secondaryIpv4s?: string[]; ipv6s?: string[] };
+}
+
+export function twoNodeWorld(overrides: WorldOverrides = {}): Record<string, unknown> {
+  return {
+    region: "us-east-1",
+    vpc: { id: "vpc-0000000000000d0c5", cidr: "198.51.100.0/24", ipv6Cidr: "2001:db8:100::/56" },
+    subnets: [
+      {
+        id: "subnet-00000000000000e00",
+        cidr: "198.51.100.0/26",
+        ipv6Cidr: "2001:db8:100:1::/64",
+        availabilityZone: "us-east-1a",
+      },
+      {
+        id: "subnet-00000000000000b00",
+        cidr: "198.51.100.64/26",
+        ipv6Cidr: "2001:db8:100:2::/64",
+        availabilityZone: "us-east-1a",
+      },
+      { id: "subnet-000000000000000e0", cidr: "198.51.100.128/25", availabilityZone: "us-east-1a" },
+    ],
+    instances: [
+      {
+        id: "i-00000000000000001",
+        instanceType: "m5.xlarge",
+        enis: [
+          {
+            id: "eni-00000000000000100",
+            mac: MAC.node1Eth0,
+            deviceIndex: 0,
+            subnet: "subnet-000000000000000e0",
+            primaryIpv4: "198.51.100.140",
+          },
+          {
+            id: ENI.node1A1,
+            mac: MAC.node1A1,
+            deviceIndex: 1,
+            subnet: "subnet-00000000000000e00",
+            primaryIpv4: "198.51.100.11",
+            secondaryIpv4s: overrides.node1A1?.secondaryIpv4s ?? [],
+            ipv6s: overrides.node1A1?.ipv6s ?? [],
+            tags: noManage,
+          },
+          {
+            id: ENI.node1A2,
+            mac: MAC.node1A2,
+            deviceIndex: 2,
+            subnet: "subnet-00000000000000e00",
+            primaryIpv4: "198.51.100.12",
+            tags: noManage,
+          },
+          {
+            id: ENI.node1B1,
+            mac: MAC.node1B1,
+            deviceIndex: 3,
+            subnet: "subnet-00000000000000b00",
+            primaryIpv4: "198.51.100.70",
+            tags: noManage,
+          },
+        ],
+      },
+      {
+        id: "i-00000000000000002",
+        instanceType: "m5.large",
+        enis: [
+          {
+            id: "eni-00000000000000200",
+            mac: MAC.node2Eth0,
+            deviceIndex: 0,
+            subnet: "subnet-000000000000000e0",
+            primaryIpv4: "198.51.100.150",
+          },
+          {
+            id: ENI.node2A1,
+            mac: MAC.node2A1,
+            deviceIndex: 1,
+            subnet: "subnet-00000000000000e00",
+            primaryIpv4: "198.51.100.21",
+            secondaryIpv4s: overrides.node2A1?.secondaryIpv4s ?? [],
+            ipv6s: overrides.node2A1?.ipv6s ?? [],
+            tags: noManage,
+          },
+        ],
+      },
+    ],
+  };
+}
+
+export const NODE1 = "i-00000000000000001";
+export const NODE2 = "i-00000000000000002";

@@ -1,0 +1,209 @@
+/**
+ * `multus-ipmgr init`, the built binary, run inside pod network namespaces against the simulator in a
+ * namespace of its own. Every test checks the simulator's state (and its call log), not only the exit code.
+ */
+
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { Lab, type LabPodSpec, labUnavailableReason, type SimCallView } from "./helpers/netns.js";
+import { ALLOWED_CIDRS, ENI, MAC, NODE1, twoNodeWorld, type WorldOverrides } from "./helpers/worlds.js";
+
+const unavailable = labUnavailableReason();
+if (unavailable !== undefined) console.warn(`init end-to-end tests skipped: ${unavailable}`);
+
+let lab: Lab | undefined;
+afterEach(async () => {
+  await lab?.close();
+  lab = undefined;
+});
+
+function pod(interfaces: LabPodSpec["interfaces"], instanceId = NODE1): LabPodSpec {
+  return { name: "pod", instanceId, interfaces };
+}
+
+async function start(spec: LabPodSpec, overrides: WorldOverrides = {}): Promise<Lab> {
+  lab = await Lab.start(twoNodeWorld(overrides), [spec]);
+  return lab;
+}
+
+async function init(extraEnv: Record<string, string> = {}) {
+  if (lab === undefined) throw new Error("no lab");
+  return lab.run("pod", ["init"], lab.env("pod", { IPMGR_ALLOWED_CIDRS: ALLOWED_CIDRS, ...extraEnv }));
+}
+
+const MUTATING = new Set([
+  "AssignPrivateIpAddresses",
+  "UnassignPrivateIpAddresses",
+  "AssignIpv6Addresses",
+  "UnassignIpv6Addresses",
+]);
+const mutating = (calls: SimCallView[]) => calls.filter((c) => MUTATING.has(c.action));
+
+describe.skipIf(unavailable !== undefined)("multus-ipmgr init in a pod namespace", () => {
+  it("assigns an IPv4 pod address to the ENI with the interface's MAC in exactly one EC2 call", async () => {
+    const l = await start(pod([{ name: "net1", mac: MAC.node1A1, addresses: ["198.51.100.40/26"] }]));
+    const result = await init();
+    expect(result.stderr).toBe("");
+    expect(result.code).toBe(0);
+    expect((await l.eni(ENI.node1A1)).ipv4s).toEqual(["198.51.100.11", "198.51.100.40"]);
+    const calls = await l.calls();
+    expect(calls.map((c) => c.action)).toEqual(["AssignPrivateIpAddresses"]);
+    expect(calls[0]?.params).toMatchObject({
+      NetworkInterfaceId: ENI.node1A1,
+      "PrivateIpAddress.1": "198.51.100.40",
+      AllowReassignment: "true",
+    });
+  });
+
+  it("assigns an IPv6 pod address", async () => {
+    const l = await start(pod([{ name: "net1", mac: MAC.node1A1, addresses: ["2001:db8:100:1::170/64"] }]));
+    const result = await init();
+    expect(result.code).toBe(0);
+    expect((await l.eni(ENI.node1A1)).ipv6s).toEqual(["2001:db8:100:1::170"]);
+    expect(mutating(await l.calls()).map((c) => c.action)).toEqual(["AssignIpv6Addresses"]);
+  });
+
+  it("assigns a dual-stack pod's two addresses", async () => {
+    const l = await start(
+      pod([{ name: "net1", mac: MAC.node1A1, addresses: ["198.51.100.40/26", "2001:db8:100:1::170/64"] }]),
+    );
+    expect((await init()).code).toBe(0);
+    const eni = await l.eni(ENI.node1A1);
+    expect(eni.ipv4s).toContain("198.51.100.40");
+    expect(eni.ipv6s).toEqual(["2001:db8:100:1::170"]);
+  });
+
+  it("assigns two Multus interfaces to their two ENIs, several addresses each", async () => {
+    const l = await start(
+      pod([
+        { name: "net1", mac: MAC.node1A1, addresses: ["198.51.100.40/26", "198.51.100.41/26"] },
+        { name: "net2", mac: MAC.node1B1, addresses: ["198.51.100.100/26", "198.51.100.101/26"] },
+      ]),
+    );
+    expect((await init()).code).toBe(0);
+    expect((await l.eni(ENI.node1A1)).ipv4s).toEqual(["198.51.100.11", "198.51.100.40", "198.51.100.41"]);
+    expect((await l.eni(ENI.node1B1)).ipv4s).toEqual(["198.51.100.70", "198.51.100.100", "198.51.100.101"]);
+    expect(mutating(await l.calls())).toHaveLength(2);
+  });
+
+  it("lets the MAC decide between two ENIs in one subnet", async () => {
+    const l = await start(pod([{ name: "net1", mac: MAC.node1A2, addresses: ["198.51.100.42/26"] }]));
+    expect((await init()).code).toBe(0);
+    expect((await l.eni(ENI.node1A2)).ipv4s).toEqual(["198.51.100.12", "198.51.100.42"]);
+    expect((await l.eni(ENI.node1A1)).ipv4s).toEqual(["198.51.100.11"]);
+  });
+
+  it("makes no mutating EC2 call when rerun on a pod whose addresses are in place", async () => {
+    const l = await start(
+      pod([{ name: "net1", mac: MAC.node1A1, addresses: ["198.51.100.40/26", "2001:db8:100:1::170/64"] }]),
+    );
+    expect((await init()).code).toBe(0);
+    await l.clearCalls();
+    const rerun = await init();
+    expect(rerun.code).toBe(0);
+    expect(await l.calls()).toEqual([]);
+  });
+
+  it("moves an IPv4 address another node's ENI holds", async () => {
+    const l = await start(pod([{ name: "net1", mac: MAC.node1A1, addresses: ["198.51.100.45/26"] }]), {
+      node2A1: { secondaryIpv4s: ["198.51.100.45"] },
+    });
+    expect((await init()).code).toBe(0);
+    expect((await l.eni(ENI.node1A1)).ipv4s).toContain("198.51.100.45");
+    expect((await l.eni(ENI.node2A1)).ipv4s).not.toContain("198.51.100.45");
+  });
+
+  it("moves an IPv6 address another node's ENI holds by unassigning it there first", async () => {
+    const l = await start(pod([{ name: "net1", mac: MAC.node1A1, addresses: ["2001:db8:100:1::175/64"] }]), {
+      node2A1: { ipv6s: ["2001:db8:100:1::175"] },
+    });
+    expect((await init()).code).toBe(0);
+    expect((await l.eni(ENI.node1A1)).ipv6s).toEqual(["2001:db8:100:1::175"]);
+    expect((await l.eni(ENI.node2A1)).ipv6s).toEqual([]);
+    const order = mutating(await l.calls()).map((c) => `${c.action} ${c.params.NetworkInterfaceId}`);
+    expect(order).toEqual([`UnassignIpv6Addresses ${ENI.node2A1}`, `AssignIpv6Addresses ${ENI.node1A1}`]);
+  });
+
+  it("refuses an address outside the allowed CIDRs and assigns nothing", async () => {
+    const l = await start(
+      pod([{ name: "net1", mac: MAC.node1A1, addresses: ["198.51.100.40/26", "198.51.100.30/26"] }]),
+    );
+    const result = await init();
+    expect(result.code).toBe(6);
+    expect(result.stderr).toContain("198.51.100.30");
+    expect(result.stderr).toContain("IPMGR_ALLOWED_CIDRS");
+    expect(await l.calls()).toEqual([]);
+    expect((await l.eni(ENI.node1A1)).ipv4s).toEqual(["198.51.100.11"]);
+  });
+
+  it("fails with exit 7 when the interface's MAC matches no ENI of the instance", async () => {
+    const l = await start(pod([{ name: "net1", mac: MAC.stranger, addresses: ["198.51.100.40/26"] }]));
+    const result = await init();
+    expect(result.code).toBe(7);
+    expect(result.stderr).toContain(
+      `interface net1 has MAC ${MAC.stranger}, which matches no ENI of this instance`,
+    );
+    expect(await l.calls()).toEqual([]);
+  });
+
+  it("succeeds after backoff when EC2 throttles", async () => {
+    const l = await start(pod([{ name: "net1", mac: MAC.node1A1, addresses: ["198.51.100.40/26"] }]));
+    await l.setFaults({
+      failNext: [{ action: "AssignPrivateIpAddresses", code: "RequestLimitExceeded", status: 503, count: 2 }],
+    });
+    const result = await init();
+    expect(result.code).toBe(0);
+    expect((await l.calls()).map((c) => c.outcome)).toEqual([
+      "RequestLimitExceeded",
+      "RequestLimitExceeded",
+      "ok",
+    ]);
+    expect((await l.eni(ENI.node1A1)).ipv4s).toContain("198.51.100.40");
+  });
+
+  it("exits 4 naming the IAM action when EC2 refuses for a missing permission", async () => {
+    const l = await start(pod([{ name: "net1", mac: MAC.node1A1, addresses: ["198.51.100.40/26"] }]));
+    await l.setFaults({ deny: ["AssignPrivateIpAddresses"] });
+    const result = await init();
+    expect(result.code).toBe(4);
+    expect(result.stderr).toContain("ec2:AssignPrivateIpAddresses");
+    expect((await l.eni(ENI.node1A1)).ipv4s).toEqual(["198.51.100.11"]);
+  });
+
+  it("reports the hop-limit problem and its fix when the IMDS token request hangs", async () => {
+    const l = await start(pod([{ name: "net1", mac: MAC.node1A1, addresses: ["198.51.100.40/26"] }]));
+    await l.setFaults({ imdsTokenHang: true });
+    const result = await init({ IPMGR_IMDS_TIMEOUT_MS: "300" });
+    expect(result.signal).toBeNull();
+    expect(result.code).toBe(3);
+    expect(result.stderr).toContain("HttpPutResponseHopLimit to 2");
+    expect(await l.calls()).toEqual([]);
+  });
+
+  it("reads addresses from the Multus network-status annotation file when told to", async () => {
+    const l = await start(pod([{ name: "net1", mac: MAC.node1A1, addresses: ["198.51.100.40/26"] }]));
+    const dir = mkdtempSync(join(tmpdir(), "ipmgr-podinfo-"));
+    const status = JSON.stringify([
+      { name: "cnf/ipvlan", interface: "net1", ips: ["198.51.100.40"], mac: MAC.node1A1 },
+    ]);
+    writeFileSync(join(dir, "annotations"), `k8s.v1.cni.cncf.io/network-status=${JSON.stringify(status)}\n`);
+    const result = await init({
+      IPMGR_ADDRESS_SOURCE: "network-status",
+      IPMGR_NETWORK_STATUS_FILE: join(dir, "annotations"),
+    });
+    expect(result.code).toBe(0);
+    expect((await l.eni(ENI.node1A1)).ipv4s).toContain("198.51.100.40");
+  });
+
+  it("exits 2 with the variable's name when the configuration is bad", async () => {
+    const l = await start(pod([{ name: "net1", mac: MAC.node1A1, addresses: ["198.51.100.40/26"] }]));
+    const result = await l.run("pod", ["init"], l.env("pod", { IPMGR_ALLOWED_CIDRS: "pods" }));
+    expect(result.code).toBe(2);
+    expect(result.stderr).toBe(
+      'multus-ipmgr init: IPMGR_ALLOWED_CIDRS="pods": "pods" is not a CIDR; write it like 198.51.100.64/27\n',
+    );
+    expect(await l.calls()).toEqual([]);
+  });
+});
