@@ -1,35 +1,40 @@
-import { z } from "zod";
+import * as z from "zod/mini";
 import type { InterfaceSelection } from "./interface-selector.js";
 import { canonicalCidr } from "./ip.js";
 import { LOG_LEVELS } from "./logger.js";
 import { field, loadSettings, type Setting, type SettingValues } from "./settings.js";
 
-const cidrList = z.string().transform((text, ctx) => {
-  const items = text
-    .split(",")
-    .map((x) => x.trim())
-    .filter((x) => x.length > 0);
-  if (items.length === 0) {
-    ctx.addIssue({
-      code: "custom",
-      message: "expected at least one CIDR, e.g. 198.51.100.64/27,2001:db8:1::/64",
-    });
-    return z.NEVER;
-  }
-  const out: string[] = [];
-  for (const item of items) {
-    try {
-      out.push(canonicalCidr(item));
-    } catch {
-      ctx.addIssue({
+const cidrList = z.pipe(
+  z.string(),
+  z.transform((text, ctx) => {
+    const items = text
+      .split(",")
+      .map((x) => x.trim())
+      .filter((x) => x.length > 0);
+    if (items.length === 0) {
+      ctx.issues.push({
+        input: text,
         code: "custom",
-        message: `${JSON.stringify(item)} is not a CIDR; write it like 198.51.100.64/27`,
+        message: "expected at least one CIDR, e.g. 198.51.100.64/27,2001:db8:1::/64",
       });
       return z.NEVER;
     }
-  }
-  return out;
-});
+    const out: string[] = [];
+    for (const item of items) {
+      try {
+        out.push(canonicalCidr(item));
+      } catch {
+        ctx.issues.push({
+          input: text,
+          code: "custom",
+          message: `${JSON.stringify(item)} is not a CIDR; write it like 198.51.100.64/27`,
+        });
+        return z.NEVER;
+      }
+    }
+    return out;
+  }),
+);
 
 function setting<T>(s: Setting<T>): Setting<T> {
   return s;

@@ -1,5 +1,72 @@
-// Placeholder until the sim command lands; replaced by its real entrypoint.
-export async function main(_argv: readonly string[]): Promise<number> {
-  process.stderr.write("multus-ipmgr sim: not built yet\n");
-  return 1;
+import { parseSimArgs, simUsage } from "./cli-args.js";
+import { UsageError } from "./errors/usage-error.js";
+import { WorldError } from "./errors/world-error.js";
+import { readyLine } from "./ready-line.js";
+import { type SimulatorHandle, startSimulator } from "./simulator.js";
+import { loadWorldFile } from "./world.js";
+
+const usageExit = 2;
+
+function fail(message: string): number {
+  process.stderr.write(`multus-ipmgr sim: ${message}\n`);
+  return usageExit;
+}
+
+/** Resolves on the first SIGTERM or SIGINT. */
+function untilSignal(): Promise<NodeJS.Signals> {
+  return new Promise((resolve) => {
+    const on = (signal: NodeJS.Signals): void => {
+      process.off("SIGTERM", on);
+      process.off("SIGINT", on);
+      resolve(signal);
+    };
+    process.on("SIGTERM", on);
+    process.on("SIGINT", on);
+  });
+}
+
+/**
+ * `multus-ipmgr sim`: runs until SIGTERM/SIGINT. Stdout carries exactly one line, the ready line, so that
+ * scripts can read the endpoints; everything else goes to stderr.
+ */
+export async function main(argv: readonly string[]): Promise<number> {
+  let parsed: ReturnType<typeof parseSimArgs>;
+  try {
+    parsed = parseSimArgs(argv, process.env);
+  } catch (error) {
+    if (error instanceof UsageError) return fail(error.message);
+    throw error;
+  }
+  if (parsed.kind === "help") {
+    process.stdout.write(`${simUsage}\n`);
+    return 0;
+  }
+  const { args } = parsed;
+  let handle: SimulatorHandle;
+  try {
+    const world = await loadWorldFile(args.world);
+    const log = args.verbose ? (line: string) => process.stderr.write(`${line}\n`) : undefined;
+    handle = await startSimulator(world, {
+      host: args.host,
+      ec2Port: args.ec2Port,
+      controlPort: args.controlPort,
+      imdsPortBase: args.imdsPortBase,
+      ...(log === undefined ? {} : { log }),
+    });
+  } catch (error) {
+    if (error instanceof WorldError) return fail(error.message);
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === "EADDRINUSE" || code === "EADDRNOTAVAIL" || code === "EACCES") {
+      return fail(
+        `cannot listen on ${args.host} (${code}: ${(error as Error).message}); pick other ports ` +
+          "(--ec2-port, --control-port, --imds-port-base; 0 picks free ones) or another --host.",
+      );
+    }
+    throw error;
+  }
+  process.stdout.write(`${readyLine(handle)}\n`);
+  const signal = await untilSignal();
+  process.stderr.write(`multus-ipmgr sim: ${signal}, closing\n`);
+  await handle.close();
+  return 0;
 }

@@ -1,0 +1,109 @@
+import { UsageError } from "./errors/usage-error.js";
+
+/** The parsed flags of `multus-ipmgr sim`. */
+export interface SimArgs {
+  /** Path of the world file (YAML or JSON). */
+  readonly world: string;
+  readonly host: string;
+  readonly ec2Port: number;
+  readonly controlPort: number;
+  readonly imdsPortBase: number;
+  /** Log every request to stderr. */
+  readonly verbose: boolean;
+}
+
+export type ParsedSimArgs = { readonly kind: "help" } | { readonly kind: "run"; readonly args: SimArgs };
+
+export const simUsage = `usage: multus-ipmgr sim --world FILE [flags]
+
+Runs a local EC2 Query API and one IMDSv2 endpoint per instance, then prints one JSON line:
+{"ready":true,"ec2":"http://H:P","control":"http://H:P","imds":{"i-...":"http://H:P"}}
+
+flags (environment variable in brackets):
+  --world FILE           world file, YAML or JSON (required) [IPMGR_SIM_WORLD]
+  --host ADDRESS         listen address, default 127.0.0.1 [IPMGR_SIM_HOST]
+  --ec2-port N           EC2 port, default 0 (a free port) [IPMGR_SIM_EC2_PORT]
+  --control-port N       control API port, default 0 [IPMGR_SIM_CONTROL_PORT]
+  --imds-port-base N     IMDS port of the first instance, +1 for each next one; default 0 (free ports)
+                         [IPMGR_SIM_IMDS_PORT_BASE]
+  --verbose              log every request to stderr
+  --help                 show this help`;
+
+const flags: Readonly<Record<string, string>> = {
+  "--world": "IPMGR_SIM_WORLD",
+  "--host": "IPMGR_SIM_HOST",
+  "--ec2-port": "IPMGR_SIM_EC2_PORT",
+  "--control-port": "IPMGR_SIM_CONTROL_PORT",
+  "--imds-port-base": "IPMGR_SIM_IMDS_PORT_BASE",
+};
+
+function port(flag: string, text: string | undefined): number {
+  if (text === undefined || text === "") return 0;
+  const value = Number(text);
+  if (!/^\d+$/.test(text) || value > 65_535) {
+    throw new UsageError(
+      flag,
+      `${flag} ${JSON.stringify(text)} is not a port number; pass an integer from 0 to 65535 (0 picks a free port).`,
+    );
+  }
+  return value;
+}
+
+/** Parses flags (`--flag value` or `--flag=value`), falling back to the environment. Throws UsageError. */
+export function parseSimArgs(
+  argv: readonly string[],
+  env: Readonly<Record<string, string | undefined>>,
+): ParsedSimArgs {
+  const given = new Map<string, string>();
+  let verbose = false;
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i] as string;
+    if (arg === "--help" || arg === "-h") return { kind: "help" };
+    if (arg === "--verbose") {
+      verbose = true;
+      continue;
+    }
+    const eq = arg.indexOf("=");
+    const name = eq > 0 ? arg.slice(0, eq) : arg;
+    if (flags[name] === undefined) {
+      throw new UsageError(
+        name,
+        `unknown flag ${JSON.stringify(arg)}; the flags are ${[...Object.keys(flags), "--verbose", "--help"].join(", ")}.`,
+      );
+    }
+    let value: string | undefined;
+    if (eq > 0) {
+      value = arg.slice(eq + 1);
+    } else {
+      value = argv[i + 1];
+      i += 1;
+    }
+    if (value === undefined || value.startsWith("--")) {
+      throw new UsageError(
+        name,
+        `${name} needs a value, e.g. ${name}=${name === "--world" ? "world.yaml" : "0"}.`,
+      );
+    }
+    given.set(name, value);
+  }
+  const read = (flag: string): string | undefined => given.get(flag) ?? env[flags[flag] as string];
+  const world = read("--world");
+  if (world === undefined || world === "") {
+    throw new UsageError(
+      "--world",
+      "--world is missing; pass the world file (YAML or JSON), e.g. --world examples/world-demo.yaml, or set IPMGR_SIM_WORLD.",
+    );
+  }
+  const host = read("--host") || "127.0.0.1";
+  return {
+    kind: "run",
+    args: {
+      world,
+      host,
+      ec2Port: port("--ec2-port", read("--ec2-port")),
+      controlPort: port("--control-port", read("--control-port")),
+      imdsPortBase: port("--imds-port-base", read("--imds-port-base")),
+      verbose,
+    },
+  };
+}

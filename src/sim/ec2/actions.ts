@@ -1,0 +1,89 @@
+import type { QueryParams } from "../query-params.js";
+import type { BucketSpec } from "../token-bucket.js";
+import { assignIpv6Addresses } from "./assign-ipv6-addresses.js";
+import { assignPrivateIpAddresses } from "./assign-private-ip-addresses.js";
+import { describeInstances } from "./describe-instances.js";
+import { describeNetworkInterfaces } from "./describe-network-interfaces.js";
+import { describeSubnets } from "./describe-subnets.js";
+import type { Ec2Handler } from "./ec2-context.js";
+import {
+  createSubnetCidrReservation,
+  deleteSubnetCidrReservation,
+  getSubnetCidrReservations,
+} from "./subnet-cidr-reservations.js";
+import { unassignIpv6Addresses } from "./unassign-ipv6-addresses.js";
+import { unassignPrivateIpAddresses } from "./unassign-private-ip-addresses.js";
+
+export interface ActionSpec {
+  readonly handler: Ec2Handler;
+  /** Whether the action takes `DryRun` (the four assign/unassign calls do not). */
+  readonly dryRun: boolean;
+  /** The throttling bucket a call of this action draws from. */
+  readonly bucket: (params: QueryParams) => BucketSpec;
+}
+
+const fixed = (key: string, burst: number, refillPerSecond: number) => (): BucketSpec => ({
+  key,
+  burst,
+  refillPerSecond,
+});
+
+/** EC2 gives unfiltered, unpaged listings of every ENI or instance a smaller bucket of their own. */
+const describeBucket =
+  (action: string, idParameter: string) =>
+  (params: QueryParams): BucketSpec => {
+    const narrowed =
+      params.has("MaxResults") || params.has("Filter.1.Name") || params.list(idParameter).length > 0;
+    return narrowed
+      ? { key: action, burst: 100, refillPerSecond: 20 }
+      : { key: `${action} (unfiltered)`, burst: 50, refillPerSecond: 10 };
+  };
+
+export const actions: Readonly<Record<string, ActionSpec>> = {
+  AssignPrivateIpAddresses: {
+    handler: assignPrivateIpAddresses,
+    dryRun: false,
+    bucket: fixed("AssignPrivateIpAddresses", 100, 5),
+  },
+  UnassignPrivateIpAddresses: {
+    handler: unassignPrivateIpAddresses,
+    dryRun: false,
+    bucket: fixed("UnassignPrivateIpAddresses", 100, 5),
+  },
+  AssignIpv6Addresses: {
+    handler: assignIpv6Addresses,
+    dryRun: false,
+    bucket: fixed("AssignIpv6Addresses", 100, 5),
+  },
+  UnassignIpv6Addresses: {
+    handler: unassignIpv6Addresses,
+    dryRun: false,
+    bucket: fixed("UnassignIpv6Addresses", 50, 5),
+  },
+  DescribeNetworkInterfaces: {
+    handler: describeNetworkInterfaces,
+    dryRun: true,
+    bucket: describeBucket("DescribeNetworkInterfaces", "NetworkInterfaceId"),
+  },
+  DescribeInstances: {
+    handler: describeInstances,
+    dryRun: true,
+    bucket: describeBucket("DescribeInstances", "InstanceId"),
+  },
+  DescribeSubnets: { handler: describeSubnets, dryRun: true, bucket: fixed("DescribeSubnets", 100, 20) },
+  CreateSubnetCidrReservation: {
+    handler: createSubnetCidrReservation,
+    dryRun: true,
+    bucket: fixed("CreateSubnetCidrReservation", 5, 1),
+  },
+  GetSubnetCidrReservations: {
+    handler: getSubnetCidrReservations,
+    dryRun: true,
+    bucket: fixed("GetSubnetCidrReservations", 100, 20),
+  },
+  DeleteSubnetCidrReservation: {
+    handler: deleteSubnetCidrReservation,
+    dryRun: true,
+    bucket: fixed("DeleteSubnetCidrReservation", 5, 1),
+  },
+};

@@ -1,0 +1,105 @@
+import { Ec2ApiError } from "../errors/ec2-api-error.js";
+import { cidrContains, isAwsReserved } from "../ip-math.js";
+import { itemSet, leaf } from "../xml.js";
+import type { Ec2Handler } from "./ec2-context.js";
+import { pickFree, reservedBlocks, usedAddresses } from "./free-addresses.js";
+import { canonicalAddresses, instanceOf, requireEni, subnetOf } from "./lookups.js";
+
+/**
+ * AssignPrivateIpAddresses. All or nothing: every address is checked against the draft before any moves.
+ *
+ * Unconfirmed EC2 behaviour, decided here:
+ * - an address this ENI already holds counts as assigned (success, listed in the answer, no change);
+ * - an address held by another ENI without AllowReassignment: `InvalidParameterValue` "Address X is in use.";
+ * - with AllowReassignment, another ENI's primary address is refused with `InvalidParameterValue`;
+ * - addresses inside a subnet CIDR reservation (either type) may be assigned by name; only automatic
+ *   picks avoid them.
+ */
+export const assignPrivateIpAddresses: Ec2Handler = (ctx) => {
+  const { params, topology } = ctx;
+  const requested = params.list("PrivateIpAddress");
+  const countText = params.get("SecondaryPrivateIpAddressCount");
+  if (requested.length > 0 && countText !== undefined) {
+    throw new Ec2ApiError(
+      "InvalidParameterCombination",
+      "The parameters PrivateIpAddress and SecondaryPrivateIpAddressCount cannot be used together",
+    );
+  }
+  const draft = ctx.store.draft();
+  const eni = requireEni(params, draft);
+  if (requested.length === 0 && countText === undefined) {
+    throw new Ec2ApiError(
+      "MissingParameter",
+      "The request must contain the parameter PrivateIpAddress or SecondaryPrivateIpAddressCount",
+    );
+  }
+  const subnet = subnetOf(topology, eni.subnetId);
+  const limit = instanceOf(topology, eni.instanceId).addressLimit;
+  const exceedsLimit = (adding: number): Ec2ApiError | undefined =>
+    eni.ipv4s.length + adding > limit
+      ? new Ec2ApiError(
+          "PrivateIpAddressLimitExceeded",
+          `Number of private addresses will exceed limit. The limit is ${limit} per network interface.`,
+        )
+      : undefined;
+
+  let answered: string[];
+  if (requested.length > 0) {
+    const addresses = canonicalAddresses(requested, 4, "PrivateIpAddress");
+    const allowReassignment = params.bool("AllowReassignment");
+    for (const address of addresses) {
+      if (!cidrContains(subnet.cidr, address)) {
+        throw new Ec2ApiError(
+          "InvalidParameterValue",
+          `Address ${address} does not fall within the subnet's address range (${subnet.cidr.text})`,
+        );
+      }
+      if (isAwsReserved(subnet.cidr, address)) {
+        throw new Ec2ApiError(
+          "InvalidParameterValue",
+          `Address ${address} is in subnet's reserved address range`,
+        );
+      }
+    }
+    const adding = addresses.filter((a) => !eni.ipv4s.includes(a));
+    for (const address of adding) {
+      const holder = draft.enis.find((e) => e.ipv4s.includes(address));
+      if (holder === undefined) continue;
+      if (holder.primaryIpv4 === address) {
+        throw new Ec2ApiError(
+          "InvalidParameterValue",
+          `Address ${address} is the primary private IP address of a network interface and cannot be reassigned.`,
+        );
+      }
+      if (!allowReassignment) throw new Ec2ApiError("InvalidParameterValue", `Address ${address} is in use.`);
+    }
+    const tooMany = exceedsLimit(adding.length);
+    if (tooMany !== undefined) throw tooMany;
+    for (const address of adding) {
+      for (const other of draft.enis) other.ipv4s = other.ipv4s.filter((a) => a !== address);
+      eni.ipv4s.push(address);
+    }
+    answered = addresses;
+  } else {
+    const count = params.int("SecondaryPrivateIpAddressCount", 1, 1000) ?? 0;
+    const tooMany = exceedsLimit(count);
+    if (tooMany !== undefined) throw tooMany;
+    const picks = pickFree(subnet.cidr, usedAddresses(draft), reservedBlocks(draft, subnet.id, 4), count);
+    if (picks.length < count) {
+      throw new Ec2ApiError(
+        "InsufficientFreeAddressesInSubnet",
+        `The specified subnet ${subnet.id} does not have enough free addresses to satisfy the request.`,
+      );
+    }
+    eni.ipv4s.push(...picks);
+    answered = picks;
+  }
+  ctx.store.commit(draft);
+  return (
+    leaf("networkInterfaceId", eni.eniId) +
+    itemSet(
+      "assignedPrivateIpAddressesSet",
+      answered.map((a) => leaf("privateIpAddress", a)),
+    )
+  );
+};

@@ -1,0 +1,19 @@
+import type { QueryParams } from "../query-params.js";
+import type { SimState } from "../sim-state.js";
+import type { StateStore } from "../state-store.js";
+import type { Topology } from "../topology.js";
+
+/** What an EC2 action handler gets for one request. */
+export interface Ec2Context {
+  readonly topology: Topology;
+  /** Writes: draft(), change, commit(). Validation must read the draft, never a stale view. */
+  readonly store: StateStore;
+  readonly params: QueryParams;
+  /** The state Describe/Get calls see: the current one, or an older one under the staleReadsMs fault. */
+  readonly readState: () => SimState;
+  /** A fresh id such as `scr-00000000000000001`, unique within this simulator. */
+  readonly nextId: (prefix: string) => string;
+}
+
+/** Handles one action; returns the members of `<ActionResponse>` after `requestId`. Throws Ec2ApiError. */
+export type Ec2Handler = (ctx: Ec2Context) => string;

@@ -1,0 +1,37 @@
+import { Ec2ApiError } from "../errors/ec2-api-error.js";
+import { leaf } from "../xml.js";
+import type { Ec2Handler } from "./ec2-context.js";
+import { canonicalAddresses, requireEni } from "./lookups.js";
+
+/**
+ * UnassignPrivateIpAddresses, all or nothing. Unconfirmed EC2 behaviour, decided here: the primary address
+ * and an address the ENI does not hold are both refused with `InvalidParameterValue` (callers that treat
+ * "already gone" as success must check the ENI first, or accept that code).
+ */
+export const unassignPrivateIpAddresses: Ec2Handler = (ctx) => {
+  const draft = ctx.store.draft();
+  const eni = requireEni(ctx.params, draft);
+  const requested = ctx.params.list("PrivateIpAddress");
+  if (requested.length === 0) {
+    throw new Ec2ApiError("MissingParameter", "The request must contain the parameter PrivateIpAddress");
+  }
+  const addresses = canonicalAddresses(requested, 4, "PrivateIpAddress");
+  for (const address of addresses) {
+    if (address === eni.primaryIpv4) {
+      throw new Ec2ApiError(
+        "InvalidParameterValue",
+        `Address ${address} is the primary private IP address of ${eni.eniId} and cannot be unassigned.`,
+      );
+    }
+  }
+  const missing = addresses.filter((a) => !eni.ipv4s.includes(a));
+  if (missing.length > 0) {
+    throw new Ec2ApiError(
+      "InvalidParameterValue",
+      `Some of the specified addresses are not assigned to interface ${eni.eniId}: ${missing.join(", ")}`,
+    );
+  }
+  eni.ipv4s = eni.ipv4s.filter((a) => !addresses.includes(a));
+  ctx.store.commit(draft);
+  return leaf("return", true);
+};

@@ -1,0 +1,116 @@
+import type { Server } from "node:http";
+import { type Clock, systemClock } from "../eni/clock.js";
+import { CallLog, type SimCall } from "./call-log.js";
+import { createControlServer } from "./control/control-server.js";
+import { createEc2Server } from "./ec2/ec2-server.js";
+import { FaultState } from "./fault-state.js";
+import { defaultFaults, type Faults, mergeFaults } from "./faults.js";
+import { closeServer, listen, urlOf } from "./http-util.js";
+import { createImdsServer } from "./imds/imds-server.js";
+import type { SimState } from "./sim-state.js";
+import { StateStore } from "./state-store.js";
+import { TokenBuckets } from "./token-bucket.js";
+import { initialStateOf, topologyOf } from "./topology.js";
+import type { World } from "./world.js";
+
+export interface SimulatorOptions {
+  /** Address every server listens on. Default `127.0.0.1`. */
+  host?: string;
+  /** Port of the EC2 Query API. Default 0 (an ephemeral port). */
+  ec2Port?: number;
+  /** Port of the JSON control API. Default 0 (an ephemeral port). */
+  controlPort?: number;
+  /**
+   * IMDS port of the first instance; the Nth instance (world order, from 0) listens on base + N.
+   * Default 0: each instance gets an ephemeral port.
+   */
+  imdsPortBase?: number;
+  /** Time source for token TTLs, throttling refill, stale reads, latency and call times. Default system clock. */
+  clock?: Clock;
+  /** Called with one line per EC2 and IMDS request (e.g. to stderr for --verbose). Default none. */
+  log?: (line: string) => void;
+}
+
+export interface SimulatorHandle {
+  /** e.g. `http://127.0.0.1:41234`: give it to an SDK as the EC2 endpoint. */
+  readonly ec2Endpoint: string;
+  readonly controlEndpoint: string;
+  /** instance id -> IMDS endpoint, each instance on its own port. */
+  readonly imdsEndpoints: Record<string, string>;
+  /** The current state (same JSON as GET /state). */
+  state(): SimState;
+  /** Every EC2 call so far (same JSON as GET /calls). */
+  calls(): SimCall[];
+  clearCalls(): void;
+  /** Merges into the current faults (same as PUT /faults; lists are replaced). */
+  setFaults(faults: Partial<Faults>): void;
+  /** Closes every server and drops open connections, hung IMDS token requests included. */
+  close(): Promise<void>;
+}
+
+/** Starts the EC2, control and IMDS servers for `world`. */
+export async function startSimulator(world: World, options: SimulatorOptions = {}): Promise<SimulatorHandle> {
+  const host = options.host ?? "127.0.0.1";
+  const clock = options.clock ?? systemClock;
+  let counter = 0;
+  const nextId = (prefix: string): string => {
+    counter += 1;
+    return `${prefix}-${counter.toString(16).padStart(17, "0")}`;
+  };
+  const topology = topologyOf(world);
+  const store = new StateStore(initialStateOf(world, nextId), clock);
+  const faults = new FaultState(mergeFaults(defaultFaults, (world.faults ?? {}) as Partial<Faults>));
+  const calls = new CallLog();
+  const state = (): SimState => structuredClone(store.current());
+
+  const servers: Server[] = [];
+  const start = async (server: Server, port: number): Promise<string> => {
+    servers.push(server);
+    return urlOf(host, await listen(server, host, port));
+  };
+  const closeAll = async (): Promise<void> => {
+    await Promise.all(servers.map(closeServer));
+  };
+  try {
+    const ec2Endpoint = await start(
+      createEc2Server({
+        topology,
+        store,
+        faults,
+        calls,
+        buckets: new TokenBuckets(clock),
+        clock,
+        nextId,
+        log: options.log,
+      }),
+      options.ec2Port ?? 0,
+    );
+    const controlEndpoint = await start(
+      createControlServer({ state, calls, faults }),
+      options.controlPort ?? 0,
+    );
+    const imdsEndpoints: Record<string, string> = {};
+    let index = 0;
+    for (const instance of topology.instances.values()) {
+      const base = options.imdsPortBase ?? 0;
+      imdsEndpoints[instance.id] = await start(
+        createImdsServer({ instance, topology, store, faults, clock, log: options.log }),
+        base === 0 ? 0 : base + index,
+      );
+      index += 1;
+    }
+    return {
+      ec2Endpoint,
+      controlEndpoint,
+      imdsEndpoints,
+      state,
+      calls: () => calls.list(),
+      clearCalls: () => calls.clear(),
+      setFaults: (patch) => faults.set(patch),
+      close: closeAll,
+    };
+  } catch (error) {
+    await closeAll();
+    throw error;
+  }
+}

@@ -1,0 +1,300 @@
+import { readFile } from "node:fs/promises";
+import { parse as parseYaml } from "yaml";
+import { z } from "zod";
+import { WorldError } from "./errors/world-error.js";
+import { partialFaultsSchema } from "./faults.js";
+import { addressesPerEniOf, knownInstanceTypes } from "./instance-limits.js";
+import {
+  addressFamily,
+  type Cidr,
+  canonicalAddress,
+  cidrContains,
+  cidrsOverlap,
+  cidrWithin,
+  isAwsReserved,
+  mustParseCidr,
+  parseCidr,
+} from "./ip-math.js";
+
+const address = (family: 4 | 6) =>
+  z.string().transform((text, ctx) => {
+    const canonical = addressFamily(text) === family ? canonicalAddress(text) : undefined;
+    if (canonical === undefined) {
+      ctx.addIssue({
+        code: "custom",
+        message: `must be an IPv${family} address such as ${family === 4 ? "198.51.100.10" : "2001:db8::10"}, got ${JSON.stringify(text)}`,
+      });
+      return z.NEVER;
+    }
+    return canonical;
+  });
+
+const cidr = (family: 4 | 6) =>
+  z.string().transform((text, ctx) => {
+    const parsed = parseCidr(text);
+    const example = family === 4 ? "198.51.100.0/24" : "2001:db8:100::/56";
+    if (typeof parsed === "string" || parsed.family !== family) {
+      ctx.addIssue({
+        code: "custom",
+        message: `must be an IPv${family} CIDR block such as ${example}, got ${JSON.stringify(text)}${typeof parsed === "string" ? ` (${parsed})` : ""}`,
+      });
+      return z.NEVER;
+    }
+    return parsed.text;
+  });
+
+const anyCidr = z.string().transform((text, ctx) => {
+  const parsed = parseCidr(text);
+  if (typeof parsed === "string") {
+    ctx.addIssue({ code: "custom", message: `${JSON.stringify(text)} ${parsed}` });
+    return z.NEVER;
+  }
+  return parsed.text;
+});
+
+const id = (prefix: string) =>
+  z
+    .string()
+    .regex(
+      new RegExp(`^${prefix}-[0-9a-z]+$`),
+      `must look like ${prefix}-0123abcd (lowercase letters and digits after "${prefix}-")`,
+    );
+
+/** Tag values: YAML users write `no_manage: true`; EC2 only knows strings. */
+const tagValue = z.union([z.string(), z.number(), z.boolean()]).transform(String);
+
+const eniSchema = z.strictObject({
+  id: id("eni"),
+  mac: z
+    .string()
+    .regex(/^([0-9a-f]{2}:){5}[0-9a-f]{2}$/, "must be lowercase and colon-separated, e.g. 02:00:00:00:0a:01"),
+  deviceIndex: z.number().int().min(0).max(31),
+  subnet: id("subnet"),
+  /** Optional: an IPv6-only ENI has none. */
+  primaryIpv4: address(4).optional(),
+  secondaryIpv4s: z.array(address(4)).default([]),
+  ipv6s: z.array(address(6)).default([]),
+  tags: z.record(z.string().min(1), tagValue).default({}),
+});
+
+const worldObjectSchema = z.strictObject({
+  region: z.string().regex(/^[a-z]{2}(-[a-z]+)+-\d+$/, "must be an AWS region such as us-east-1"),
+  accountId: z
+    .union([z.string(), z.number()])
+    .transform(String)
+    .pipe(z.string().regex(/^\d{12}$/, "must be 12 digits (quote it in YAML)"))
+    .default("123456789012"),
+  vpc: z.strictObject({ id: id("vpc"), cidr: cidr(4), ipv6Cidr: cidr(6).optional() }),
+  subnets: z
+    .array(
+      z.strictObject({
+        id: id("subnet"),
+        cidr: cidr(4),
+        ipv6Cidr: cidr(6).optional(),
+        availabilityZone: z
+          .string()
+          .regex(/^[a-z]{2}(-[a-z]+)+-\d+[a-z]$/, "must be a zone such as us-east-1a"),
+      }),
+    )
+    .min(1),
+  instances: z
+    .array(
+      z.strictObject({
+        id: id("i"),
+        instanceType: z.string().min(1).default("m5.large"),
+        /** Overrides the instance type's limit; counts the primary; also bounds IPv6 addresses. */
+        ipv4AddressesPerEni: z.number().int().min(1).max(100).optional(),
+        enis: z.array(eniSchema).min(1),
+      }),
+    )
+    .min(1),
+  reservations: z
+    .array(
+      z.strictObject({
+        subnet: id("subnet"),
+        cidr: anyCidr,
+        type: z.enum(["explicit", "prefix"]),
+        description: z.string().optional(),
+      }),
+    )
+    .default([]),
+  imds: z.strictObject({ httpTokens: z.enum(["required", "optional"]).default("required") }).default({
+    httpTokens: "required",
+  }),
+  faults: partialFaultsSchema.optional(),
+});
+
+type WorldShape = z.output<typeof worldObjectSchema>;
+
+/** Cross-field rules zod cannot express field by field. Each problem is reported with its path. */
+function checkConsistency(world: WorldShape, ctx: z.RefinementCtx): void {
+  const problem = (path: (string | number)[], message: string): void => {
+    ctx.addIssue({ code: "custom", path, message });
+  };
+  const vpcCidr = mustParseCidr(world.vpc.cidr);
+  const vpcIpv6 = world.vpc.ipv6Cidr === undefined ? undefined : mustParseCidr(world.vpc.ipv6Cidr);
+  const subnets = new Map<string, { v4: Cidr; v6: Cidr | undefined; az: string }>();
+  world.subnets.forEach((subnet, i) => {
+    if (subnets.has(subnet.id)) problem(["subnets", i, "id"], `duplicate subnet id ${subnet.id}`);
+    const v4 = mustParseCidr(subnet.cidr);
+    if (!cidrWithin(v4, vpcCidr))
+      problem(["subnets", i, "cidr"], `${subnet.cidr} is outside the VPC ${vpcCidr.text}`);
+    const v6 = subnet.ipv6Cidr === undefined ? undefined : mustParseCidr(subnet.ipv6Cidr);
+    if (v6 !== undefined && (vpcIpv6 === undefined || !cidrWithin(v6, vpcIpv6))) {
+      problem(
+        ["subnets", i, "ipv6Cidr"],
+        vpcIpv6 === undefined
+          ? "the VPC has no ipv6Cidr: add vpc.ipv6Cidr"
+          : `${subnet.ipv6Cidr} is outside the VPC ${vpcIpv6.text}`,
+      );
+    }
+    for (const [otherId, other] of subnets) {
+      if (cidrsOverlap(v4, other.v4))
+        problem(["subnets", i, "cidr"], `${subnet.cidr} overlaps subnet ${otherId}`);
+      if (v6 !== undefined && other.v6 !== undefined && cidrsOverlap(v6, other.v6)) {
+        problem(["subnets", i, "ipv6Cidr"], `${subnet.ipv6Cidr} overlaps subnet ${otherId}`);
+      }
+    }
+    subnets.set(subnet.id, { v4, v6, az: subnet.availabilityZone });
+  });
+
+  const instanceIds = new Set<string>();
+  const eniIds = new Set<string>();
+  const macs = new Set<string>();
+  const addresses = new Map<string, string>();
+  world.instances.forEach((instance, i) => {
+    if (instanceIds.has(instance.id)) problem(["instances", i, "id"], `duplicate instance id ${instance.id}`);
+    instanceIds.add(instance.id);
+    const limit = instance.ipv4AddressesPerEni ?? addressesPerEniOf(instance.instanceType);
+    if (limit === undefined) {
+      problem(
+        ["instances", i, "instanceType"],
+        `unknown instance type ${instance.instanceType}: set ipv4AddressesPerEni, or use one of ${knownInstanceTypes.join(", ")}`,
+      );
+    }
+    const devices = new Set<number>();
+    const zones = new Set<string>();
+    instance.enis.forEach((eni, j) => {
+      const at = (...rest: (string | number)[]): (string | number)[] => ["instances", i, "enis", j, ...rest];
+      if (eniIds.has(eni.id)) problem(at("id"), `duplicate ENI id ${eni.id}`);
+      eniIds.add(eni.id);
+      if (macs.has(eni.mac)) problem(at("mac"), `duplicate MAC ${eni.mac}`);
+      macs.add(eni.mac);
+      if (devices.has(eni.deviceIndex))
+        problem(at("deviceIndex"), `device index ${eni.deviceIndex} used twice`);
+      devices.add(eni.deviceIndex);
+      const subnet = subnets.get(eni.subnet);
+      if (subnet === undefined) {
+        problem(at("subnet"), `unknown subnet ${eni.subnet}: list it under subnets`);
+        return;
+      }
+      zones.add(subnet.az);
+      const ipv4s = [...(eni.primaryIpv4 === undefined ? [] : [eni.primaryIpv4]), ...eni.secondaryIpv4s];
+      if (eni.primaryIpv4 === undefined && eni.secondaryIpv4s.length > 0) {
+        problem(at("primaryIpv4"), "an ENI with secondary IPv4 addresses needs a primaryIpv4");
+      }
+      const check = (value: string, path: (string | number)[], cidrBlock: Cidr | undefined): void => {
+        if (cidrBlock === undefined) {
+          problem(path, `${value}: subnet ${eni.subnet} has no ipv6Cidr`);
+        } else if (!cidrContains(cidrBlock, value)) {
+          problem(path, `${value} is outside subnet ${eni.subnet} (${cidrBlock.text})`);
+        } else if (isAwsReserved(cidrBlock, value)) {
+          problem(path, `${value} is one of the five addresses AWS reserves in ${cidrBlock.text}`);
+        }
+        const holder = addresses.get(value);
+        if (holder !== undefined) problem(path, `${value} is already held by ${holder}`);
+        addresses.set(value, eni.id);
+      };
+      if (eni.primaryIpv4 !== undefined) check(eni.primaryIpv4, at("primaryIpv4"), subnet.v4);
+      eni.secondaryIpv4s.forEach((a, k) => {
+        check(a, at("secondaryIpv4s", k), subnet.v4);
+      });
+      eni.ipv6s.forEach((a, k) => {
+        check(a, at("ipv6s", k), subnet.v6);
+      });
+      if (limit !== undefined && (ipv4s.length > limit || eni.ipv6s.length > limit)) {
+        problem(at(), `holds more addresses than the ${limit} per ENI of ${instance.instanceType}`);
+      }
+    });
+    if (!devices.has(0)) problem(["instances", i, "enis"], "needs the primary ENI, with deviceIndex 0");
+    if (zones.size > 1) {
+      problem(
+        ["instances", i, "enis"],
+        `ENIs span availability zones ${[...zones].join(", ")}; use one zone`,
+      );
+    }
+  });
+
+  const reserved: { subnet: string; cidr: Cidr }[] = [];
+  world.reservations.forEach((reservation, i) => {
+    const subnet = subnets.get(reservation.subnet);
+    if (subnet === undefined) {
+      problem(["reservations", i, "subnet"], `unknown subnet ${reservation.subnet}: list it under subnets`);
+      return;
+    }
+    const block = mustParseCidr(reservation.cidr);
+    const home = block.family === 4 ? subnet.v4 : subnet.v6;
+    if (home === undefined || !cidrWithin(block, home)) {
+      problem(["reservations", i, "cidr"], `${reservation.cidr} is outside subnet ${reservation.subnet}`);
+    }
+    if (reserved.some((r) => r.subnet === reservation.subnet && cidrsOverlap(r.cidr, block))) {
+      problem(["reservations", i, "cidr"], `${reservation.cidr} overlaps another reservation`);
+    }
+    reserved.push({ subnet: reservation.subnet, cidr: block });
+  });
+}
+
+const worldSchema = worldObjectSchema.superRefine(checkConsistency);
+
+/** A validated world: addresses canonical, defaults filled in. */
+export type World = z.output<typeof worldSchema>;
+
+/** The per-ENI address limit of an instance of a validated world. */
+export function addressLimitOf(instance: World["instances"][number]): number {
+  return instance.ipv4AddressesPerEni ?? addressesPerEniOf(instance.instanceType) ?? 0;
+}
+
+function formatPath(path: readonly PropertyKey[]): string {
+  let out = "";
+  for (const part of path) {
+    out += typeof part === "number" ? `[${part}]` : `${out === "" ? "" : "."}${String(part)}`;
+  }
+  return out === "" ? "(top level)" : out;
+}
+
+function validate(input: unknown, file: string | undefined): World {
+  const result = worldSchema.safeParse(input);
+  if (result.success) return result.data;
+  throw new WorldError(
+    file,
+    result.error.issues.map((issue) => `${formatPath(issue.path)}: ${issue.message}`),
+  );
+}
+
+/** Validates a world object. Throws WorldError naming every bad field by its path. */
+export function parseWorld(input: unknown): World {
+  return validate(input, undefined);
+}
+
+/** Reads and validates a world file, JSON when it starts with `{`, YAML otherwise. Throws WorldError. */
+export async function loadWorldFile(path: string): Promise<World> {
+  let text: string;
+  try {
+    text = await readFile(path, "utf8");
+  } catch (error) {
+    const reason = (error as NodeJS.ErrnoException).code === "ENOENT" ? "no such file" : String(error);
+    throw new WorldError(path, [`cannot be read (${reason}); pass an existing file with --world`], {
+      cause: error,
+    });
+  }
+  let data: unknown;
+  const json = text.trimStart().startsWith("{");
+  try {
+    data = json ? JSON.parse(text) : parseYaml(text);
+  } catch (error) {
+    throw new WorldError(path, [`is not valid ${json ? "JSON" : "YAML"}: ${(error as Error).message}`], {
+      cause: error,
+    });
+  }
+  return validate(data, path);
+}

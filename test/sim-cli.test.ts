@@ -1,0 +1,79 @@
+import { describe, expect, it } from "vitest";
+import { parseSimArgs } from "../src/sim/cli-args.js";
+import { loadWorldFile, startSimulator } from "../src/sim/index.js";
+import { main } from "../src/sim/main.js";
+import { readyLine } from "../src/sim/ready-line.js";
+
+describe("sim command-line arguments", () => {
+  it("parses flags in both spellings, with defaults", () => {
+    expect(parseSimArgs(["--world", "w.yaml", "--ec2-port=4566", "--verbose"], {})).toEqual({
+      kind: "run",
+      args: {
+        world: "w.yaml",
+        host: "127.0.0.1",
+        ec2Port: 4566,
+        controlPort: 0,
+        imdsPortBase: 0,
+        verbose: true,
+      },
+    });
+  });
+
+  it("falls back to IPMGR_SIM_* variables, flags winning", () => {
+    const env = { IPMGR_SIM_WORLD: "env.yaml", IPMGR_SIM_HOST: "0.0.0.0", IPMGR_SIM_IMDS_PORT_BASE: "18000" };
+    expect(parseSimArgs([], env)).toMatchObject({
+      args: { world: "env.yaml", host: "0.0.0.0", imdsPortBase: 18000 },
+    });
+    expect(parseSimArgs(["--world", "flag.yaml"], env)).toMatchObject({ args: { world: "flag.yaml" } });
+  });
+
+  it("answers help", () => {
+    expect(parseSimArgs(["--help"], {})).toEqual({ kind: "help" });
+  });
+
+  it.each<[string[], string]>([
+    [
+      [],
+      "--world is missing; pass the world file (YAML or JSON), e.g. --world examples/world-demo.yaml, or set IPMGR_SIM_WORLD.",
+    ],
+    [
+      ["--world", "w.yaml", "--ec2-port", "http"],
+      '--ec2-port "http" is not a port number; pass an integer from 0 to 65535 (0 picks a free port).',
+    ],
+    [
+      ["--world", "w.yaml", "--control-port=70000"],
+      '--control-port "70000" is not a port number; pass an integer from 0 to 65535 (0 picks a free port).',
+    ],
+    [["--world"], "--world needs a value, e.g. --world=world.yaml."],
+    [
+      ["--wrold", "w.yaml"],
+      'unknown flag "--wrold"; the flags are --world, --host, --ec2-port, --control-port, --imds-port-base, --verbose, --help.',
+    ],
+  ])("refuses %j with one sentence naming the flag, the value and the fix", (argv, message) => {
+    expect(() => parseSimArgs(argv, {})).toThrow(message);
+  });
+
+  it("main returns 2 on a bad flag and on a bad world file, without listening", async () => {
+    expect(await main(["--ec2-port", "nope", "--world", "examples/world-demo.yaml"])).toBe(2);
+    expect(await main(["--world", "examples/no-such-world.yaml"])).toBe(2);
+  });
+});
+
+describe("ready line", () => {
+  it("is one JSON line with the EC2, control and per-instance IMDS endpoints", async () => {
+    const sim = await startSimulator(await loadWorldFile("examples/world-two-nodes.yaml"));
+    try {
+      const line = readyLine(sim);
+      expect(line).not.toContain("\n");
+      const ready = JSON.parse(line);
+      expect(Object.keys(ready)).toEqual(["ready", "ec2", "control", "imds"]);
+      expect(ready.ready).toBe(true);
+      expect(ready.ec2).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+      expect(Object.keys(ready.imds)).toEqual(["i-0node1", "i-0node2"]);
+      expect(ready.imds["i-0node1"]).not.toBe(ready.imds["i-0node2"]);
+      expect((await fetch(`${ready.control}/healthz`)).status).toBe(200);
+    } finally {
+      await sim.close();
+    }
+  });
+});
