@@ -17,6 +17,35 @@ export async function readEnis(imds: Imds, macs?: readonly string[]): Promise<En
   return Promise.all(selected.map((mac) => readEni(imds, mac)));
 }
 
+/**
+ * Every ENI of the instance, read in full only where a pod interface needs it (`detailedMacs`). The others
+ * get two reads, id and IPv4 addresses: enough to protect their primary addresses and to name them, at a
+ * quarter of the IMDS requests (IMDS is rate limited per instance, and `init` start-up waits on it).
+ */
+export async function readInstanceEnis(imds: Imds, detailedMacs: readonly string[]): Promise<EniState[]> {
+  const attached = await imds.macs();
+  const detailed = new Set(detailedMacs.map((m) => m.toLowerCase()));
+  return Promise.all(
+    attached.map((mac) => (detailed.has(mac) ? readEni(imds, mac) : readEniSummary(imds, mac))),
+  );
+}
+
+async function readEniSummary(imds: Imds, mac: string): Promise<EniState> {
+  const [eniId, ipv4s] = await Promise.all([imds.interfaceId(mac), imds.localIpv4s(mac)]);
+  return {
+    eniId,
+    mac,
+    deviceIndex: -1,
+    subnetId: "",
+    subnetIpv4Cidrs: [],
+    subnetIpv6Cidrs: [],
+    primaryIpv4: ipv4s[0],
+    ipv4s,
+    ipv6s: [],
+    summary: true,
+  };
+}
+
 async function readEni(imds: Imds, mac: string): Promise<EniState> {
   const [eniId, deviceIndex, subnetId, subnetIpv4Cidrs, subnetIpv6Cidrs, ipv4s, ipv6s] = await Promise.all([
     imds.interfaceId(mac),

@@ -1,5 +1,5 @@
 /**
- * IMDSv2 client on Node's fetch.
+ * IMDSv2 client on node:http (see http-request.ts for why not fetch).
  *
  * Why not @aws-sdk/ec2-metadata-service (evaluated and removed): it fetches a new token for every request,
  * has no timeout unless one is configured, silently falls back to IMDSv1 when the token PUT fails or times
@@ -7,9 +7,11 @@
  * `request("/latest/...")` as `//latest/...`. Here the token is cached, every request has a timeout, and a
  * token PUT that gets no answer is reported as the hop-limit error it almost always is.
  */
+import { setMaxListeners } from "node:events";
 import { type Clock, systemClock } from "./clock.js";
 import { ImdsError } from "./errors/imds-error.js";
 import { ImdsHopLimitError } from "./errors/imds-hop-limit-error.js";
+import { type HttpAnswer, HttpTimeoutError, httpRequest } from "./http-request.js";
 import type { Imds } from "./imds.js";
 import { tryCanonical } from "./ip.js";
 import type { Logger } from "./logger.js";
@@ -51,7 +53,7 @@ function transientError(err: ImdsError): ImdsError {
 }
 
 function isTimeout(err: unknown): boolean {
-  return err instanceof Error && (err.name === "TimeoutError" || err.name === "AbortError");
+  return err instanceof HttpTimeoutError || (err instanceof Error && err.name === "TimeoutError");
 }
 
 /** The Node/undici code of a fetch failure (`ECONNREFUSED`, `ECONNRESET`, `UND_ERR_SOCKET`, ...). */
@@ -112,6 +114,8 @@ export class ImdsClient implements Imds {
     this.clock = options.clock ?? systemClock;
     this.logger = options.logger;
     this.signal = options.signal;
+    // Start-up reads a dozen items in parallel, each listening on this signal until it settles.
+    if (options.signal !== undefined) setMaxListeners(64, options.signal);
   }
 
   /**
@@ -206,7 +210,6 @@ export class ImdsClient implements Imds {
     const token = await this.currentToken();
     let response = await this.request("GET", path, { "X-aws-ec2-metadata-token": token });
     if (response.status === 401) {
-      await response.body?.cancel();
       // Expired or revoked early (IMDS restarted, clock jump): one fresh token, one more try.
       this.token = undefined;
       const fresh = await this.currentToken();
@@ -219,9 +222,8 @@ export class ImdsClient implements Imds {
         );
       }
     }
-    if (response.ok) return response.text();
+    if (response.ok) return response.body;
     // Read nothing from an error answer, but release its connection for the next request.
-    await response.body?.cancel();
     if (response.status === 404) return undefined;
     throw this.statusError(path, response.status);
   }
@@ -244,10 +246,9 @@ export class ImdsClient implements Imds {
             "X-aws-ec2-metadata-token-ttl-seconds": String(this.tokenTtlSeconds),
           });
           if (!response.ok) {
-            await response.body?.cancel();
             throw this.statusError(TOKEN_PATH, response.status);
           }
-          return (await response.text()).trim();
+          return response.body.trim();
         } catch (err) {
           if (
             err instanceof ImdsError &&
@@ -288,12 +289,15 @@ export class ImdsClient implements Imds {
     method: "GET" | "PUT",
     path: string,
     headers: Record<string, string>,
-  ): Promise<Response> {
-    const timeout = AbortSignal.timeout(this.requestTimeoutMs);
-    const signal = this.signal === undefined ? timeout : AbortSignal.any([timeout, this.signal]);
+  ): Promise<HttpAnswer> {
     const started = this.clock.now();
     try {
-      const response = await fetch(this.endpoint + path, { method, headers, signal });
+      const response = await httpRequest(this.endpoint + path, {
+        method,
+        headers,
+        timeoutMs: this.requestTimeoutMs,
+        ...(this.signal === undefined ? {} : { signal: this.signal }),
+      });
       this.logger?.debug(
         { method, path, status: response.status, durationMs: this.clock.now() - started },
         "IMDS request",

@@ -1,6 +1,6 @@
 import type { Clock } from "./clock.js";
 import type { Ec2Api } from "./ec2-api.js";
-import { confirmHeld, readEnis } from "./eni-discovery.js";
+import { confirmHeld, readInstanceEnis } from "./eni-discovery.js";
 import type { Imds } from "./imds.js";
 import type { InterfaceSource } from "./interface-source.js";
 import { family } from "./ip.js";
@@ -31,9 +31,16 @@ export interface ConfirmOptions {
   readonly signal?: AbortSignal;
 }
 
-/** Reads the pod's interfaces and the instance's ENIs. Discovery is through IMDS only: no EC2 call. */
+/**
+ * Reads the pod's interfaces and the instance's ENIs, in full those the interfaces use. Discovery is
+ * through IMDS only: no EC2 call.
+ */
 export async function observe(deps: ReconcileDeps): Promise<Observation> {
-  const [interfaces, enis] = await Promise.all([deps.interfaces.read(), readEnis(deps.imds)]);
+  const interfaces = await deps.interfaces.read();
+  const enis = await readInstanceEnis(
+    deps.imds,
+    interfaces.map((i) => i.mac),
+  );
   return { interfaces, enis };
 }
 

@@ -31,6 +31,11 @@ export interface EniState {
   readonly ipv4s: readonly string[];
   /** Every IPv6 address the ENI holds. */
   readonly ipv6s: readonly string[];
+  /**
+   * True when only the id and IPv4 addresses were read (an ENI no pod interface uses): device index, subnet
+   * and IPv6 addresses are then unknown, not empty. The planner never places an address on such an ENI.
+   */
+  readonly summary?: true;
 }
 
 /** What the planner may do. */
