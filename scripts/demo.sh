@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# The README's demo: builds multus-ipmgr, starts the EC2/IMDS simulator in a network namespace of its own,
+# makes a "pod" namespace whose net1 carries the MAC of the simulated Multus ENI (as ipvlan would) and two
+# addresses, runs `multus-ipmgr init` inside it, and shows the ENI's addresses before and after.
+# Everything it creates is removed on exit, also on failure or Ctrl-C.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+die() { printf 'demo: %s\n' "$*" >&2; exit 1; }
+[ "$(id -u)" = 0 ] || die "needs root to create network namespaces: run it as root, e.g. sudo bash scripts/demo.sh"
+command -v ip >/dev/null || die "needs iproute2 (the ip command): apt-get install iproute2"
+command -v node >/dev/null || die "needs Node.js 20 or newer: https://nodejs.org or your distribution's nodejs package"
+node -e 'process.exit(Number(process.versions.node.split(".")[0]) >= 20 ? 0 : 1)' ||
+  die "needs Node.js 20 or newer, found $(node --version)"
+
+if [ ! -d node_modules ]; then
+  echo "== installing dependencies (npm ci)"
+  npm ci --no-audit --no-fund >/dev/null
+fi
+echo "== building dist/multus-ipmgr.mjs"
+npm run --silent build
+
+SIM_NS="ipmdemo-$$-sim"
+POD_NS="ipmdemo-$$-pod"
+WORK="$(mktemp -d)"
+SIM_PID=""
+cleanup() {
+  [ -n "$SIM_PID" ] && kill "$SIM_PID" 2>/dev/null || true
+  ip netns del "$POD_NS" 2>/dev/null || true
+  ip netns del "$SIM_NS" 2>/dev/null || true
+  rm -rf "$WORK"
+}
+trap cleanup EXIT INT TERM
+
+ENI_MAC="02:00:00:00:0b:01"   # eni-0multus1 in examples/world-demo.yaml
+POD_ADDRESSES=("198.51.100.200/25" "2001:db8:100:2::200/64")
+ALLOWED="198.51.100.192/27,2001:db8:100:2::/112"
+
+echo "== network namespaces: $SIM_NS (simulator, 192.0.2.1) and $POD_NS (the pod)"
+ip netns add "$SIM_NS"
+ip netns add "$POD_NS"
+ip -n "$SIM_NS" link set lo up
+ip -n "$POD_NS" link set lo up
+ip link add eth0 netns "$POD_NS" type veth peer name demo-sim netns "$SIM_NS"
+ip -n "$SIM_NS" addr add 192.0.2.1/24 dev demo-sim
+ip -n "$SIM_NS" link set demo-sim up
+ip -n "$POD_NS" addr add 192.0.2.10/24 dev eth0
+ip -n "$POD_NS" link set eth0 up
+ip link add net1 netns "$POD_NS" type veth peer name demo-wire netns "$SIM_NS"
+ip -n "$POD_NS" link set dev net1 address "$ENI_MAC"
+ip -n "$SIM_NS" link set demo-wire up
+ip -n "$POD_NS" link set net1 up
+for a in "${POD_ADDRESSES[@]}"; do
+  extra=(); [[ "$a" == *:* ]] && extra=(nodad)
+  ip -n "$POD_NS" addr add "$a" dev net1 "${extra[@]}"
+done
+
+echo "== starting the simulator with examples/world-demo.yaml"
+ip netns exec "$SIM_NS" node dist/multus-ipmgr.mjs sim --world examples/world-demo.yaml --host 192.0.2.1 \
+  >"$WORK/ready" 2>"$WORK/sim.log" &
+SIM_PID=$!
+for _ in $(seq 100); do [ -s "$WORK/ready" ] && break; sleep 0.05; done
+[ -s "$WORK/ready" ] || die "the simulator did not start: $(cat "$WORK/sim.log")"
+READY="$(head -n 1 "$WORK/ready")"
+field() { node -e 'const r = JSON.parse(process.argv[1]); console.log(eval("r." + process.argv[2]))' "$READY" "$1"; }
+EC2="$(field ec2)"
+CONTROL="$(field control)"
+IMDS="$(field 'imds["i-0demo1"]')"
+echo "   ready: $READY"
+
+show_eni() {
+  ip netns exec "$SIM_NS" node --input-type=module -e '
+    const state = await (await fetch(process.argv[1] + "/state")).json();
+    const eni = state.enis.find((e) => e.eniId === "eni-0multus1");
+    console.log(`   eni-0multus1 (${eni.mac})  IPv4: ${eni.ipv4s.join(", ")}  IPv6: ${eni.ipv6s.join(", ") || "none"}`);
+  ' "$CONTROL"
+}
+show_calls() {
+  ip netns exec "$SIM_NS" node --input-type=module -e '
+    const calls = await (await fetch(process.argv[1] + "/calls")).json();
+    if (calls.length === 0) console.log("   (no EC2 call)");
+    for (const c of calls) {
+      const p = Object.entries(c.params).filter(([k]) => k !== "Action" && k !== "Version").map(([k, v]) => `${k}=${v}`);
+      console.log(`   ${c.action} ${p.join(" ")} -> ${c.outcome}`);
+    }
+    await fetch(process.argv[1] + "/calls", { method: "DELETE" });
+  ' "$CONTROL"
+}
+
+echo
+echo "== the pod's net1 (MAC of eni-0multus1, as with ipvlan):"
+ip -n "$POD_NS" -brief addr show dev net1 | sed 's/^/   /'
+echo "== before: the ENI as EC2 sees it"
+show_eni
+
+run_init() {
+  ip netns exec "$POD_NS" env -i PATH="$PATH" \
+    AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=demo AWS_SECRET_ACCESS_KEY=demo \
+    AWS_ENDPOINT_URL_EC2="$EC2" AWS_EC2_METADATA_SERVICE_ENDPOINT="$IMDS" \
+    IPMGR_ALLOWED_CIDRS="$ALLOWED" IPMGR_TERMINATION_LOG="" \
+    node dist/multus-ipmgr.mjs init
+}
+
+echo
+echo "== multus-ipmgr init (inside the pod namespace; JSON log lines):"
+run_init | sed 's/^/   /'
+echo "   exit code: ${PIPESTATUS[0]}"
+echo "== EC2 calls the simulator received:"
+show_calls
+echo "== after: the ENI as EC2 sees it"
+show_eni
+
+echo
+echo "== multus-ipmgr init again: the addresses are in place, so no EC2 call at all"
+run_init | sed 's/^/   /'
+show_calls
+
+echo
+echo "== an address outside IPMGR_ALLOWED_CIDRS is refused, and nothing is assigned:"
+ip -n "$POD_NS" addr add 198.51.100.150/25 dev net1
+set +e
+run_init >/dev/null
+echo "   exit code: $?"
+set -e
+show_calls
+echo
+echo "demo done; cleaning up"
