@@ -26,7 +26,9 @@ export async function main(argv: readonly string[]): Promise<number> {
   let logger: Logger | undefined;
   let terminationLog: string | undefined = process.env.IPMGR_TERMINATION_LOG ?? "/dev/termination-log";
   const controller = new AbortController();
+  let stoppedBy: NodeJS.Signals | undefined;
   const onSignal = (signal: NodeJS.Signals): void => {
+    stoppedBy = signal;
     controller.abort(new Error(`stopped by ${signal}`));
   };
   process.once("SIGTERM", onSignal);
@@ -61,8 +63,9 @@ export async function main(argv: readonly string[]): Promise<number> {
     return ExitCode.ok;
   } catch (error) {
     if (controller.signal.aborted) {
-      logger?.warn({ reason: String(controller.signal.reason) }, "init interrupted");
-      return 143;
+      logger?.warn({ signal: stoppedBy }, "init interrupted; addresses assigned so far stay assigned");
+      // The shell convention: 128 + signal number.
+      return stoppedBy === "SIGINT" ? 130 : 143;
     }
     return reportFailure("init", error, logger, terminationLog);
   } finally {

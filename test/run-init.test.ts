@@ -1,0 +1,151 @@
+/**
+ * runInit and the reconcile steps in-process: the real IMDS client and EC2 adapter against the simulator on
+ * 127.0.0.1, the pod's interfaces scripted. The built binary in namespaces is covered by init-e2e.test.ts.
+ */
+import { pino } from "pino";
+import { afterEach, describe, expect, it } from "vitest";
+import { systemClock } from "../src/eni/clock.js";
+import { createEc2Api } from "../src/eni/ec2-client.js";
+import { AddressNotAllowedError } from "../src/eni/errors/address-not-allowed-error.js";
+import { EniNotFoundError } from "../src/eni/errors/eni-not-found-error.js";
+import { TimeoutError } from "../src/eni/errors/timeout-error.js";
+import { ImdsClient } from "../src/eni/imds-client.js";
+import { observe, planFor, type ReconcileDeps } from "../src/eni/reconcile.js";
+import { runInit } from "../src/init/run-init.js";
+import { parseWorld, startSimulator } from "../src/sim/index.js";
+import { ScriptedInterfaces } from "./helpers/scripted-interfaces.js";
+import { ALLOWED_CIDRS, ENI, MAC, NODE1, twoNodeWorld, type WorldOverrides } from "./helpers/worlds.js";
+
+type Sim = Awaited<ReturnType<typeof startSimulator>>;
+let sim: Sim | undefined;
+afterEach(async () => {
+  await sim?.close();
+  sim = undefined;
+});
+
+const logger = pino({ level: "silent" });
+const policy = { allowedCidrs: ALLOWED_CIDRS.split(",") };
+const confirm = { timeoutMs: 2000, intervalMs: 10 };
+
+async function setUp(interfaces: ScriptedInterfaces, overrides: WorldOverrides = {}): Promise<ReconcileDeps> {
+  sim = await startSimulator(parseWorld(twoNodeWorld(overrides)));
+  const imdsEndpoint = sim.imdsEndpoints[NODE1];
+  if (imdsEndpoint === undefined) throw new Error("no IMDS endpoint");
+  return {
+    imds: new ImdsClient({ endpoint: imdsEndpoint, requestTimeoutMs: 1000 }),
+    ec2: createEc2Api({
+      region: "us-east-1",
+      endpoint: sim.ec2Endpoint,
+      credentials: { accessKeyId: "sim", secretAccessKey: "sim" },
+      retry: { maxAttempts: 3, baseDelayMs: 5, maxDelayMs: 20 },
+      logger,
+    }),
+    interfaces,
+    clock: systemClock,
+    logger,
+  };
+}
+
+function eni(id: string) {
+  const found = sim?.state().enis.find((e) => e.eniId === id);
+  if (found === undefined) throw new Error(`no ENI ${id}`);
+  return found;
+}
+
+describe("runInit against the simulator", () => {
+  it("reads in full only the ENIs the pod's interfaces use, and knows the others' primaries", async () => {
+    const deps = await setUp(
+      new ScriptedInterfaces([{ name: "net1", mac: MAC.node1A1, addresses: ["198.51.100.40"] }]),
+    );
+    const observation = await observe(deps);
+    const full = observation.enis.filter((e) => e.summary !== true).map((e) => e.eniId);
+    expect(full).toEqual([ENI.node1A1]);
+    expect(observation.enis.map((e) => e.primaryIpv4)).toEqual([
+      "198.51.100.140",
+      "198.51.100.11",
+      "198.51.100.12",
+      "198.51.100.70",
+    ]);
+  });
+
+  it("refuses another ENI's primary address of the same instance without calling EC2", async () => {
+    const deps = await setUp(
+      new ScriptedInterfaces([{ name: "net1", mac: MAC.node1A1, addresses: ["198.51.100.12"] }]),
+    );
+    const error = await runInit(deps, {
+      policy: { allowedCidrs: ["198.51.100.0/26"] },
+      waitForAddressesMs: 0,
+      confirm,
+    }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(AddressNotAllowedError);
+    expect((error as AddressNotAllowedError).refusals.map((r) => r.reason)).toEqual(["eni-primary-address"]);
+    expect(sim?.calls()).toEqual([]);
+  });
+
+  it("reports an unknown MAC before any other refusal", async () => {
+    const deps = await setUp(
+      new ScriptedInterfaces([
+        { name: "net1", mac: MAC.node1A1, addresses: ["198.51.100.30"] },
+        { name: "net2", mac: MAC.stranger, addresses: ["198.51.100.41"] },
+      ]),
+    );
+    const error = await runInit(deps, { policy, waitForAddressesMs: 0, confirm }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(EniNotFoundError);
+    expect((error as EniNotFoundError).knownMacs).toEqual([
+      MAC.node1Eth0,
+      MAC.node1A1,
+      MAC.node1A2,
+      MAC.node1B1,
+    ]);
+    expect(eni(ENI.node1A1).ipv4s).toEqual(["198.51.100.11"]);
+  });
+
+  it("gives up with a timeout naming the wait when no managed interface has an address", async () => {
+    const deps = await setUp(new ScriptedInterfaces([]));
+    const error = await runInit(deps, { policy, waitForAddressesMs: 50, confirm }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(TimeoutError);
+    expect(sim?.calls()).toEqual([]);
+  });
+
+  it("takes EC2's word over a lagging IMDS: an IPv6 address EC2 shows on the target ENI needs no action", async () => {
+    const interfaces = new ScriptedInterfaces([
+      { name: "net1", mac: MAC.node1A1, addresses: ["2001:db8:100:1::170"] },
+    ]);
+    const deps = await setUp(interfaces);
+    await deps.ec2.assignIpv6(ENI.node1A1, ["2001:db8:100:1::170"]);
+    sim?.clearCalls();
+    const seen = await observe(deps);
+    // IMDS reflects assignments asynchronously: an observation taken a moment earlier lacks the address.
+    const lagging = {
+      ...seen,
+      enis: seen.enis.map((e) => (e.eniId === ENI.node1A1 ? { ...e, ipv6s: [] } : e)),
+    };
+    const plan = await planFor(lagging, policy, [], deps);
+    expect(plan.actions).toEqual([]);
+    expect(sim?.calls().map((c) => c.action)).toEqual(["DescribeNetworkInterfaces"]);
+  });
+
+  it("moves an IPv6 address between two ENIs of the same instance", async () => {
+    const deps = await setUp(
+      new ScriptedInterfaces([{ name: "net1", mac: MAC.node1A2, addresses: ["2001:db8:100:1::180"] }]),
+      { node1A1: { ipv6s: ["2001:db8:100:1::180"] } },
+    );
+    const result = await runInit(deps, { policy, waitForAddressesMs: 0, confirm });
+    expect(result.mutatingCalls).toBe(2);
+    expect(eni(ENI.node1A2).ipv6s).toEqual(["2001:db8:100:1::180"]);
+    expect(eni(ENI.node1A1).ipv6s).toEqual([]);
+  });
+
+  it("assigns nothing when the address is already held, and makes no EC2 call at all", async () => {
+    const deps = await setUp(
+      new ScriptedInterfaces([{ name: "net1", mac: MAC.node1A1, addresses: ["198.51.100.44"] }]),
+      {
+        node1A1: { secondaryIpv4s: ["198.51.100.44"] },
+      },
+    );
+    const result = await runInit(deps, { policy, waitForAddressesMs: 0, confirm });
+    expect(result.mutatingCalls).toBe(0);
+    expect(result.plan.satisfied).toEqual(["198.51.100.44"]);
+    expect(sim?.calls()).toEqual([]);
+  });
+});
