@@ -31,7 +31,7 @@ import type { Clock } from "./clock.js";
 import type { Ec2Api, Ec2CallObserver, NetworkInterfaceFilter } from "./ec2-api.js";
 import { createInstrument, type Instrument } from "./ec2-instrumentation.js";
 import { Ec2Error } from "./errors/ec2-error.js";
-import { tryCanonical } from "./ip.js";
+import { canonicalAddressText } from "./ip.js";
 import type { Logger } from "./logger.js";
 import type { RetryOptions } from "./retry.js";
 import type { Ec2NetworkInterface, Ec2Subnet, IpFamily, SubnetCidrReservation } from "./types.js";
@@ -64,18 +64,6 @@ export interface Ec2ApiOptions {
 
 const RESERVATION_GONE = "InvalidSubnetCidrReservationID.NotFound";
 
-/**
- * One spelling per address (ip.ts `canonical`); a CIDR keeps its prefix. Text that is not an address is kept,
- * lowercased, so that a surprise from AWS shows up in our logs as it came instead of failing the read.
- */
-function canonicalText(value: string): string {
-  const text = value.trim();
-  const slash = text.indexOf("/");
-  const address = slash === -1 ? text : text.slice(0, slash);
-  const canonicalAddress = tryCanonical(address) ?? address.toLowerCase();
-  return slash === -1 ? canonicalAddress : `${canonicalAddress}${text.slice(slash)}`;
-}
-
 function tagsOf(tags: readonly Tag[] | undefined): Record<string, string> {
   const out: Record<string, string> = {};
   for (const tag of tags ?? []) {
@@ -86,11 +74,11 @@ function tagsOf(tags: readonly Tag[] | undefined): Record<string, string> {
 
 function toNetworkInterface(eni: NetworkInterface): Ec2NetworkInterface {
   const ipv4s = (eni.PrivateIpAddresses ?? []).flatMap((p) =>
-    p.PrivateIpAddress === undefined ? [] : [canonicalText(p.PrivateIpAddress)],
+    p.PrivateIpAddress === undefined ? [] : [canonicalAddressText(p.PrivateIpAddress)],
   );
   const primary =
     (eni.PrivateIpAddresses ?? []).find((p) => p.Primary === true)?.PrivateIpAddress ?? eni.PrivateIpAddress;
-  const primaryIpv4 = primary === undefined ? undefined : canonicalText(primary);
+  const primaryIpv4 = primary === undefined ? undefined : canonicalAddressText(primary);
   // Primary first, like IMDS local-ipv4s.
   const ordered =
     primaryIpv4 === undefined ? ipv4s : [primaryIpv4, ...ipv4s.filter((a) => a !== primaryIpv4)];
@@ -104,7 +92,7 @@ function toNetworkInterface(eni: NetworkInterface): Ec2NetworkInterface {
     primaryIpv4,
     ipv4s: ordered,
     ipv6s: (eni.Ipv6Addresses ?? []).flatMap((a) =>
-      a.Ipv6Address === undefined ? [] : [canonicalText(a.Ipv6Address)],
+      a.Ipv6Address === undefined ? [] : [canonicalAddressText(a.Ipv6Address)],
     ),
     tags: tagsOf(eni.TagSet),
   };
@@ -115,13 +103,13 @@ function toSubnet(subnet: Subnet): Ec2Subnet {
     subnetId: subnet.SubnetId ?? "",
     vpcId: subnet.VpcId ?? "",
     availabilityZone: subnet.AvailabilityZone ?? "",
-    ipv4Cidr: canonicalText(subnet.CidrBlock ?? ""),
+    ipv4Cidr: canonicalAddressText(subnet.CidrBlock ?? ""),
     ipv6Cidrs: (subnet.Ipv6CidrBlockAssociationSet ?? []).flatMap((a) =>
       a.Ipv6CidrBlock === undefined ||
       a.Ipv6CidrBlockState?.State === "disassociated" ||
       a.Ipv6CidrBlockState?.State === "disassociating"
         ? []
-        : [canonicalText(a.Ipv6CidrBlock)],
+        : [canonicalAddressText(a.Ipv6CidrBlock)],
     ),
   };
 }
@@ -130,7 +118,7 @@ function toReservation(r: SdkReservation): SubnetCidrReservation {
   return {
     reservationId: r.SubnetCidrReservationId ?? "",
     subnetId: r.SubnetId ?? "",
-    cidr: canonicalText(r.Cidr ?? ""),
+    cidr: canonicalAddressText(r.Cidr ?? ""),
     type: r.ReservationType === "prefix" ? "prefix" : "explicit",
     description: r.Description,
     tags: tagsOf(r.Tags),
@@ -153,8 +141,8 @@ function filtersOf(filter: NetworkInterfaceFilter): Filter[] | undefined {
       "mac-address",
       filter.macs?.map((m) => m.toLowerCase()),
     ),
-    add("addresses.private-ip-address", filter.ipv4Addresses?.map(canonicalText)),
-    add("ipv6-addresses.ipv6-address", filter.ipv6Addresses?.map(canonicalText)),
+    add("addresses.private-ip-address", filter.ipv4Addresses?.map(canonicalAddressText)),
+    add("ipv6-addresses.ipv6-address", filter.ipv6Addresses?.map(canonicalAddressText)),
     add("subnet-id", filter.subnetIds),
   ].every(Boolean);
   return ok ? filters : undefined;
@@ -362,7 +350,7 @@ class Ec2ApiClient implements Ec2Api {
     addresses: readonly string[],
     call: (subset: readonly string[]) => Promise<unknown>,
   ): Promise<void> {
-    const wanted = addresses.map(canonicalText);
+    const wanted = addresses.map(canonicalAddressText);
     if (wanted.length === 0) return;
     try {
       await call(wanted);

@@ -13,7 +13,7 @@ import { ImdsError } from "./errors/imds-error.js";
 import { ImdsHopLimitError } from "./errors/imds-hop-limit-error.js";
 import { type HttpAnswer, HttpTimeoutError, httpRequest } from "./http-request.js";
 import type { Imds } from "./imds.js";
-import { tryCanonical } from "./ip.js";
+import { canonicalAddressText } from "./ip.js";
 import type { Logger } from "./logger.js";
 import { withRetry } from "./retry.js";
 
@@ -71,18 +71,6 @@ const RETRYABLE_NETWORK_CODES: ReadonlySet<string> = new Set([
   "UND_ERR_CLOSED",
   "ECONNABORTED",
 ]);
-
-/**
- * One spelling per address (ip.ts `canonical`); a CIDR keeps its prefix. Text that is not an address is kept,
- * lowercased, so that a surprise from AWS shows up in our logs as it came instead of failing the read.
- */
-function canonicalText(value: string): string {
-  const text = value.trim();
-  const slash = text.indexOf("/");
-  const address = slash === -1 ? text : text.slice(0, slash);
-  const canonicalAddress = tryCanonical(address) ?? address.toLowerCase();
-  return slash === -1 ? canonicalAddress : `${canonicalAddress}${text.slice(slash)}`;
-}
 
 /** Non-empty trimmed lines. */
 function lines(text: string): string[] {
@@ -203,7 +191,7 @@ export class ImdsClient implements Imds {
   }
 
   private async addressList(relativePath: string): Promise<string[]> {
-    return lines(await this.item(relativePath, "empty")).map(canonicalText);
+    return lines(await this.item(relativePath, "empty")).map(canonicalAddressText);
   }
 
   private async getOnce(path: string): Promise<string | undefined> {

@@ -277,3 +277,16 @@ export function compareAddresses(a: string, b: string): number {
   if (x.family !== y.family) return x.family - y.family;
   return x.value < y.value ? -1 : x.value > y.value ? 1 : 0;
 }
+
+/**
+ * Lenient canonical form for text that comes from AWS: an address or a CIDR gets one spelling (a CIDR keeps
+ * its prefix as written); anything else is kept, lowercased, so that a surprise shows up in our logs as it
+ * came instead of failing the read.
+ */
+export function canonicalAddressText(value: string): string {
+  const text = value.trim();
+  const slash = text.indexOf("/");
+  const address = slash === -1 ? text : text.slice(0, slash);
+  const canonicalAddress = tryCanonical(address) ?? address.toLowerCase();
+  return slash === -1 ? canonicalAddress : `${canonicalAddress}${text.slice(slash)}`;
+}
