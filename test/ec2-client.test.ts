@@ -1,44 +1,24 @@
-import { createServer } from "node:net";
-import { pino } from "pino";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import type { Ec2Api, Ec2CallRecord } from "../src/eni/ec2-api.js";
 import { createEc2Api, type Ec2ApiOptions } from "../src/eni/ec2-client.js";
 import { Ec2Error } from "../src/eni/errors/ec2-error.js";
 import { LazyEc2Api } from "../src/eni/lazy-ec2-api.js";
-import type { Logger } from "../src/eni/logger.js";
-import { parseWorld, startSimulator } from "../src/sim/index.js";
+import { type SimulatorHandle, startSimulator } from "../src/sim/index.js";
+import { closedPortUrl } from "./helpers/closed-port.js";
+import { captureLogger, type LogLine } from "./helpers/loggers.js";
+import { credentials, ec2ApiFor, fastRetry, standardWorld } from "./helpers/sim-fixtures.js";
 
-const world = {
-  region: "us-east-1",
-  vpc: { id: "vpc-1", cidr: "198.51.100.0/24", ipv6Cidr: "2001:db8::/56" },
-  subnets: [
-    { id: "subnet-a", cidr: "198.51.100.0/25", ipv6Cidr: "2001:db8::/64", availabilityZone: "us-east-1a" },
-    { id: "subnet-b", cidr: "198.51.100.128/25", availabilityZone: "us-east-1a" },
-  ],
-  instances: [
-    {
-      id: "i-1",
-      ipv4AddressesPerEni: 4,
-      enis: [
-        {
-          id: "eni-0a",
-          mac: "02:00:00:00:0a:01",
-          deviceIndex: 0,
-          subnet: "subnet-a",
-          primaryIpv4: "198.51.100.10",
-        },
-        {
-          id: "eni-0b",
-          mac: "02:00:00:00:0b:01",
-          deviceIndex: 1,
-          subnet: "subnet-a",
-          primaryIpv4: "198.51.100.20",
-          secondaryIpv4s: ["198.51.100.21"],
-          ipv6s: ["2001:db8::21"],
-          tags: { "node.k8s.amazonaws.com/no_manage": "true" },
-        },
-      ],
-    },
+// i-1 (four addresses per ENI): eni-0a 198.51.100.10 and eni-0b 198.51.100.20 (MAC 02:00:00:00:0b:01) in
+// subnet-a 198.51.100.0/25 + 2001:db8::/64; i-2: seven ENIs in subnet-b 198.51.100.128/25. See standardWorld.
+const world = standardWorld({
+  ipv4AddressesPerEni: 4,
+  eni0b: {
+    secondaryIpv4s: ["198.51.100.21"],
+    ipv6s: ["2001:db8::21"],
+    tags: { "node.k8s.amazonaws.com/no_manage": "true" },
+  },
+  eni0c: false,
+  moreInstances: [
     {
       id: "i-2",
       instanceType: "m5.large",
@@ -61,37 +41,18 @@ const world = {
     },
   ],
   reservations: [{ subnet: "subnet-a", cidr: "198.51.100.96/28", type: "explicit", description: "pods" }],
-};
-
-type Sim = Awaited<ReturnType<typeof startSimulator>>;
-
-const credentials = { accessKeyId: "AKIDEXAMPLE", secretAccessKey: "not-a-secret" };
-const fastRetry = { baseDelayMs: 5, maxDelayMs: 50 };
-
-function captureLogger(): { logger: Logger; lines: Array<Record<string, unknown>> } {
-  const lines: Array<Record<string, unknown>> = [];
-  const logger = pino({ level: "debug" }, { write: (line: string) => lines.push(JSON.parse(line)) });
-  return { logger, lines };
-}
+});
 
 describe("createEc2Api against the simulator", () => {
-  let sim: Sim;
+  let sim: SimulatorHandle;
   let records: Ec2CallRecord[];
-  let lines: Array<Record<string, unknown>>;
+  let lines: LogLine[];
   let ec2: Ec2Api;
 
   const build = (extra: Partial<Ec2ApiOptions> = {}): Ec2Api => {
     const captured = captureLogger();
     lines = captured.lines;
-    return createEc2Api({
-      region: "us-east-1",
-      endpoint: sim.ec2Endpoint,
-      credentials,
-      retry: fastRetry,
-      logger: captured.logger,
-      observer: (r) => records.push(r),
-      ...extra,
-    });
+    return ec2ApiFor(sim, { logger: captured.logger, observer: (r) => records.push(r), ...extra });
   };
 
   const eni = (id: string) => {
@@ -109,7 +70,7 @@ describe("createEc2Api against the simulator", () => {
   };
 
   beforeAll(async () => {
-    sim = await startSimulator(parseWorld(world));
+    sim = await startSimulator(world);
   });
 
   afterAll(async () => {
@@ -421,12 +382,7 @@ describe("createEc2Api against the simulator", () => {
     });
 
     it("reports an endpoint where nothing listens as NetworkError, kind unavailable", async () => {
-      const server = createServer();
-      await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-      const address = server.address();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-      if (address === null || typeof address === "string") throw new Error("no port");
-      ec2 = build({ endpoint: `http://127.0.0.1:${address.port}`, retry: { ...fastRetry, maxAttempts: 2 } });
+      ec2 = build({ endpoint: await closedPortUrl(), retry: { ...fastRetry, maxAttempts: 2 } });
       const err = await ec2.describeSubnets(["subnet-a"]).catch((e: unknown) => e);
       expect(err).toMatchObject({
         kind: "unavailable",

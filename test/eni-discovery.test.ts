@@ -1,62 +1,23 @@
-import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { systemClock } from "../src/eni/clock.js";
-import { createEc2Api } from "../src/eni/ec2-client.js";
 import { confirmHeld, readEnis } from "../src/eni/eni-discovery.js";
 import { TimeoutError } from "../src/eni/errors/timeout-error.js";
-import { ImdsClient } from "../src/eni/imds-client.js";
-import { parseWorld, startSimulator } from "../src/sim/index.js";
+import type { ImdsClient } from "../src/eni/imds-client.js";
+import { type SimulatorHandle, startSimulator } from "../src/sim/index.js";
 import { FakeClock } from "./helpers/fake-clock.js";
+import { ec2ApiFor, imdsFor, standardWorld } from "./helpers/sim-fixtures.js";
 
-const world = {
-  region: "us-east-1",
-  vpc: { id: "vpc-1", cidr: "198.51.100.0/24", ipv6Cidr: "2001:db8::/56" },
-  subnets: [
-    { id: "subnet-a", cidr: "198.51.100.0/25", ipv6Cidr: "2001:db8::/64", availabilityZone: "us-east-1a" },
-    { id: "subnet-b", cidr: "198.51.100.128/25", availabilityZone: "us-east-1a" },
-  ],
-  instances: [
-    {
-      id: "i-1",
-      instanceType: "m5.large",
-      enis: [
-        {
-          id: "eni-0a",
-          mac: "02:00:00:00:0a:01",
-          deviceIndex: 0,
-          subnet: "subnet-a",
-          primaryIpv4: "198.51.100.10",
-        },
-        {
-          id: "eni-0b",
-          mac: "02:00:00:00:0b:01",
-          deviceIndex: 1,
-          subnet: "subnet-a",
-          primaryIpv4: "198.51.100.20",
-          secondaryIpv4s: ["198.51.100.21"],
-          ipv6s: ["2001:db8::21"],
-        },
-        {
-          id: "eni-0c",
-          mac: "02:00:00:00:0c:01",
-          deviceIndex: 2,
-          subnet: "subnet-b",
-          primaryIpv4: "198.51.100.140",
-        },
-      ],
-    },
-  ],
-};
-
-type Sim = Awaited<ReturnType<typeof startSimulator>>;
+// i-1: eni-0a and eni-0b in subnet-a (198.51.100.0/25, 2001:db8::/64), eni-0c in subnet-b (198.51.100.128/25,
+// no IPv6); MACs 02:00:00:00:0a:01, 0b:01, 0c:01 and primaries .10, .20, .140. See standardWorld.
+const world = standardWorld({ eni0b: { secondaryIpv4s: ["198.51.100.21"], ipv6s: ["2001:db8::21"] } });
 
 describe("ENI discovery from IMDS", () => {
-  let sim: Sim;
+  let sim: SimulatorHandle;
   let imds: ImdsClient;
 
   beforeAll(async () => {
-    sim = await startSimulator(parseWorld(world));
-    imds = new ImdsClient({ endpoint: sim.imdsEndpoints["i-1"] ?? "" });
+    sim = await startSimulator(world);
+    imds = imdsFor(sim, "i-1");
   });
 
   afterAll(async () => {
@@ -127,14 +88,7 @@ describe("ENI discovery from IMDS", () => {
   it("waits until IMDS reflects an assignment that lags (stale reads)", async () => {
     sim.setFaults({ staleReadsMs: 300 });
     try {
-      const ec2 = createEc2Api({
-        region: "us-east-1",
-        endpoint: sim.ec2Endpoint,
-        credentials: { accessKeyId: "AKIDEXAMPLE", secretAccessKey: "not-a-secret" },
-        logger: pino({ level: "silent" }),
-        retry: { baseDelayMs: 5, maxDelayMs: 50 },
-      });
-      await ec2.assignPrivateIpv4("eni-0c", ["198.51.100.150"], true);
+      await ec2ApiFor(sim).assignPrivateIpv4("eni-0c", ["198.51.100.150"], true);
       expect(await imds.localIpv4s("02:00:00:00:0c:01")).toEqual(["198.51.100.140"]);
       const started = performance.now();
       await confirmHeld(imds, [{ mac: "02:00:00:00:0c:01", address: "198.51.100.150", family: 4 }], {

@@ -1,86 +1,31 @@
 import { createServer as createHttpServer, type IncomingMessage, type ServerResponse } from "node:http";
-import { createServer } from "node:net";
-import { pino } from "pino";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { ImdsError } from "../src/eni/errors/imds-error.js";
 import { ImdsHopLimitError } from "../src/eni/errors/imds-hop-limit-error.js";
 import { ImdsClient } from "../src/eni/imds-client.js";
-import type { Logger } from "../src/eni/logger.js";
-import { parseWorld, startSimulator } from "../src/sim/index.js";
+import { type SimulatorHandle, startSimulator } from "../src/sim/index.js";
+import { closedPortUrl } from "./helpers/closed-port.js";
 import { FakeClock } from "./helpers/fake-clock.js";
+import { captureLogger, type LogLine } from "./helpers/loggers.js";
+import { imdsEndpointOf, imdsFor, standardWorld } from "./helpers/sim-fixtures.js";
 
-const world = {
-  region: "us-east-1",
-  vpc: { id: "vpc-1", cidr: "198.51.100.0/24", ipv6Cidr: "2001:db8::/56" },
-  subnets: [
-    { id: "subnet-a", cidr: "198.51.100.0/25", ipv6Cidr: "2001:db8::/64", availabilityZone: "us-east-1a" },
-    { id: "subnet-b", cidr: "198.51.100.128/25", availabilityZone: "us-east-1a" },
-  ],
-  instances: [
-    {
-      id: "i-1",
-      instanceType: "m5.large",
-      enis: [
-        {
-          id: "eni-0a",
-          mac: "02:00:00:00:0a:01",
-          deviceIndex: 0,
-          subnet: "subnet-a",
-          primaryIpv4: "198.51.100.10",
-        },
-        {
-          id: "eni-0b",
-          mac: "02:00:00:00:0b:01",
-          deviceIndex: 1,
-          subnet: "subnet-a",
-          primaryIpv4: "198.51.100.20",
-          secondaryIpv4s: ["198.51.100.21", "198.51.100.22"],
-          ipv6s: ["2001:DB8::21"],
-        },
-        {
-          id: "eni-0c",
-          mac: "02:00:00:00:0c:01",
-          deviceIndex: 2,
-          subnet: "subnet-b",
-          primaryIpv4: "198.51.100.140",
-        },
-      ],
-    },
-  ],
-};
+// i-1: eni-0a (MAC 02:00:00:00:0a:01), eni-0b (MAC 02:00:00:00:0b:01, 198.51.100.20, in subnet-a
+// 198.51.100.0/25 + 2001:db8::/64) and eni-0c (MAC 02:00:00:00:0c:01, subnet-b without IPv6). See standardWorld.
+const world = standardWorld({
+  eni0b: { secondaryIpv4s: ["198.51.100.21", "198.51.100.22"], ipv6s: ["2001:DB8::21"] },
+});
 
-type Sim = Awaited<ReturnType<typeof startSimulator>>;
-
-/** A debug logger whose lines the test reads: the client logs one line per HTTP request. */
-function captureLogger(): { logger: Logger; lines: Array<Record<string, unknown>> } {
-  const lines: Array<Record<string, unknown>> = [];
-  const logger = pino({ level: "debug" }, { write: (line: string) => lines.push(JSON.parse(line)) });
-  return { logger, lines };
-}
-
-function requests(lines: Array<Record<string, unknown>>, method: string) {
+function requests(lines: LogLine[], method: string) {
   return lines.filter((l) => l.msg === "IMDS request" && l.method === method);
 }
 
-/** A local port where nothing listens. */
-async function closedPortUrl(): Promise<string> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const address = server.address();
-  await new Promise<void>((resolve, reject) => server.close((err) => (err ? reject(err) : resolve())));
-  if (address === null || typeof address === "string") throw new Error("no port");
-  return `http://127.0.0.1:${address.port}`;
-}
-
 describe("ImdsClient against the simulator", () => {
-  let sim: Sim;
+  let sim: SimulatorHandle;
   let endpoint: string;
 
   beforeAll(async () => {
-    sim = await startSimulator(parseWorld(world));
-    const url = sim.imdsEndpoints["i-1"];
-    if (url === undefined) throw new Error("no IMDS endpoint for i-1");
-    endpoint = url;
+    sim = await startSimulator(world);
+    endpoint = imdsEndpointOf(sim, "i-1");
   });
 
   afterAll(async () => {
@@ -141,15 +86,10 @@ describe("ImdsClient against the simulator", () => {
   it("fetches a new token once when IMDS answers 401 to a token it considers expired", async () => {
     // The simulator's clock runs ahead; ours stands still, so the client still believes its token is fresh.
     const simClock = new FakeClock();
-    const own = await startSimulator(parseWorld(world), { clock: simClock });
+    const own = await startSimulator(world, { clock: simClock });
     try {
       const { logger, lines } = captureLogger();
-      const imds = new ImdsClient({
-        endpoint: own.imdsEndpoints["i-1"] ?? "",
-        logger,
-        clock: new FakeClock(),
-        tokenTtlSeconds: 60,
-      });
+      const imds = imdsFor(own, "i-1", { logger, clock: new FakeClock(), tokenTtlSeconds: 60 });
       await imds.instanceId();
       await simClock.sleep(61_000);
       expect(await imds.region()).toBe("us-east-1");

@@ -4,36 +4,18 @@ import {
   DescribeInstancesCommand,
   DescribeNetworkInterfacesCommand,
   DescribeSubnetsCommand,
-  EC2Client,
-  type EC2ServiceException,
+  type EC2Client,
   type Filter,
 } from "@aws-sdk/client-ec2";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { loadWorldFile, type SimulatorHandle, startSimulator } from "../src/sim/index.js";
+import { loadWorldFile, type SimulatorHandle } from "../src/sim/index.js";
+import { ec2Failure, startWithEc2, stopWithEc2 } from "./helpers/sim-fixtures.js";
 
 let sim: SimulatorHandle;
 let ec2: EC2Client;
 
-async function failure(
-  promise: Promise<unknown>,
-): Promise<{ code: string; message: string; status: number }> {
-  try {
-    await promise;
-  } catch (error) {
-    const e = error as EC2ServiceException;
-    return { code: e.name, message: e.message, status: e.$metadata.httpStatusCode ?? 0 };
-  }
-  throw new Error("expected the call to fail");
-}
-
 beforeAll(async () => {
-  sim = await startSimulator(await loadWorldFile("examples/world-two-nodes.yaml"));
-  ec2 = new EC2Client({
-    endpoint: sim.ec2Endpoint,
-    region: "us-east-1",
-    credentials: { accessKeyId: "AKIDSIMULATOR", secretAccessKey: "simulator" },
-    maxAttempts: 1,
-  });
+  ({ sim, ec2 } = await startWithEc2("examples/world-two-nodes.yaml"));
   await ec2.send(
     new AssignPrivateIpAddressesCommand({
       NetworkInterfaceId: "eni-0n1multus",
@@ -47,10 +29,7 @@ beforeAll(async () => {
     }),
   );
 });
-afterAll(async () => {
-  ec2.destroy();
-  await sim.close();
-});
+afterAll(() => stopWithEc2(sim, ec2));
 
 const ids = async (filters: Filter[]): Promise<string[]> =>
   ((await ec2.send(new DescribeNetworkInterfacesCommand({ Filters: filters }))).NetworkInterfaces ?? []).map(
@@ -114,7 +93,7 @@ describe("DescribeNetworkInterfaces through the real SDK", () => {
   });
 
   it("refuses an unknown filter name", async () => {
-    const error = await failure(ids([{ Name: "colour", Values: ["blue"] }]));
+    const error = await ec2Failure(ids([{ Name: "colour", Values: ["blue"] }]));
     expect(error).toEqual({
       code: "InvalidParameterValue",
       message: "The filter 'colour' is invalid",
@@ -129,7 +108,7 @@ describe("DescribeNetworkInterfaces through the real SDK", () => {
     const seen: string[] = [];
     let token: string | undefined;
     const world = await loadWorldFile("examples/world-two-nodes.yaml");
-    const many = await startSimulator({
+    const { sim: many, ec2: client } = await startWithEc2({
       ...world,
       instances: Array.from({ length: 7 }, (_, i) => ({
         id: `i-0n${i}`,
@@ -148,12 +127,6 @@ describe("DescribeNetworkInterfaces through the real SDK", () => {
         ],
       })),
     });
-    const client = new EC2Client({
-      endpoint: many.ec2Endpoint,
-      region: "us-east-1",
-      credentials: { accessKeyId: "a", secretAccessKey: "b" },
-      maxAttempts: 1,
-    });
     try {
       const pages: number[] = [];
       do {
@@ -166,23 +139,22 @@ describe("DescribeNetworkInterfaces through the real SDK", () => {
       } while (token !== undefined);
       expect(pages).toEqual([5, 2]);
       expect(seen).toEqual(["eni-0p0", "eni-0p1", "eni-0p2", "eni-0p3", "eni-0p4", "eni-0p5", "eni-0p6"]);
-      const bad = await failure(
+      const bad = await ec2Failure(
         client.send(new DescribeNetworkInterfacesCommand({ MaxResults: 5, NextToken: "junk" })),
       );
       expect(bad.code).toBe("InvalidPaginationToken");
     } finally {
-      client.destroy();
-      await many.close();
+      await stopWithEc2(many, client);
     }
   });
 
   it("refuses MaxResults outside 5..1000, and MaxResults with NetworkInterfaceIds", async () => {
-    expect((await failure(ec2.send(new DescribeNetworkInterfacesCommand({ MaxResults: 4 })))).code).toBe(
+    expect((await ec2Failure(ec2.send(new DescribeNetworkInterfacesCommand({ MaxResults: 4 })))).code).toBe(
       "InvalidParameterValue",
     );
     expect(
       (
-        await failure(
+        await ec2Failure(
           ec2.send(
             new DescribeNetworkInterfacesCommand({ MaxResults: 5, NetworkInterfaceIds: ["eni-0n1eth0"] }),
           ),
@@ -192,7 +164,7 @@ describe("DescribeNetworkInterfaces through the real SDK", () => {
   });
 
   it("answers NotFound for an unknown id in NetworkInterfaceIds", async () => {
-    const error = await failure(
+    const error = await ec2Failure(
       ec2.send(new DescribeNetworkInterfacesCommand({ NetworkInterfaceIds: ["eni-0n1eth0", "eni-0gone"] })),
     );
     expect(error.code).toBe("InvalidNetworkInterfaceID.NotFound");
@@ -200,7 +172,7 @@ describe("DescribeNetworkInterfaces through the real SDK", () => {
   });
 
   it("answers DryRunOperation (412) when DryRun is set", async () => {
-    const error = await failure(ec2.send(new DescribeNetworkInterfacesCommand({ DryRun: true })));
+    const error = await ec2Failure(ec2.send(new DescribeNetworkInterfacesCommand({ DryRun: true })));
     expect(error).toEqual({
       code: "DryRunOperation",
       message: "Request would have succeeded, but DryRun flag is set.",
@@ -242,9 +214,9 @@ describe("DescribeInstances and DescribeSubnets through the real SDK", () => {
       }),
     );
     expect(filtered.Reservations?.map((r) => r.Instances?.[0]?.InstanceId)).toEqual(["i-0node2"]);
-    expect((await failure(ec2.send(new DescribeInstancesCommand({ InstanceIds: ["i-0gone"] })))).code).toBe(
-      "InvalidInstanceID.NotFound",
-    );
+    expect(
+      (await ec2Failure(ec2.send(new DescribeInstancesCommand({ InstanceIds: ["i-0gone"] })))).code,
+    ).toBe("InvalidInstanceID.NotFound");
   });
 
   it("describes subnets with IPv4 and IPv6 CIDRs and zone", async () => {
@@ -264,9 +236,9 @@ describe("DescribeInstances and DescribeSubnets through the real SDK", () => {
     expect(nodes.Subnets?.map((s) => [s.SubnetId, s.Ipv6CidrBlockAssociationSet])).toEqual([
       ["subnet-0nodes", []],
     ]);
-    expect((await failure(ec2.send(new DescribeSubnetsCommand({ SubnetIds: ["subnet-0gone"] })))).code).toBe(
-      "InvalidSubnetID.NotFound",
-    );
+    expect(
+      (await ec2Failure(ec2.send(new DescribeSubnetsCommand({ SubnetIds: ["subnet-0gone"] })))).code,
+    ).toBe("InvalidSubnetID.NotFound");
   });
 });
 

@@ -1,40 +1,14 @@
 import {
   AssignPrivateIpAddressesCommand,
-  EC2Client,
-  type EC2ServiceException,
+  type EC2Client,
   UnassignPrivateIpAddressesCommand,
 } from "@aws-sdk/client-ec2";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import {
-  loadWorldFile,
-  parseWorld,
-  type SimulatorHandle,
-  startSimulator,
-  type World,
-} from "../src/sim/index.js";
+import { parseWorld, type SimulatorHandle, type World } from "../src/sim/index.js";
+import { ec2Failure, startWithEc2, stopWithEc2 } from "./helpers/sim-fixtures.js";
 
 let sim: SimulatorHandle;
 let ec2: EC2Client;
-
-const clientOf = (s: SimulatorHandle): EC2Client =>
-  new EC2Client({
-    endpoint: s.ec2Endpoint,
-    region: "us-east-1",
-    credentials: { accessKeyId: "AKIDSIMULATOR", secretAccessKey: "simulator" },
-    maxAttempts: 1,
-  });
-
-async function failure(
-  promise: Promise<unknown>,
-): Promise<{ code: string; message: string; status: number }> {
-  try {
-    await promise;
-  } catch (error) {
-    const e = error as EC2ServiceException;
-    return { code: e.name, message: e.message, status: e.$metadata.httpStatusCode ?? 0 };
-  }
-  throw new Error("expected the call to fail");
-}
 
 const ipv4sOf = (eniId: string): string[] => sim.state().enis.find((e) => e.eniId === eniId)?.ipv4s ?? [];
 
@@ -50,13 +24,9 @@ const assign = (input: { eni: string; addresses?: string[]; count?: number; allo
 
 describe("IPv4 assignment on two nodes sharing a Multus subnet (203.0.113.64/26)", () => {
   beforeEach(async () => {
-    sim = await startSimulator(await loadWorldFile("examples/world-two-nodes.yaml"));
-    ec2 = clientOf(sim);
+    ({ sim, ec2 } = await startWithEc2("examples/world-two-nodes.yaml"));
   });
-  afterEach(async () => {
-    ec2.destroy();
-    await sim.close();
-  });
+  afterEach(() => stopWithEc2(sim, ec2));
 
   it("assigns named addresses and answers them in assignedPrivateIpAddressesSet", async () => {
     const out = await assign({ eni: "eni-0n1multus", addresses: ["203.0.113.100", "203.0.113.101"] });
@@ -77,7 +47,7 @@ describe("IPv4 assignment on two nodes sharing a Multus subnet (203.0.113.64/26)
 
   it("refuses an address held by another ENI without AllowReassignment (InvalidParameterValue, in use)", async () => {
     await assign({ eni: "eni-0n1multus", addresses: ["203.0.113.100"] });
-    const error = await failure(assign({ eni: "eni-0n2multus", addresses: ["203.0.113.100"] }));
+    const error = await ec2Failure(assign({ eni: "eni-0n2multus", addresses: ["203.0.113.100"] }));
     expect(error).toEqual({
       code: "InvalidParameterValue",
       message: "Address 203.0.113.100 is in use.",
@@ -94,7 +64,7 @@ describe("IPv4 assignment on two nodes sharing a Multus subnet (203.0.113.64/26)
   });
 
   it("never moves another ENI's primary address, even with AllowReassignment", async () => {
-    const error = await failure(
+    const error = await ec2Failure(
       assign({ eni: "eni-0n2multus", addresses: ["203.0.113.70"], allowReassignment: true }),
     );
     expect(error.code).toBe("InvalidParameterValue");
@@ -103,7 +73,7 @@ describe("IPv4 assignment on two nodes sharing a Multus subnet (203.0.113.64/26)
   });
 
   it("is all or nothing: one bad address leaves every address where it was", async () => {
-    const error = await failure(
+    const error = await ec2Failure(
       assign({ eni: "eni-0n1multus", addresses: ["203.0.113.100", "203.0.113.10"], allowReassignment: true }),
     );
     expect(error.code).toBe("InvalidParameterValue");
@@ -112,7 +82,7 @@ describe("IPv4 assignment on two nodes sharing a Multus subnet (203.0.113.64/26)
   });
 
   it("refuses addresses outside the ENI's subnet", async () => {
-    const error = await failure(assign({ eni: "eni-0n1multus", addresses: ["203.0.113.130"] }));
+    const error = await ec2Failure(assign({ eni: "eni-0n1multus", addresses: ["203.0.113.130"] }));
     expect(error.message).toBe(
       "Address 203.0.113.130 does not fall within the subnet's address range (203.0.113.64/26)",
     );
@@ -121,7 +91,7 @@ describe("IPv4 assignment on two nodes sharing a Multus subnet (203.0.113.64/26)
   it.each([["203.0.113.64"], ["203.0.113.65"], ["203.0.113.66"], ["203.0.113.67"], ["203.0.113.127"]])(
     "refuses AWS-reserved address %s (first four and last of the subnet)",
     async (address) => {
-      const error = await failure(assign({ eni: "eni-0n1multus", addresses: [address] }));
+      const error = await ec2Failure(assign({ eni: "eni-0n1multus", addresses: [address] }));
       expect(error).toEqual({
         code: "InvalidParameterValue",
         message: `Address ${address} is in subnet's reserved address range`,
@@ -147,12 +117,12 @@ describe("IPv4 assignment on two nodes sharing a Multus subnet (203.0.113.64/26)
   });
 
   it("refuses PrivateIpAddress together with SecondaryPrivateIpAddressCount", async () => {
-    const error = await failure(assign({ eni: "eni-0n1multus", addresses: ["203.0.113.100"], count: 1 }));
+    const error = await ec2Failure(assign({ eni: "eni-0n1multus", addresses: ["203.0.113.100"], count: 1 }));
     expect(error.code).toBe("InvalidParameterCombination");
   });
 
   it("asks for PrivateIpAddress or SecondaryPrivateIpAddressCount when both are missing", async () => {
-    const error = await failure(assign({ eni: "eni-0n1multus" }));
+    const error = await ec2Failure(assign({ eni: "eni-0n1multus" }));
     expect(error).toEqual({
       code: "MissingParameter",
       message: "The request must contain the parameter PrivateIpAddress or SecondaryPrivateIpAddressCount",
@@ -163,41 +133,37 @@ describe("IPv4 assignment on two nodes sharing a Multus subnet (203.0.113.64/26)
   it("answers PrivateIpAddressLimitExceeded past the per-ENI limit (c5.xlarge: 15, primary counted)", async () => {
     const fourteen = Array.from({ length: 14 }, (_, i) => `203.0.113.${80 + i}`);
     await assign({ eni: "eni-0n1multus", addresses: fourteen });
-    const error = await failure(assign({ eni: "eni-0n1multus", addresses: ["203.0.113.110"] }));
+    const error = await ec2Failure(assign({ eni: "eni-0n1multus", addresses: ["203.0.113.110"] }));
     expect(error.code).toBe("PrivateIpAddressLimitExceeded");
     expect(ipv4sOf("eni-0n1multus")).toHaveLength(15);
-    expect((await failure(assign({ eni: "eni-0n1multus", count: 1 }))).code).toBe(
+    expect((await ec2Failure(assign({ eni: "eni-0n1multus", count: 1 }))).code).toBe(
       "PrivateIpAddressLimitExceeded",
     );
   });
 
   it("answers InvalidNetworkInterfaceID.NotFound for an unknown ENI and .Malformed for a bad id", async () => {
-    expect(await failure(assign({ eni: "eni-0nothere", count: 1 }))).toEqual({
+    expect(await ec2Failure(assign({ eni: "eni-0nothere", count: 1 }))).toEqual({
       code: "InvalidNetworkInterfaceID.NotFound",
       message: "The networkInterface ID 'eni-0nothere' does not exist",
       status: 400,
     });
-    expect((await failure(assign({ eni: "eth1", count: 1 }))).code).toBe(
+    expect((await ec2Failure(assign({ eni: "eth1", count: 1 }))).code).toBe(
       "InvalidNetworkInterfaceId.Malformed",
     );
   });
 
   it("refuses an address that is not IPv4", async () => {
-    const error = await failure(assign({ eni: "eni-0n1multus", addresses: ["203.0.113.999"] }));
+    const error = await ec2Failure(assign({ eni: "eni-0n1multus", addresses: ["203.0.113.999"] }));
     expect(error.code).toBe("InvalidParameterValue");
   });
 });
 
 describe("IPv4 unassignment", () => {
   beforeEach(async () => {
-    sim = await startSimulator(await loadWorldFile("examples/world-two-nodes.yaml"));
-    ec2 = clientOf(sim);
+    ({ sim, ec2 } = await startWithEc2("examples/world-two-nodes.yaml"));
     await assign({ eni: "eni-0n1multus", addresses: ["203.0.113.100", "203.0.113.101"] });
   });
-  afterEach(async () => {
-    ec2.destroy();
-    await sim.close();
-  });
+  afterEach(() => stopWithEc2(sim, ec2));
 
   const unassign = (eni: string, addresses: string[]) =>
     ec2.send(
@@ -210,14 +176,14 @@ describe("IPv4 unassignment", () => {
   });
 
   it("refuses to release the primary address (InvalidParameterValue), changing nothing", async () => {
-    const error = await failure(unassign("eni-0n1multus", ["203.0.113.101", "203.0.113.70"]));
+    const error = await ec2Failure(unassign("eni-0n1multus", ["203.0.113.101", "203.0.113.70"]));
     expect(error.code).toBe("InvalidParameterValue");
     expect(error.message).toContain("primary");
     expect(ipv4sOf("eni-0n1multus")).toEqual(["203.0.113.70", "203.0.113.100", "203.0.113.101"]);
   });
 
   it("refuses an address the ENI does not hold (InvalidParameterValue, not assigned), changing nothing", async () => {
-    const error = await failure(unassign("eni-0n1multus", ["203.0.113.100", "203.0.113.102"]));
+    const error = await ec2Failure(unassign("eni-0n1multus", ["203.0.113.100", "203.0.113.102"]));
     expect(error).toEqual({
       code: "InvalidParameterValue",
       message: "Some of the specified addresses are not assigned to interface eni-0n1multus: 203.0.113.102",
@@ -250,18 +216,16 @@ describe("subnet exhaustion", () => {
   });
 
   it("answers InsufficientFreeAddressesInSubnet when a /29 has fewer free addresses than asked", async () => {
-    sim = await startSimulator(tiny);
-    ec2 = clientOf(sim);
+    ({ sim, ec2 } = await startWithEc2(tiny));
     try {
       // /29: .0-.3 and .7 reserved by AWS, .4 is the primary: .5 and .6 remain.
-      const error = await failure(assign({ eni: "eni-0tiny", count: 3 }));
+      const error = await ec2Failure(assign({ eni: "eni-0tiny", count: 3 }));
       expect(error.code).toBe("InsufficientFreeAddressesInSubnet");
       expect(ipv4sOf("eni-0tiny")).toEqual(["192.0.2.4"]);
       await assign({ eni: "eni-0tiny", count: 2 });
       expect(ipv4sOf("eni-0tiny")).toEqual(["192.0.2.4", "192.0.2.5", "192.0.2.6"]);
     } finally {
-      ec2.destroy();
-      await sim.close();
+      await stopWithEc2(sim, ec2);
     }
   });
 });

@@ -1,26 +1,14 @@
 import {
   AssignIpv6AddressesCommand,
-  EC2Client,
-  type EC2ServiceException,
+  type EC2Client,
   UnassignIpv6AddressesCommand,
 } from "@aws-sdk/client-ec2";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { loadWorldFile, type SimulatorHandle, startSimulator } from "../src/sim/index.js";
+import type { SimulatorHandle } from "../src/sim/index.js";
+import { ec2Failure, startWithEc2, stopWithEc2 } from "./helpers/sim-fixtures.js";
 
 let sim: SimulatorHandle;
 let ec2: EC2Client;
-
-async function failure(
-  promise: Promise<unknown>,
-): Promise<{ code: string; message: string; status: number }> {
-  try {
-    await promise;
-  } catch (error) {
-    const e = error as EC2ServiceException;
-    return { code: e.name, message: e.message, status: e.$metadata.httpStatusCode ?? 0 };
-  }
-  throw new Error("expected the call to fail");
-}
 
 const ipv6sOf = (eniId: string): string[] => sim.state().enis.find((e) => e.eniId === eniId)?.ipv6s ?? [];
 const assign = (eni: string, addresses: string[]) =>
@@ -28,18 +16,9 @@ const assign = (eni: string, addresses: string[]) =>
 
 describe("IPv6 assignment (Multus subnet 2001:db8:200:1::/64)", () => {
   beforeEach(async () => {
-    sim = await startSimulator(await loadWorldFile("examples/world-two-nodes.yaml"));
-    ec2 = new EC2Client({
-      endpoint: sim.ec2Endpoint,
-      region: "us-east-1",
-      credentials: { accessKeyId: "AKIDSIMULATOR", secretAccessKey: "simulator" },
-      maxAttempts: 1,
-    });
+    ({ sim, ec2 } = await startWithEc2("examples/world-two-nodes.yaml"));
   });
-  afterEach(async () => {
-    ec2.destroy();
-    await sim.close();
-  });
+  afterEach(() => stopWithEc2(sim, ec2));
 
   it("assigns named addresses and stores and answers them canonical (lowercase, compressed)", async () => {
     const out = await assign("eni-0n1multus", ["2001:DB8:200:1:0:0:0:50"]);
@@ -50,7 +29,7 @@ describe("IPv6 assignment (Multus subnet 2001:db8:200:1::/64)", () => {
 
   it("refuses an IPv6 address in use on another ENI with InvalidParameterValue, without naming the holder", async () => {
     await assign("eni-0n1multus", ["2001:db8:200:1::50"]);
-    const error = await failure(assign("eni-0n2multus", ["2001:db8:200:1::50"]));
+    const error = await ec2Failure(assign("eni-0n2multus", ["2001:db8:200:1::50"]));
     expect(error).toEqual({
       code: "InvalidParameterValue",
       message: "Address 2001:db8:200:1::50 is in use.",
@@ -79,14 +58,14 @@ describe("IPv6 assignment (Multus subnet 2001:db8:200:1::/64)", () => {
   });
 
   it("refuses an address outside the subnet's IPv6 CIDR, all or nothing", async () => {
-    const error = await failure(assign("eni-0n1multus", ["2001:db8:200:1::52", "2001:db8:200:2::1"]));
+    const error = await ec2Failure(assign("eni-0n1multus", ["2001:db8:200:1::52", "2001:db8:200:2::1"]));
     expect(error.code).toBe("InvalidParameterValue");
     expect(error.message).toContain("2001:db8:200:2::1");
     expect(ipv6sOf("eni-0n1multus")).toEqual([]);
   });
 
   it("refuses IPv6 on an ENI whose subnet has no IPv6 CIDR", async () => {
-    const error = await failure(assign("eni-0n1eth0", ["2001:db8:200:1::50"]));
+    const error = await ec2Failure(assign("eni-0n1eth0", ["2001:db8:200:1::50"]));
     expect(error).toEqual({
       code: "InvalidParameterValue",
       message: "Subnet subnet-0nodes has no IPv6 CIDR block",
@@ -102,7 +81,7 @@ describe("IPv6 assignment (Multus subnet 2001:db8:200:1::/64)", () => {
   });
 
   it("bounds IPv6 addresses per ENI by the instance type's limit", async () => {
-    const error = await failure(
+    const error = await ec2Failure(
       ec2.send(new AssignIpv6AddressesCommand({ NetworkInterfaceId: "eni-0n1multus", Ipv6AddressCount: 16 })),
     );
     expect(error.code).toBe("InvalidParameterValue");
@@ -111,7 +90,7 @@ describe("IPv6 assignment (Multus subnet 2001:db8:200:1::/64)", () => {
 
   it("unassigns, and refuses an address the ENI does not hold", async () => {
     await assign("eni-0n1multus", ["2001:db8:200:1::50"]);
-    const error = await failure(
+    const error = await ec2Failure(
       ec2.send(
         new UnassignIpv6AddressesCommand({
           NetworkInterfaceId: "eni-0n1multus",

@@ -2,38 +2,20 @@ import {
   AssignPrivateIpAddressesCommand,
   DescribeNetworkInterfacesCommand,
   DescribeSubnetsCommand,
-  EC2Client,
-  type EC2ServiceException,
+  type EC2Client,
 } from "@aws-sdk/client-ec2";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { Clock } from "../src/eni/clock.js";
-import { loadWorldFile, type SimulatorHandle, startSimulator, type World } from "../src/sim/index.js";
+import { loadWorldFile, type SimulatorHandle, type World } from "../src/sim/index.js";
+import { ec2Failure, startWithEc2, stopWithEc2 } from "./helpers/sim-fixtures.js";
 
 let sim: SimulatorHandle;
 let ec2: EC2Client;
 let world: World;
 
-async function failure(
-  promise: Promise<unknown>,
-): Promise<{ code: string; message: string; status: number }> {
-  try {
-    await promise;
-  } catch (error) {
-    const e = error as EC2ServiceException;
-    return { code: e.name, message: e.message, status: e.$metadata.httpStatusCode ?? 0 };
-  }
-  throw new Error("expected the call to fail");
-}
-
 async function start(clock?: Clock): Promise<void> {
   world = await loadWorldFile("examples/world-two-nodes.yaml");
-  sim = await startSimulator(world, clock === undefined ? {} : { clock });
-  ec2 = new EC2Client({
-    endpoint: sim.ec2Endpoint,
-    region: "us-east-1",
-    credentials: { accessKeyId: "AKIDSIMULATOR", secretAccessKey: "simulator" },
-    maxAttempts: 1,
-  });
+  ({ sim, ec2 } = await startWithEc2(world, clock === undefined ? {} : { clock }));
 }
 
 const assignOne = (address: string) =>
@@ -44,10 +26,7 @@ const assignOne = (address: string) =>
     }),
   );
 
-afterEach(async () => {
-  ec2.destroy();
-  await sim.close();
-});
+afterEach(() => stopWithEc2(sim, ec2));
 
 describe("EC2 faults", () => {
   beforeEach(async () => {
@@ -57,7 +36,7 @@ describe("EC2 faults", () => {
   it("throttleScale shrinks the per-action token bucket: RequestLimitExceeded (503) after the burst", async () => {
     sim.setFaults({ throttleScale: 0.05 });
     for (let i = 0; i < 5; i++) await ec2.send(new DescribeSubnetsCommand({}));
-    const error = await failure(ec2.send(new DescribeSubnetsCommand({})));
+    const error = await ec2Failure(ec2.send(new DescribeSubnetsCommand({})));
     expect(error).toEqual({ code: "RequestLimitExceeded", message: "Request limit exceeded.", status: 503 });
     // Buckets are per action: another action still has its tokens.
     await assignOne("203.0.113.100");
@@ -67,7 +46,7 @@ describe("EC2 faults", () => {
   it("gives unfiltered, unpaged DescribeNetworkInterfaces its smaller bucket (50/10)", async () => {
     sim.setFaults({ throttleScale: 0.1 });
     for (let i = 0; i < 5; i++) await ec2.send(new DescribeNetworkInterfacesCommand({}));
-    expect((await failure(ec2.send(new DescribeNetworkInterfacesCommand({})))).code).toBe(
+    expect((await ec2Failure(ec2.send(new DescribeNetworkInterfacesCommand({})))).code).toBe(
       "RequestLimitExceeded",
     );
     await ec2.send(new DescribeNetworkInterfacesCommand({ MaxResults: 5 }));
@@ -78,12 +57,12 @@ describe("EC2 faults", () => {
       failNext: [{ action: "AssignPrivateIpAddresses", code: "InternalError", status: 500, count: 2 }],
     });
     await ec2.send(new DescribeSubnetsCommand({}));
-    expect(await failure(assignOne("203.0.113.100"))).toEqual({
+    expect(await ec2Failure(assignOne("203.0.113.100"))).toEqual({
       code: "InternalError",
       message: "Injected failure (simulator).",
       status: 500,
     });
-    expect((await failure(assignOne("203.0.113.100"))).status).toBe(500);
+    expect((await ec2Failure(assignOne("203.0.113.100"))).status).toBe(500);
     await assignOne("203.0.113.100");
     const faults = (await (await fetch(`${sim.controlEndpoint}/faults`)).json()) as { failNext: unknown[] };
     expect(faults.failNext).toEqual([]);
@@ -93,7 +72,7 @@ describe("EC2 faults", () => {
     sim.setFaults({
       failNext: [{ action: "*", code: "Unavailable", status: 503, count: 1, message: "Service unavailable" }],
     });
-    expect(await failure(ec2.send(new DescribeSubnetsCommand({})))).toEqual({
+    expect(await ec2Failure(ec2.send(new DescribeSubnetsCommand({})))).toEqual({
       code: "Unavailable",
       message: "Service unavailable",
       status: 503,
@@ -103,12 +82,12 @@ describe("EC2 faults", () => {
 
   it("deny answers UnauthorizedOperation (403) naming the action, also for DryRun probes", async () => {
     sim.setFaults({ deny: ["AssignPrivateIpAddresses", "DescribeNetworkInterfaces"] });
-    const error = await failure(assignOne("203.0.113.100"));
+    const error = await ec2Failure(assignOne("203.0.113.100"));
     expect(error.code).toBe("UnauthorizedOperation");
     expect(error.status).toBe(403);
     expect(error.message).toContain("is not authorized to perform: ec2:AssignPrivateIpAddresses");
     expect(error.message).toContain("Encoded authorization failure message:");
-    expect((await failure(ec2.send(new DescribeNetworkInterfacesCommand({ DryRun: true })))).code).toBe(
+    expect((await ec2Failure(ec2.send(new DescribeNetworkInterfacesCommand({ DryRun: true })))).code).toBe(
       "UnauthorizedOperation",
     );
     expect(sim.state().enis.find((e) => e.eniId === "eni-0n1multus")?.ipv4s).toEqual(["203.0.113.70"]);
@@ -147,7 +126,7 @@ describe("stale reads", () => {
     // The write path is not stale: assigning again is "already held", not a move.
     expect(
       (
-        await failure(
+        await ec2Failure(
           ec2.send(
             new AssignPrivateIpAddressesCommand({
               NetworkInterfaceId: "eni-0n2multus",
@@ -173,7 +152,7 @@ describe("control API", () => {
       (await fetch(`${sim.controlEndpoint}${path}`)).json();
     expect(await get("/healthz")).toEqual({ ok: true });
     await assignOne("203.0.113.100");
-    await failure(assignOne("203.0.113.1"));
+    await ec2Failure(assignOne("203.0.113.1"));
     expect(await get("/state")).toEqual(sim.state());
     const calls = (await get("/calls")) as ReturnType<SimulatorHandle["calls"]>;
     expect(calls).toEqual(sim.calls());
@@ -210,7 +189,7 @@ describe("control API", () => {
       imdsDisabled: false,
       staleReadsMs: 0,
     });
-    expect((await failure(ec2.send(new DescribeSubnetsCommand({})))).code).toBe("UnauthorizedOperation");
+    expect((await ec2Failure(ec2.send(new DescribeSubnetsCommand({})))).code).toBe("UnauthorizedOperation");
   });
 
   it("PUT /faults refuses an unknown or mistyped field with 400 naming it", async () => {
@@ -229,15 +208,8 @@ describe("control API", () => {
   });
 
   it("takes initial faults from the world file", async () => {
-    await sim.close();
-    ec2.destroy();
-    sim = await startSimulator({ ...world, faults: { deny: ["DescribeSubnets"] } });
-    ec2 = new EC2Client({
-      endpoint: sim.ec2Endpoint,
-      region: "us-east-1",
-      credentials: { accessKeyId: "a", secretAccessKey: "b" },
-      maxAttempts: 1,
-    });
-    expect((await failure(ec2.send(new DescribeSubnetsCommand({})))).code).toBe("UnauthorizedOperation");
+    await stopWithEc2(sim, ec2);
+    ({ sim, ec2 } = await startWithEc2({ ...world, faults: { deny: ["DescribeSubnets"] } }));
+    expect((await ec2Failure(ec2.send(new DescribeSubnetsCommand({})))).code).toBe("UnauthorizedOperation");
   });
 });

@@ -1,11 +1,13 @@
-import { AssignIpv6AddressesCommand, AssignPrivateIpAddressesCommand, EC2Client } from "@aws-sdk/client-ec2";
+import { AssignIpv6AddressesCommand, AssignPrivateIpAddressesCommand } from "@aws-sdk/client-ec2";
 import { afterEach, describe, expect, it } from "vitest";
 import type { Clock } from "../src/eni/clock.js";
 import { loadWorldFile, type SimulatorHandle, startSimulator, type World } from "../src/sim/index.js";
+import { ec2ClientFor } from "./helpers/sim-fixtures.js";
 
 let sim: SimulatorHandle;
 let imds: string;
 const multusMac = "02:00:00:00:0b:01";
+const macPath = `/latest/meta-data/network/interfaces/macs/${multusMac}`;
 
 async function start(options: { clock?: Clock; world?: (w: World) => World } = {}): Promise<void> {
   const world = await loadWorldFile("examples/world-demo.yaml");
@@ -34,6 +36,34 @@ async function get(path: string, tokenValue?: string): Promise<{ status: number;
     headers: tokenValue === undefined ? {} : { "x-aws-ec2-metadata-token": tokenValue },
   });
   return { status: response.status, text: await response.text() };
+}
+
+/** How a token PUT ends within `ms`: "answered", or the name of the error that stopped it. */
+const tokenPutWithin = (ms: number): Promise<string> =>
+  fetch(`${imds}/latest/api/token`, {
+    method: "PUT",
+    headers: { "x-aws-ec2-metadata-token-ttl-seconds": "60" },
+    signal: AbortSignal.timeout(ms),
+  }).then(
+    () => "answered",
+    (error: unknown) => (error as Error).name,
+  );
+
+/** Assigns addresses to the Multus ENI eni-0multus1 through EC2. */
+async function assignToMultusEni(ipv4s: string[], ipv6s: string[] = []): Promise<void> {
+  const ec2 = ec2ClientFor(sim);
+  try {
+    await ec2.send(
+      new AssignPrivateIpAddressesCommand({ NetworkInterfaceId: "eni-0multus1", PrivateIpAddresses: ipv4s }),
+    );
+    if (ipv6s.length > 0) {
+      await ec2.send(
+        new AssignIpv6AddressesCommand({ NetworkInterfaceId: "eni-0multus1", Ipv6Addresses: ipv6s }),
+      );
+    }
+  } finally {
+    ec2.destroy();
+  }
 }
 
 describe("IMDSv2 token protocol", () => {
@@ -97,7 +127,6 @@ describe("IMDS metadata", () => {
   it("serves instance, placement and per-MAC items", async () => {
     await start();
     const t = await token();
-    const macPath = `/latest/meta-data/network/interfaces/macs/${multusMac}`;
     const expected: [string, string][] = [
       ["/latest/meta-data/instance-type", "m5.large"],
       ["/latest/meta-data/placement/region", "us-east-1"],
@@ -153,27 +182,8 @@ describe("IMDS metadata", () => {
 
   it("reflects EC2 assignments: local-ipv4s (primary first) and ipv6s", async () => {
     await start();
-    const ec2 = new EC2Client({
-      endpoint: sim.ec2Endpoint,
-      region: "us-east-1",
-      credentials: { accessKeyId: "a", secretAccessKey: "b" },
-      maxAttempts: 1,
-    });
-    await ec2.send(
-      new AssignPrivateIpAddressesCommand({
-        NetworkInterfaceId: "eni-0multus1",
-        PrivateIpAddresses: ["198.51.100.200", "198.51.100.201"],
-      }),
-    );
-    await ec2.send(
-      new AssignIpv6AddressesCommand({
-        NetworkInterfaceId: "eni-0multus1",
-        Ipv6Addresses: ["2001:db8:100:2::c8"],
-      }),
-    );
-    ec2.destroy();
+    await assignToMultusEni(["198.51.100.200", "198.51.100.201"], ["2001:db8:100:2::c8"]);
     const t = await token();
-    const macPath = `/latest/meta-data/network/interfaces/macs/${multusMac}`;
     expect((await get(`${macPath}/local-ipv4s`, t)).text).toBe(
       "198.51.100.140\n198.51.100.200\n198.51.100.201",
     );
@@ -185,21 +195,9 @@ describe("IMDS metadata", () => {
     await start({ clock: { now: () => now, sleep: () => Promise.resolve() } });
     sim.setFaults({ staleReadsMs: 2_000 });
     now += 5_000;
-    const ec2 = new EC2Client({
-      endpoint: sim.ec2Endpoint,
-      region: "us-east-1",
-      credentials: { accessKeyId: "a", secretAccessKey: "b" },
-      maxAttempts: 1,
-    });
-    await ec2.send(
-      new AssignPrivateIpAddressesCommand({
-        NetworkInterfaceId: "eni-0multus1",
-        PrivateIpAddresses: ["198.51.100.200"],
-      }),
-    );
-    ec2.destroy();
+    await assignToMultusEni(["198.51.100.200"]);
     const t = await token();
-    const path = `/latest/meta-data/network/interfaces/macs/${multusMac}/local-ipv4s`;
+    const path = `${macPath}/local-ipv4s`;
     expect((await get(path, t)).text).toBe("198.51.100.140");
     now += 2_000;
     expect((await get(path, t)).text).toBe("198.51.100.140\n198.51.100.200");
@@ -210,15 +208,7 @@ describe("IMDS faults", () => {
   it("imdsTokenHang: the token PUT gets no answer within 300 ms, and close() still returns", async () => {
     await start();
     sim.setFaults({ imdsTokenHang: ["i-0demo1"] });
-    const timedOut = await fetch(`${imds}/latest/api/token`, {
-      method: "PUT",
-      headers: { "x-aws-ec2-metadata-token-ttl-seconds": "60" },
-      signal: AbortSignal.timeout(300),
-    }).then(
-      () => "answered",
-      (error: unknown) => (error as Error).name,
-    );
-    expect(timedOut).toBe("TimeoutError");
+    expect(await tokenPutWithin(300)).toBe("TimeoutError");
     const hanging = putToken().then(
       () => "answered",
       () => "connection closed",
@@ -233,15 +223,7 @@ describe("IMDS faults", () => {
     sim.setFaults({ imdsTokenHang: ["i-0other"] });
     expect((await putToken()).status).toBe(200);
     sim.setFaults({ imdsTokenHang: true });
-    const outcome = await fetch(`${imds}/latest/api/token`, {
-      method: "PUT",
-      headers: { "x-aws-ec2-metadata-token-ttl-seconds": "60" },
-      signal: AbortSignal.timeout(300),
-    }).then(
-      () => "answered",
-      (error: unknown) => (error as Error).name,
-    );
-    expect(outcome).toBe("TimeoutError");
+    expect(await tokenPutWithin(300)).toBe("TimeoutError");
   });
 
   it("imdsDisabled answers 403 to everything", async () => {

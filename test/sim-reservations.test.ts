@@ -2,45 +2,24 @@ import {
   AssignPrivateIpAddressesCommand,
   CreateSubnetCidrReservationCommand,
   DeleteSubnetCidrReservationCommand,
-  EC2Client,
-  type EC2ServiceException,
+  type EC2Client,
   GetSubnetCidrReservationsCommand,
 } from "@aws-sdk/client-ec2";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { loadWorldFile, type SimulatorHandle, startSimulator } from "../src/sim/index.js";
+import type { SimulatorHandle } from "../src/sim/index.js";
+import { ec2Failure, startWithEc2, stopWithEc2 } from "./helpers/sim-fixtures.js";
 
 let sim: SimulatorHandle;
 let ec2: EC2Client;
-
-async function failure(
-  promise: Promise<unknown>,
-): Promise<{ code: string; message: string; status: number }> {
-  try {
-    await promise;
-  } catch (error) {
-    const e = error as EC2ServiceException;
-    return { code: e.name, message: e.message, status: e.$metadata.httpStatusCode ?? 0 };
-  }
-  throw new Error("expected the call to fail");
-}
 
 const create = (cidr: string, type: "explicit" | "prefix" = "explicit", subnet = "subnet-0multus") =>
   ec2.send(new CreateSubnetCidrReservationCommand({ SubnetId: subnet, Cidr: cidr, ReservationType: type }));
 
 describe("subnet CIDR reservations", () => {
   beforeEach(async () => {
-    sim = await startSimulator(await loadWorldFile("examples/world-two-nodes.yaml"));
-    ec2 = new EC2Client({
-      endpoint: sim.ec2Endpoint,
-      region: "us-east-1",
-      credentials: { accessKeyId: "AKIDSIMULATOR", secretAccessKey: "simulator" },
-      maxAttempts: 1,
-    });
+    ({ sim, ec2 } = await startWithEc2("examples/world-two-nodes.yaml"));
   });
-  afterEach(async () => {
-    ec2.destroy();
-    await sim.close();
-  });
+  afterEach(() => stopWithEc2(sim, ec2));
 
   it("creates a reservation with description and tags, and lists it by family", async () => {
     const out = await ec2.send(
@@ -70,21 +49,21 @@ describe("subnet CIDR reservations", () => {
   });
 
   it("refuses a CIDR outside the subnet and one overlapping an existing reservation", async () => {
-    expect(await failure(create("203.0.113.0/28"))).toMatchObject({
+    expect(await ec2Failure(create("203.0.113.0/28"))).toMatchObject({
       code: "InvalidParameterValue",
       status: 400,
     });
-    const overlap = await failure(create("203.0.113.104/29"));
+    const overlap = await ec2Failure(create("203.0.113.104/29"));
     expect(overlap.code).toBe("InvalidParameterValue");
     expect(overlap.message).toContain("overlaps");
     expect(sim.state().reservations).toHaveLength(1);
   });
 
   it("refuses an unknown subnet and a bad reservation type", async () => {
-    expect((await failure(create("203.0.113.80/30", "explicit", "subnet-0gone"))).code).toBe(
+    expect((await ec2Failure(create("203.0.113.80/30", "explicit", "subnet-0gone"))).code).toBe(
       "InvalidSubnetID.NotFound",
     );
-    expect((await failure(create("203.0.113.80/30", "bogus" as "prefix"))).code).toBe(
+    expect((await ec2Failure(create("203.0.113.80/30", "bogus" as "prefix"))).code).toBe(
       "InvalidParameterValue",
     );
   });
@@ -94,7 +73,7 @@ describe("subnet CIDR reservations", () => {
     const out = await ec2.send(new DeleteSubnetCidrReservationCommand({ SubnetCidrReservationId: id }));
     expect(out.DeletedSubnetCidrReservation?.Cidr).toBe("203.0.113.96/28");
     expect(sim.state().reservations).toEqual([]);
-    const error = await failure(
+    const error = await ec2Failure(
       ec2.send(new DeleteSubnetCidrReservationCommand({ SubnetCidrReservationId: id })),
     );
     expect(error).toEqual({
@@ -151,7 +130,7 @@ describe("subnet CIDR reservations", () => {
   });
 
   it("accepts DryRun on the reservation calls (DryRunOperation) and changes nothing", async () => {
-    const error = await failure(
+    const error = await ec2Failure(
       ec2.send(
         new CreateSubnetCidrReservationCommand({
           SubnetId: "subnet-0multus",
@@ -165,7 +144,7 @@ describe("subnet CIDR reservations", () => {
     expect(sim.state().reservations).toHaveLength(1);
     expect(
       (
-        await failure(
+        await ec2Failure(
           ec2.send(new GetSubnetCidrReservationsCommand({ SubnetId: "subnet-0multus", DryRun: true })),
         )
       ).code,
@@ -173,7 +152,9 @@ describe("subnet CIDR reservations", () => {
   });
 
   it("requires SubnetId on GetSubnetCidrReservations", async () => {
-    const error = await failure(ec2.send(new GetSubnetCidrReservationsCommand({} as { SubnetId: string })));
+    const error = await ec2Failure(
+      ec2.send(new GetSubnetCidrReservationsCommand({} as { SubnetId: string })),
+    );
     expect(error).toEqual({
       code: "MissingParameter",
       message: "The request must contain the parameter SubnetId",
