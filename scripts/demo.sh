@@ -14,8 +14,8 @@ node -e 'process.exit(Number(process.versions.node.split(".")[0]) >= 20 ? 0 : 1)
   die "needs Node.js 20 or newer, found $(node --version)"
 
 if [ ! -d node_modules ]; then
-  echo "== installing dependencies (npm ci)"
-  npm ci --no-audit --no-fund >/dev/null
+  echo "== installing dependencies (npm install)"
+  npm install --no-audit --no-fund >/dev/null
 fi
 echo "== building dist/multus-ipmgr.mjs"
 npm run --silent build
