@@ -332,7 +332,8 @@ export interface SimStateView {
 
 export interface SimCallView {
   seq: number;
-  time: number;
+  /** ISO 8601 time the simulator received the call. */
+  time: string;
   action: string;
   params: Record<string, string>;
   status: number;
