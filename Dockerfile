@@ -9,11 +9,17 @@ COPY scripts ./scripts
 COPY src ./src
 RUN npm run build
 
-FROM gcr.io/distroless/nodejs20-debian12:nonroot
+# Debian slim, not distroless: the sidecar watches address changes through `ip -o monitor address`, so the
+# runtime needs iproute2 (without it the sidecar falls back to polling every 50 ms; see README, Decisions).
+FROM node:20-bookworm-slim
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends iproute2 \
+    && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
 COPY --from=build /src/dist ./dist
 COPY examples/world-demo.yaml ./examples/world-demo.yaml
-# Reading interfaces, IMDS and EC2 needs no capability: run as the distroless nonroot user (65532).
-USER 65532:65532
-ENTRYPOINT ["/nodejs/bin/node", "/app/dist/multus-ipmgr.mjs"]
+# Reading interfaces, netlink address events, IMDS and EC2 need no capability: run as the image's
+# unprivileged `node` user.
+USER 1000:1000
+ENTRYPOINT ["node", "/app/dist/multus-ipmgr.mjs"]
 CMD ["--help"]

@@ -169,18 +169,18 @@ export const podSettings = {
     doc: "File that receives the final error sentence, so that kubectl describe pod shows it. Empty string: none.",
     schema: z.string(),
   }),
-};
-
-export const initSettings = {
-  ...podSettings,
   waitForAddressesMs: setting({
     env: "IPMGR_WAIT_FOR_ADDRESSES_MS",
     flag: "--wait-for-addresses-ms",
     default: "30000",
     unit: "ms",
-    doc: "How long init waits for the managed interfaces to carry at least one address before it gives up.",
+    doc: "How long to wait at start for the managed interfaces to carry at least one address before it gives up.",
     schema: field.milliseconds(0, 600_000),
   }),
+};
+
+export const initSettings = {
+  ...podSettings,
   timeoutMs: setting({
     env: "IPMGR_TIMEOUT_MS",
     flag: "--timeout-ms",
@@ -198,8 +198,23 @@ export const sidecarSettings = {
     flag: "--poll-interval-ms",
     default: "50",
     unit: "ms",
-    doc: "How often the sidecar reads the pod's interfaces (os.networkInterfaces, about 50 µs a read).",
+    doc: "How often the sidecar reads the pod's interfaces when it polls (os.networkInterfaces, about 50 µs a read): always with IPMGR_ADDRESS_EVENTS=poll, otherwise while ip monitor is unavailable or restarting.",
     schema: field.milliseconds(5, 60_000),
+  }),
+  addressEvents: setting({
+    env: "IPMGR_ADDRESS_EVENTS",
+    flag: "--address-events",
+    default: "auto",
+    doc: "How address changes are noticed: auto (kernel events through `ip -o monitor address` when the ip command works, else polling), ip-monitor (events required: startup fails without iproute2), poll (polling only).",
+    schema: field.enumOf(["auto", "ip-monitor", "poll"] as const),
+  }),
+  eventsFallbackPollMs: setting({
+    env: "IPMGR_EVENTS_FALLBACK_POLL_MS",
+    flag: "--events-fallback-poll-ms",
+    default: "1000",
+    unit: "ms",
+    doc: "While ip monitor events work, how often the interfaces are read anyway, as a safety net.",
+    schema: field.milliseconds(50, 600_000),
   }),
   resyncIntervalMs: setting({
     env: "IPMGR_RESYNC_INTERVAL_MS",

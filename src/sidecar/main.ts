@@ -1,5 +1,106 @@
-// Placeholder until the sidecar command lands; replaced by its real entrypoint.
-export async function main(_argv: readonly string[]): Promise<number> {
-  process.stderr.write("multus-ipmgr sidecar: not built yet\n");
-  return 1;
+import { reportFailure } from "../cli/report-failure.js";
+import { type SidecarConfig, sidecarSettings } from "../eni/config.js";
+import { ExitCode } from "../eni/exit-codes.js";
+import { createLogger, type Logger } from "../eni/logger.js";
+import { buildPodDeps } from "../eni/pod-deps.js";
+import { describeSettings, loadSettings } from "../eni/settings.js";
+import type { AddressEvents } from "./address-events.js";
+import { startAddressEvents } from "./address-events-mode.js";
+import { SidecarMetrics } from "./metrics.js";
+import { osInterfacesFingerprint } from "./os-fingerprint.js";
+import { shutdownSignals } from "./shutdown.js";
+import { Sidecar } from "./sidecar.js";
+
+const settings = sidecarSettings;
+
+const HELP = `usage: multus-ipmgr sidecar [flags]
+
+Does what init does (assigns this pod's Multus addresses to the worker ENIs that carry them), then keeps
+them there: an address added to a managed interface (a floating IP taken over from the other pod) is moved
+to our ENI within a fraction of a second, one removed is released. Serves /healthz, /readyz and /metrics.
+SIGTERM/SIGINT: finishes the EC2 call in progress and exits 0; a second signal exits at once (143/130).
+
+flags (each also read from its environment variable):
+${describeSettings(settings)}
+`;
+
+/** Entrypoint of `multus-ipmgr sidecar`: config, adapters, signals, then the Sidecar. */
+export async function main(argv: readonly string[]): Promise<number> {
+  if (argv.includes("--help") || argv.includes("-h")) {
+    process.stdout.write(HELP);
+    return ExitCode.ok;
+  }
+  let logger: Logger | undefined;
+  let terminationLog: string | undefined = process.env.IPMGR_TERMINATION_LOG ?? "/dev/termination-log";
+  const signals = shutdownSignals((signal, exitCode) => {
+    logger?.warn({ signal, exitCode }, "second signal: exiting at once");
+    process.exit(exitCode);
+  });
+  let sidecar: Sidecar | undefined;
+  let addressEvents: AddressEvents | undefined;
+  try {
+    const config: SidecarConfig = loadSettings(settings, argv, process.env);
+    terminationLog = config.terminationLog;
+    const log = createLogger(config.logLevel, { command: "sidecar" });
+    logger = log;
+    const metrics = new SidecarMetrics();
+    const deps = buildPodDeps(config, log, { observer: metrics.ec2Observer });
+    addressEvents = await startAddressEvents({
+      mode: config.addressEvents,
+      watchesInterfaces: config.addressSource === "interfaces",
+      pollIntervalMs: config.pollIntervalMs,
+      fallbackPollMs: config.eventsFallbackPollMs,
+      clock: deps.clock,
+      logger: log,
+    });
+    const current = new Sidecar({
+      deps,
+      metrics,
+      policy: { allowedCidrs: config.allowedCidrs },
+      waitForAddressesMs: config.waitForAddressesMs,
+      confirm: { timeoutMs: config.confirmTimeoutMs, intervalMs: config.confirmIntervalMs },
+      releaseOnRemove: config.releaseOnRemove,
+      pollIntervalMs: config.pollIntervalMs,
+      ...(addressEvents === undefined ? {} : { addressEvents }),
+      eventsFallbackPollMs: config.eventsFallbackPollMs,
+      resyncIntervalMs: config.resyncIntervalMs,
+      driftCheckIntervalMs: config.driftCheckIntervalMs,
+      http: { host: config.httpHost, port: config.httpPort },
+      ...(config.addressSource === "interfaces" ? { fingerprint: osInterfacesFingerprint() } : {}),
+    });
+    sidecar = current;
+    addressEvents = undefined; // the sidecar owns it now
+    await current.start();
+    const ended = await Promise.race([
+      current.run().then(
+        () => ({ kind: "stopped" as const }),
+        (error: unknown) => ({ kind: "failed" as const, error }),
+      ),
+      signals.first.then((signal) => ({ kind: "signal" as const, signal })),
+    ]);
+    if (ended.kind === "failed") throw ended.error;
+    if (ended.kind === "stopped") throw new Error("the reconcile loop stopped without a signal");
+    log.info(
+      { signal: ended.signal, graceMs: config.shutdownGraceMs, releaseOnExit: config.releaseOnExit },
+      "shutting down: finishing the EC2 call in progress",
+    );
+    const outcome = await current.shutdown({
+      graceMs: config.shutdownGraceMs,
+      releaseOnExit: config.releaseOnExit,
+    });
+    sidecar = undefined;
+    if (outcome === "grace-expired") return ExitCode.timeout;
+    log.info("stopped");
+    return ExitCode.ok;
+  } catch (error) {
+    await addressEvents?.stop();
+    if (sidecar !== undefined) {
+      await sidecar.shutdown({ graceMs: 0, releaseOnExit: false }).catch((closeError: unknown) => {
+        logger?.warn({ err: closeError }, "cleanup after failure failed");
+      });
+    }
+    return reportFailure("sidecar", error, logger, terminationLog);
+  } finally {
+    signals.dispose();
+  }
 }

@@ -1,0 +1,36 @@
+/**
+ * `npm run bench`: every figure beside its target. Needs root and iproute2 (the binaries run in network
+ * namespaces, as in the end-to-end tests). Targets live here, never in tests.
+ */
+import { labUnavailableReason } from "../test/helpers/netns.js";
+import { benchInit } from "./init.js";
+import type { BenchResult } from "./result.js";
+import { benchSidecar } from "./sidecar.js";
+
+function print(results: readonly BenchResult[]): void {
+  for (const r of results) {
+    const value = Number.isFinite(r.value) ? r.value.toFixed(r.unit === "calls" ? 0 : 1) : "n/a";
+    process.stdout.write(`${r.ok ? "ok  " : "MISS"}  ${r.name}: ${value} ${r.unit}  (target ${r.target})\n`);
+  }
+}
+
+const reason = labUnavailableReason();
+if (reason !== undefined) {
+  process.stderr.write(`bench: ${reason}\n`);
+  process.exit(2);
+}
+const only = process.argv[2];
+const all: BenchResult[] = [];
+if (only === undefined || only === "init") {
+  process.stdout.write("# init\n");
+  const results = await benchInit();
+  print(results);
+  all.push(...results);
+}
+if (only === undefined || only === "sidecar") {
+  process.stdout.write("# sidecar\n");
+  const results = await benchSidecar();
+  print(results);
+  all.push(...results);
+}
+process.exitCode = all.every((r) => r.ok) ? 0 : 1;

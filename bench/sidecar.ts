@@ -1,0 +1,278 @@
+/**
+ * `sidecar` against the simulator, the built binary in two pod namespaces on two simulated nodes:
+ * - failover latency: from `ip addr add` of the floating address in the standby's namespace to the
+ *   simulator recording the AssignPrivateIpAddresses call for it (the call log's arrival time), p50 and p99
+ *   over IPMGR_BENCH_SIDECAR_MOVES moves (default 60), alternating direction, so failback is half of them;
+ * - idle cost of one sidecar over IPMGR_BENCH_IDLE_SECONDS (default 60): peak RSS and CPU share of a core,
+ *   from /proc (utime + stime), of the node process and its children (the `ip monitor` it runs) together.
+ * Once per address-events mode in IPMGR_BENCH_ADDRESS_EVENTS (default "auto,poll"), each in a fresh lab.
+ */
+
+import { type ChildProcess, execFile } from "node:child_process";
+import { readdirSync, readFileSync } from "node:fs";
+import { promisify } from "node:util";
+import { Lab, type SimCallView } from "../test/helpers/netns.js";
+import { type BenchResult, percentile } from "./result.js";
+
+const run = promisify(execFile);
+const MOVES = Math.max(50, Number(process.env.IPMGR_BENCH_SIDECAR_MOVES ?? 60));
+const IDLE_SECONDS = Number(process.env.IPMGR_BENCH_IDLE_SECONDS ?? 60);
+const CLOCK_TICKS_PER_SECOND = 100;
+const MODES = (process.env.IPMGR_BENCH_ADDRESS_EVENTS ?? "auto,poll")
+  .split(",")
+  .map((m) => m.trim())
+  .filter((m) => m !== "");
+
+const NODE1 = "i-00000000000000001";
+const NODE2 = "i-00000000000000002";
+const MAC = { a: "02:00:00:00:0a:01", b: "02:00:00:00:2a:01" } as const;
+const ENI = { a: "eni-0000000000000a001", b: "eni-0000000000002a001" } as const;
+const FLOAT = "198.51.100.80";
+
+function world(): Record<string, unknown> {
+  const multus = (id: string, mac: string, primaryIpv4: string) => ({
+    id,
+    mac,
+    deviceIndex: 1,
+    subnet: "subnet-0000000000000000a",
+    primaryIpv4,
+    tags: { "node.k8s.amazonaws.com/no_manage": "true" },
+  });
+  const eth0 = (id: string, mac: string, primaryIpv4: string) => ({
+    id,
+    mac,
+    deviceIndex: 0,
+    subnet: "subnet-0000000000000000e",
+    primaryIpv4,
+  });
+  return {
+    region: "us-east-1",
+    vpc: { id: "vpc-0000000000000d0c5", cidr: "198.51.100.0/24" },
+    subnets: [
+      { id: "subnet-0000000000000000a", cidr: "198.51.100.0/25", availabilityZone: "us-east-1a" },
+      { id: "subnet-0000000000000000e", cidr: "198.51.100.128/25", availabilityZone: "us-east-1a" },
+    ],
+    instances: [
+      {
+        id: NODE1,
+        enis: [
+          eth0("eni-00000000000000100", "02:00:00:00:01:00", "198.51.100.150"),
+          multus(ENI.a, MAC.a, "198.51.100.11"),
+        ],
+      },
+      {
+        id: NODE2,
+        enis: [
+          eth0("eni-00000000000000200", "02:00:00:00:02:00", "198.51.100.160"),
+          multus(ENI.b, MAC.b, "198.51.100.21"),
+        ],
+      },
+    ],
+  };
+}
+
+async function until(check: () => Promise<boolean>, what: string, timeoutMs = 20_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`bench: never happened: ${what}`);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
+async function ready(lab: Lab, pod: string): Promise<boolean> {
+  const ns = lab.pods.get(pod)?.ns ?? "";
+  const script =
+    "fetch(process.argv[1]).then((r) => process.stdout.write(String(r.status)), () => process.stdout.write('0'))";
+  const { stdout } = await run("ip", [
+    "netns",
+    "exec",
+    ns,
+    process.execPath,
+    "-e",
+    script,
+    "http://127.0.0.1:9180/readyz",
+  ]);
+  return stdout === "200";
+}
+
+function assignOf(calls: readonly SimCallView[], eniId: string, afterSeq: number): SimCallView | undefined {
+  return calls.find(
+    (c) =>
+      c.seq > afterSeq &&
+      c.action === "AssignPrivateIpAddresses" &&
+      c.outcome === "ok" &&
+      c.params.NetworkInterfaceId === eniId &&
+      Object.values(c.params).includes(FLOAT),
+  );
+}
+
+/** utime + stime of a process, in clock ticks; and its resident set, in kB. */
+function usage(pid: number): { ticks: number; rssKb: number } {
+  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  const ticks = Number(fields[11]) + Number(fields[12]);
+  const rss = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1];
+  return { ticks, rssKb: Number(rss ?? Number.NaN) };
+}
+
+/** The live children of a process, from /proc/<pid>/task/<tid>/children. */
+function childrenOf(pid: number): number[] {
+  const out: number[] = [];
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    const text = readFileSync(`/proc/${pid}/task/${tid}/children`, "utf8").trim();
+    if (text !== "") out.push(...text.split(" ").map(Number));
+  }
+  return out;
+}
+
+/** usage() summed over a process and its descendants: the sidecar with the `ip monitor` it runs. */
+function treeUsage(pid: number): { ticks: number; rssKb: number } {
+  const total = usage(pid);
+  for (const child of childrenOf(pid)) {
+    const u = treeUsage(child);
+    total.ticks += u.ticks;
+    total.rssKb += u.rssKb;
+  }
+  return total;
+}
+
+function comm(pid: number): string {
+  return readFileSync(`/proc/${pid}/comm`, "utf8").trim();
+}
+
+async function failover(lab: Lab): Promise<number[]> {
+  const latencies: number[] = [];
+  let holder: "a" | "b" = "a";
+  for (let i = 0; i < MOVES; i++) {
+    const standby: "a" | "b" = holder === "a" ? "b" : "a";
+    const seq = (await lab.calls()).at(-1)?.seq ?? 0;
+    await lab.removeAddress(holder, "net1", `${FLOAT}/25`);
+    const started = Date.now();
+    await lab.addAddress(standby, "net1", `${FLOAT}/25`);
+    let assign: SimCallView | undefined;
+    await until(
+      async () => {
+        assign = assignOf(await lab.calls(), ENI[standby], seq);
+        return assign !== undefined;
+      },
+      `move ${i + 1} to ${standby}`,
+    );
+    latencies.push(Date.parse(String(assign?.time)) - started);
+    // Let both sides settle (the old holder's release, the new holder's confirmation) before the next move.
+    await until(
+      async () => {
+        const state = await lab.state();
+        const held = (eniId: string) =>
+          state.enis.find((e) => e.eniId === eniId)?.ipv4s.includes(FLOAT) ?? false;
+        return held(ENI[standby]) && !held(ENI[holder]);
+      },
+      `settle after move ${i + 1}`,
+    );
+    await until(() => ready(lab, standby), `${standby} ready after move ${i + 1}`);
+    holder = standby;
+  }
+  return latencies;
+}
+
+async function idle(pid: number): Promise<{ rssKb: number; cpuPercent: number }> {
+  const start = treeUsage(pid);
+  const startedAt = performance.now();
+  let peakRss = start.rssKb;
+  const end = performance.now() + IDLE_SECONDS * 1000;
+  while (performance.now() < end) {
+    await new Promise((r) => setTimeout(r, 1000));
+    peakRss = Math.max(peakRss, treeUsage(pid).rssKb);
+  }
+  const finish = treeUsage(pid);
+  const seconds = (performance.now() - startedAt) / 1000;
+  return {
+    rssKb: peakRss,
+    cpuPercent: ((finish.ticks - start.ticks) / CLOCK_TICKS_PER_SECOND / seconds) * 100,
+  };
+}
+
+export async function benchSidecar(): Promise<BenchResult[]> {
+  const results: BenchResult[] = [];
+  for (const mode of MODES) results.push(...(await benchMode(mode)));
+  return results;
+}
+
+/** The figures of one IPMGR_ADDRESS_EVENTS mode, in a lab of its own. */
+async function benchMode(mode: string): Promise<BenchResult[]> {
+  const lab = await Lab.start(world(), [
+    {
+      name: "a",
+      instanceId: NODE1,
+      interfaces: [{ name: "net1", mac: MAC.a, addresses: ["198.51.100.70/25", `${FLOAT}/25`] }],
+    },
+    {
+      name: "b",
+      instanceId: NODE2,
+      interfaces: [{ name: "net1", mac: MAC.b, addresses: ["198.51.100.90/25"] }],
+    },
+  ]);
+  const children: ChildProcess[] = [];
+  try {
+    for (const pod of ["a", "b"]) {
+      const env = lab.env(pod, {
+        IPMGR_ALLOWED_CIDRS: "198.51.100.64/26",
+        IPMGR_LOG_LEVEL: "warn",
+        IPMGR_ADDRESS_EVENTS: mode,
+      });
+      children.push(lab.spawn(pod, ["sidecar"], env));
+    }
+    await until(
+      async () => (await ready(lab, "a")) && (await ready(lab, "b")),
+      "both sidecars ready",
+      30_000,
+    );
+
+    // Idle first, on a sidecar that has just settled: what a pod pays between failovers.
+    const pid = children[0]?.pid;
+    if (pid === undefined) throw new Error("bench: no sidecar pid");
+    if (comm(pid) !== "node")
+      throw new Error(`bench: pid ${pid} is ${comm(pid)}, not the sidecar's node process`);
+    // Make sure the mode measured is the mode asked: with events the sidecar runs an `ip` child, polling none.
+    const monitors = childrenOf(pid).filter((child) => comm(child) === "ip").length;
+    if (monitors !== (mode === "poll" ? 0 : 1)) {
+      throw new Error(`bench: mode ${mode}, but the sidecar runs ${monitors} ip monitor processes`);
+    }
+    const quiet = await idle(pid);
+
+    const latencies = await failover(lab);
+    const p50 = percentile(latencies, 50);
+    const p99 = percentile(latencies, 99);
+    return [
+      {
+        name: `sidecar [${mode}] failover latency p50 (${latencies.length} moves)`,
+        value: p50,
+        unit: "ms",
+        target: "informational",
+        ok: true,
+      },
+      {
+        name: `sidecar [${mode}] failover latency p99 (${latencies.length} moves)`,
+        value: p99,
+        unit: "ms",
+        target: "<= 150 ms",
+        ok: p99 <= 150,
+      },
+      {
+        name: `sidecar [${mode}] idle RSS (peak over ${IDLE_SECONDS} s)`,
+        value: quiet.rssKb / 1024,
+        unit: "MB",
+        target: "<= 60 MB",
+        ok: quiet.rssKb / 1024 <= 60,
+      },
+      {
+        name: `sidecar [${mode}] idle CPU (over ${IDLE_SECONDS} s)`,
+        value: quiet.cpuPercent,
+        unit: "% of a core",
+        target: "<= 1%",
+        ok: quiet.cpuPercent <= 1,
+      },
+    ];
+  } finally {
+    await lab.close();
+  }
+}

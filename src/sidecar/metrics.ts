@@ -1,0 +1,105 @@
+import { Counter, Gauge, Histogram, Registry } from "prom-client";
+import type { Ec2CallObserver, Ec2CallRecord } from "../eni/ec2-api.js";
+
+/** How a reconcile ended: `applied` made EC2 changes, `noop` found everything in place, `error` failed. */
+export type ReconcileOutcome = "applied" | "noop" | "error";
+
+const PREFIX = "multus_ipmgr_";
+
+/**
+ * The sidecar's Prometheus metrics, on a registry of their own (not prom-client's global one, so that tests
+ * and several instances in one process never collide). No default process metrics: their event-loop monitor
+ * wakes the process every 10 ms, which would cost more than the whole idle sidecar.
+ */
+export class SidecarMetrics {
+  readonly registry = new Registry();
+  readonly #reconciles: Counter<"outcome">;
+  readonly #ec2Calls: Counter<"operation" | "outcome">;
+  readonly #ec2Duration: Histogram<"operation">;
+  readonly #addressesHeld: Gauge;
+  readonly #conflicts: Counter;
+  readonly #driftRepairs: Counter;
+  readonly #changeToAssigned: Histogram;
+
+  constructor() {
+    const registers = [this.registry];
+    this.#reconciles = new Counter({
+      name: `${PREFIX}reconciles_total`,
+      help: "Reconciles run, by outcome: applied (EC2 changed), noop (all in place), error.",
+      labelNames: ["outcome"],
+      registers,
+    });
+    this.#ec2Calls = new Counter({
+      name: `${PREFIX}ec2_calls_total`,
+      help: "EC2 API calls, by EC2 action and outcome (ok or error); one call includes all its retries.",
+      labelNames: ["operation", "outcome"],
+      registers,
+    });
+    this.#ec2Duration = new Histogram({
+      name: `${PREFIX}ec2_call_duration_seconds`,
+      help: "Wall time of an EC2 API call, every retry and backoff included, in seconds.",
+      labelNames: ["operation"],
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+      registers,
+    });
+    this.#addressesHeld = new Gauge({
+      name: `${PREFIX}addresses_held`,
+      help: "Pod addresses currently held by the right ENI, as last observed through IMDS.",
+      registers,
+    });
+    this.#conflicts = new Counter({
+      name: `${PREFIX}conflicts_total`,
+      help: "Conflict episodes: an address configured here was found on another ENI (another pod claims it).",
+      registers,
+    });
+    this.#driftRepairs = new Counter({
+      name: `${PREFIX}drift_repairs_total`,
+      help: "Repairs of drift: an address configured here, held by our ENI earlier, assigned again.",
+      registers,
+    });
+    this.#changeToAssigned = new Histogram({
+      name: `${PREFIX}change_to_assigned_seconds`,
+      help: "From detecting an address change on the pod interfaces to EC2 accepting the resulting calls, in seconds.",
+      buckets: [0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.25, 0.5, 1, 2.5, 5, 10],
+      registers,
+    });
+    for (const outcome of ["applied", "noop", "error"] as const) this.#reconciles.inc({ outcome }, 0);
+    this.#conflicts.inc(0);
+    this.#driftRepairs.inc(0);
+  }
+
+  /** Feed this to the EC2 adapter as its observer. Never throws. */
+  readonly ec2Observer: Ec2CallObserver = (record: Ec2CallRecord): void => {
+    this.#ec2Calls.inc({ operation: record.operation, outcome: record.outcome });
+    this.#ec2Duration.observe({ operation: record.operation }, record.durationMs / 1000);
+  };
+
+  reconcile(outcome: ReconcileOutcome): void {
+    this.#reconciles.inc({ outcome });
+  }
+
+  addressesHeld(count: number): void {
+    this.#addressesHeld.set(count);
+  }
+
+  conflict(): void {
+    this.#conflicts.inc();
+  }
+
+  driftRepair(count = 1): void {
+    this.#driftRepairs.inc(count);
+  }
+
+  changeToAssigned(ms: number): void {
+    this.#changeToAssigned.observe(Math.max(0, ms) / 1000);
+  }
+
+  /** Prometheus text exposition format. */
+  async text(): Promise<string> {
+    return this.registry.metrics();
+  }
+
+  get contentType(): string {
+    return this.registry.contentType;
+  }
+}

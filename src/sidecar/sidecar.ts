@@ -1,0 +1,229 @@
+import type { ConfirmOptions, ReconcileDeps } from "../eni/reconcile.js";
+import type { Plan, PlanPolicy } from "../eni/types.js";
+import { runInit } from "../init/run-init.js";
+import type { AddressEvents } from "./address-events.js";
+import { AddressWatcher } from "./address-watcher.js";
+import type { BackoffPolicy } from "./backoff.js";
+import { type RunningHttpServer, startHttpServer } from "./http-server.js";
+import type { SidecarMetrics } from "./metrics.js";
+import { ReconcileLoop } from "./reconcile-loop.js";
+
+export interface SidecarOptions {
+  readonly deps: ReconcileDeps;
+  readonly metrics: SidecarMetrics;
+  readonly policy: PlanPolicy;
+  /** Startup: bounded wait for the interfaces to carry addresses, in ms (IPMGR_WAIT_FOR_ADDRESSES_MS of init). */
+  readonly waitForAddressesMs: number;
+  readonly confirm: Omit<ConfirmOptions, "signal">;
+  readonly releaseOnRemove: boolean;
+  /** Interface poll period in ms, without address events or while they are down (IPMGR_POLL_INTERVAL_MS). */
+  readonly pollIntervalMs: number;
+  /**
+   * A started address event source (`ip monitor`); the sidecar owns it and stops it on shutdown.
+   * Undefined: poll only.
+   */
+  readonly addressEvents?: AddressEvents;
+  /** Poll period in ms while address events are live (IPMGR_EVENTS_FALLBACK_POLL_MS; default 1000). */
+  readonly eventsFallbackPollMs?: number;
+  readonly resyncIntervalMs: number;
+  readonly driftCheckIntervalMs: number;
+  /** The HTTP server; undefined runs none (tests that only look at EC2). */
+  readonly http: { readonly host: string; readonly port: number } | undefined;
+  /** Watcher coalescing, in ms (defaults in address-watcher.ts). */
+  readonly settleMs?: number;
+  readonly maxCoalesceMs?: number;
+  /** Cheap change detector for the watcher (osInterfacesFingerprint() with the OS interface source). */
+  readonly fingerprint?: () => string;
+  readonly repairBackoff?: BackoffPolicy;
+  readonly failureBackoff?: BackoffPolicy;
+  readonly episodeQuietMs?: number;
+  /**
+   * Load the EC2 SDK right after startup rather than on the first EC2 call, so that the first failover does
+   * not pay for parsing it (about 100 ms). Default true.
+   */
+  readonly preloadEc2?: boolean;
+}
+
+export interface ShutdownOptions {
+  /** How long the step in progress (an EC2 call) may take to finish, release included, in ms. */
+  readonly graceMs: number;
+  readonly releaseOnExit: boolean;
+}
+
+/** How a shutdown went: `ok`, or `grace-expired` when the step in progress or the release outlived the grace. */
+export type ShutdownOutcome = "ok" | "grace-expired";
+
+/**
+ * One sidecar: the HTTP server, the address watcher, the startup (what `init` does) and the reconcile loop.
+ * `start()` brings up the probes; `run()` does the startup, then loops until `shutdown()`.
+ */
+export class Sidecar {
+  readonly #o: SidecarOptions;
+  readonly watcher: AddressWatcher;
+  readonly loop: ReconcileLoop;
+  readonly #stop = new AbortController();
+  #http: RunningHttpServer | undefined;
+  #running: Promise<void> | undefined;
+  #initPlan: Plan | undefined;
+
+  constructor(options: SidecarOptions) {
+    this.#o = options;
+    const { deps } = options;
+    this.watcher = new AddressWatcher({
+      source: deps.interfaces,
+      clock: deps.clock,
+      logger: deps.logger,
+      pollIntervalMs: options.pollIntervalMs,
+      ...(options.addressEvents === undefined ? {} : { events: options.addressEvents }),
+      ...(options.eventsFallbackPollMs === undefined
+        ? {}
+        : { eventsFallbackPollMs: options.eventsFallbackPollMs }),
+      ...(options.settleMs === undefined ? {} : { settleMs: options.settleMs }),
+      ...(options.maxCoalesceMs === undefined ? {} : { maxCoalesceMs: options.maxCoalesceMs }),
+      ...(options.fingerprint === undefined ? {} : { fingerprint: options.fingerprint }),
+    });
+    this.loop = new ReconcileLoop({
+      deps,
+      watcher: this.watcher,
+      metrics: options.metrics,
+      policy: options.policy,
+      releaseOnRemove: options.releaseOnRemove,
+      resyncIntervalMs: options.resyncIntervalMs,
+      driftCheckIntervalMs: options.driftCheckIntervalMs,
+      confirm: options.confirm,
+      ...(options.repairBackoff === undefined ? {} : { repairBackoff: options.repairBackoff }),
+      ...(options.failureBackoff === undefined ? {} : { failureBackoff: options.failureBackoff }),
+      ...(options.episodeQuietMs === undefined ? {} : { episodeQuietMs: options.episodeQuietMs }),
+    });
+  }
+
+  /** The bound HTTP address (with the real port when 0 was asked), once started. */
+  get http(): { host: string; port: number } | undefined {
+    return this.#http === undefined ? undefined : { host: this.#http.host, port: this.#http.port };
+  }
+
+  /** The plan startup carried out; undefined until it is done. */
+  get initPlan(): Plan | undefined {
+    return this.#initPlan;
+  }
+
+  /** Whether shutdown was asked. */
+  get stopping(): boolean {
+    return this.#stop.signal.aborted;
+  }
+
+  /** Starts the HTTP server (probes answer 503 on /readyz until startup is done). */
+  async start(): Promise<void> {
+    const { http, metrics, deps } = this.#o;
+    if (http === undefined) return;
+    this.#http = await startHttpServer({ ...http, status: this.loop, metrics, logger: deps.logger });
+    deps.logger.info({ host: this.#http.host, port: this.#http.port }, "serving /healthz /readyz /metrics");
+  }
+
+  /**
+   * Startup, then the loop. Resolves when shutdown stops the loop (also during startup); rejects when
+   * startup fails (the same errors, and so exit codes, as `init`).
+   */
+  run(): Promise<void> {
+    this.#running ??= this.#run();
+    return this.#running;
+  }
+
+  async #run(): Promise<void> {
+    const { deps } = this.#o;
+    const signal = this.#stop.signal;
+    await this.watcher.start((change) => this.loop.notifyChange(change.detectedAt));
+    let init: Awaited<ReturnType<typeof runInit>>;
+    try {
+      init = await runInit(deps, {
+        policy: this.#o.policy,
+        waitForAddressesMs: this.#o.waitForAddressesMs,
+        confirm: { ...this.#o.confirm, signal },
+        signal,
+      });
+    } catch (error) {
+      if (signal.aborted) return;
+      throw error;
+    }
+    this.#initPlan = init.plan;
+    this.loop.seed(init.plan);
+    if (this.#o.preloadEc2 ?? true) this.#preloadEc2();
+    await this.loop.run(signal);
+  }
+
+  #preloadEc2(): void {
+    import("../eni/ec2-client.js").then(
+      () => this.#o.deps.logger.debug("EC2 SDK loaded"),
+      (error: unknown) =>
+        this.#o.deps.logger.warn({ err: error }, "could not preload the EC2 SDK; loading it on first use"),
+    );
+  }
+
+  /**
+   * Stops watching and the loop; waits up to `graceMs` for the step in progress (an EC2 call is never cut),
+   * then optionally releases our addresses within what is left of the grace, then closes the HTTP server.
+   * Errors of the release propagate (the caller maps them to an exit code).
+   */
+  async shutdown(options: ShutdownOptions): Promise<ShutdownOutcome> {
+    const { clock, logger } = this.#o.deps;
+    const deadline = clock.now() + options.graceMs;
+    this.#stop.abort(new Error("sidecar shutting down"));
+    await this.watcher.stop();
+    try {
+      const running = this.#running ?? Promise.resolve();
+      // A startup failure after the signal is not worth reporting: we are leaving anyway.
+      const settled = running.then(
+        () => true,
+        (error: unknown) => {
+          logger.warn({ err: error }, "startup failed while shutting down");
+          return true;
+        },
+      );
+      if (!(await withinDeadline(settled, deadline, clock))) {
+        logger.warn(
+          { graceMs: options.graceMs },
+          "the step in progress did not finish within the shutdown grace",
+        );
+        return "grace-expired";
+      }
+      if (options.releaseOnExit) {
+        if (
+          !(await withinDeadline(
+            this.loop.releaseOwn().then(() => true),
+            deadline,
+            clock,
+          ))
+        ) {
+          logger.warn(
+            { graceMs: options.graceMs },
+            "releasing our addresses did not finish within the shutdown grace",
+          );
+          return "grace-expired";
+        }
+      }
+      return "ok";
+    } finally {
+      await this.#http?.close();
+    }
+  }
+}
+
+/** Resolves with the promise's value, or false when the clock passes `deadline` first. */
+async function withinDeadline(
+  promise: Promise<boolean>,
+  deadline: number,
+  clock: ReconcileDeps["clock"],
+): Promise<boolean> {
+  const timer = new AbortController();
+  try {
+    return await Promise.race([
+      promise,
+      clock.sleep(Math.max(0, deadline - clock.now()), timer.signal).then(
+        () => false,
+        () => false,
+      ),
+    ]);
+  } finally {
+    timer.abort();
+  }
+}

@@ -1,0 +1,192 @@
+/** The sidecar's metrics registry, HTTP endpoints and signal handling, without EC2. */
+import { EventEmitter } from "node:events";
+import { pino } from "pino";
+import { afterEach, describe, expect, it } from "vitest";
+import { type ProbeResult, type RunningHttpServer, startHttpServer } from "../src/sidecar/http-server.js";
+import { SidecarMetrics } from "../src/sidecar/metrics.js";
+import { type SignalSource, shutdownSignals } from "../src/sidecar/shutdown.js";
+
+const silent = pino({ level: "silent" });
+
+describe("SidecarMetrics", () => {
+  it("counts EC2 calls by operation and outcome and times them, from the EC2 call observer", async () => {
+    const metrics = new SidecarMetrics();
+    const base = {
+      eniId: "eni-0000000000000a001",
+      addresses: ["198.51.100.80"],
+      requestId: "r",
+      attempts: 1,
+    };
+    metrics.ec2Observer({
+      ...base,
+      operation: "AssignPrivateIpAddresses",
+      durationMs: 20,
+      outcome: "ok",
+      errorCode: undefined,
+    });
+    metrics.ec2Observer({
+      ...base,
+      operation: "AssignPrivateIpAddresses",
+      durationMs: 3000,
+      attempts: 8,
+      outcome: "error",
+      errorCode: "RequestLimitExceeded",
+    });
+    const text = await metrics.text();
+    expect(text).toContain(
+      'multus_ipmgr_ec2_calls_total{operation="AssignPrivateIpAddresses",outcome="ok"} 1',
+    );
+    expect(text).toContain(
+      'multus_ipmgr_ec2_calls_total{operation="AssignPrivateIpAddresses",outcome="error"} 1',
+    );
+    expect(text).toContain(
+      'multus_ipmgr_ec2_call_duration_seconds_bucket{le="0.025",operation="AssignPrivateIpAddresses"} 1',
+    );
+    expect(text).toContain(
+      'multus_ipmgr_ec2_call_duration_seconds_count{operation="AssignPrivateIpAddresses"} 2',
+    );
+  });
+
+  it("exposes every sidecar metric, counters at zero before anything happened", async () => {
+    const text = await new SidecarMetrics().text();
+    for (const name of [
+      "multus_ipmgr_reconciles_total",
+      "multus_ipmgr_ec2_calls_total",
+      "multus_ipmgr_ec2_call_duration_seconds",
+      "multus_ipmgr_addresses_held",
+      "multus_ipmgr_conflicts_total",
+      "multus_ipmgr_drift_repairs_total",
+      "multus_ipmgr_change_to_assigned_seconds",
+    ]) {
+      expect(text).toContain(`# TYPE ${name}`);
+    }
+    expect(text).toContain('multus_ipmgr_reconciles_total{outcome="error"} 0');
+    expect(text).toContain("multus_ipmgr_conflicts_total 0");
+  });
+
+  it("records reconciles, held addresses, conflicts, repairs and change-to-assigned latency", async () => {
+    const metrics = new SidecarMetrics();
+    metrics.reconcile("applied");
+    metrics.reconcile("noop");
+    metrics.reconcile("noop");
+    metrics.addressesHeld(3);
+    metrics.conflict();
+    metrics.driftRepair();
+    metrics.driftRepair();
+    metrics.changeToAssigned(40);
+    const text = await metrics.text();
+    expect(text).toContain('multus_ipmgr_reconciles_total{outcome="noop"} 2');
+    expect(text).toContain("multus_ipmgr_addresses_held 3");
+    expect(text).toContain("multus_ipmgr_conflicts_total 1");
+    expect(text).toContain("multus_ipmgr_drift_repairs_total 2");
+    expect(text).toContain('multus_ipmgr_change_to_assigned_seconds_bucket{le="0.05"} 1');
+    expect(text).toContain('multus_ipmgr_change_to_assigned_seconds_bucket{le="0.025"} 0');
+  });
+
+  it("keeps two instances apart (no global registry)", async () => {
+    const a = new SidecarMetrics();
+    const b = new SidecarMetrics();
+    a.conflict();
+    expect(await b.text()).toContain("multus_ipmgr_conflicts_total 0");
+  });
+});
+
+describe("the HTTP server", () => {
+  let server: RunningHttpServer | undefined;
+  afterEach(async () => {
+    await server?.close();
+    server = undefined;
+  });
+
+  async function serve(health: ProbeResult, readiness: ProbeResult): Promise<string> {
+    const metrics = new SidecarMetrics();
+    metrics.addressesHeld(2);
+    server = await startHttpServer({
+      host: "127.0.0.1",
+      port: 0,
+      status: { health: () => health, readiness: () => readiness },
+      metrics,
+      logger: silent,
+    });
+    return `http://127.0.0.1:${server.port}`;
+  }
+
+  it("answers /healthz and /readyz with 200 and what is fine", async () => {
+    const base = await serve(
+      { ok: true, lines: [] },
+      { ok: true, lines: ["198.51.100.80 on net1 held by eni-0000000000000a001"] },
+    );
+    const health = await fetch(`${base}/healthz`);
+    expect(health.status).toBe(200);
+    expect(await health.text()).toBe("ok\n");
+    const ready = await fetch(`${base}/readyz`);
+    expect(ready.status).toBe(200);
+    expect(await ready.text()).toBe("ready\n- 198.51.100.80 on net1 held by eni-0000000000000a001\n");
+  });
+
+  it("answers 503 with what is missing", async () => {
+    const base = await serve(
+      { ok: false, lines: ["the reconcile loop has not run in the last 15000 ms"] },
+      { ok: false, lines: ["198.51.100.80 on net1: not held by eni-0000000000000a001 yet"] },
+    );
+    const health = await fetch(`${base}/healthz`);
+    expect(health.status).toBe(503);
+    expect(await health.text()).toBe("unhealthy\n- the reconcile loop has not run in the last 15000 ms\n");
+    const ready = await fetch(`${base}/readyz`);
+    expect(ready.status).toBe(503);
+    expect(await ready.text()).toBe(
+      "not ready\n- 198.51.100.80 on net1: not held by eni-0000000000000a001 yet\n",
+    );
+  });
+
+  it("serves /metrics in the Prometheus text format", async () => {
+    const base = await serve({ ok: true, lines: [] }, { ok: true, lines: [] });
+    const response = await fetch(`${base}/metrics`);
+    expect(response.status).toBe(200);
+    expect(response.headers.get("content-type")).toMatch(/^text\/plain; version=0\.0\.4/);
+    expect(await response.text()).toContain("multus_ipmgr_addresses_held 2");
+  });
+
+  it("answers 404 for other paths and 405 for other methods", async () => {
+    const base = await serve({ ok: true, lines: [] }, { ok: true, lines: [] });
+    expect((await fetch(`${base}/nope`)).status).toBe(404);
+    const post = await fetch(`${base}/readyz`, { method: "POST" });
+    expect(post.status).toBe(405);
+    expect(post.headers.get("allow")).toBe("GET, HEAD");
+  });
+
+  it("fails to start on a port already taken", async () => {
+    await serve({ ok: true, lines: [] }, { ok: true, lines: [] });
+    const taken = server?.port ?? 0;
+    await expect(
+      startHttpServer({
+        host: "127.0.0.1",
+        port: taken,
+        status: { health: () => ({ ok: true, lines: [] }), readiness: () => ({ ok: true, lines: [] }) },
+        metrics: new SidecarMetrics(),
+        logger: silent,
+      }),
+    ).rejects.toThrow(/EADDRINUSE/);
+  });
+});
+
+describe("shutdownSignals", () => {
+  it("resolves on the first signal and asks for an immediate exit (143 or 130) on the second", async () => {
+    const emitter = new EventEmitter();
+    const seconds: [string, number][] = [];
+    const signals = shutdownSignals(
+      (signal, code) => seconds.push([signal, code]),
+      emitter as unknown as SignalSource,
+    );
+    emitter.emit("SIGTERM", "SIGTERM");
+    expect(await signals.first).toBe("SIGTERM");
+    emitter.emit("SIGINT", "SIGINT");
+    emitter.emit("SIGTERM", "SIGTERM");
+    expect(seconds).toEqual([
+      ["SIGINT", 130],
+      ["SIGTERM", 143],
+    ]);
+    signals.dispose();
+    expect(emitter.listenerCount("SIGTERM")).toBe(0);
+  });
+});

@@ -1,0 +1,430 @@
+/**
+ * The sidecar in-process: real IMDS client and EC2 adapter against the simulator on 127.0.0.1, with pod
+ * interfaces the test controls (a small InterfaceSource). Every test checks the simulator's state.
+ */
+import { pino } from "pino";
+import { afterEach, describe, expect, it } from "vitest";
+import { systemClock } from "../src/eni/clock.js";
+import type { Ec2Api } from "../src/eni/ec2-api.js";
+import { createEc2Api } from "../src/eni/ec2-client.js";
+import { ImdsClient } from "../src/eni/imds-client.js";
+import type { InterfaceSource } from "../src/eni/interface-source.js";
+import type { PodInterface } from "../src/eni/types.js";
+import { SidecarMetrics } from "../src/sidecar/metrics.js";
+import { Sidecar, type SidecarOptions } from "../src/sidecar/sidecar.js";
+import { parseWorld, type SimulatorHandle, startSimulator } from "../src/sim/index.js";
+
+/**
+ * Two nodes, one Multus ENI each, both in subnet 198.51.100.0/25 (2001:db8:100:1::/64), eth0 in 203.0.113.0/24.
+ * Kept here rather than in the shared worlds so that these tests do not move when those do.
+ */
+const NODE1 = "i-00000000000000001";
+const NODE2 = "i-00000000000000002";
+const MAC = { node1A1: "02:00:00:00:0a:01", node2A1: "02:00:00:00:2a:01" } as const;
+const ENI = { node1A1: "eni-0000000000000a001", node2A1: "eni-0000000000002a001" } as const;
+const ALLOWED_CIDRS = ["198.51.100.64/26", "2001:db8:100:1::100/120"];
+interface WorldOverrides {
+  node2A1?: { secondaryIpv4s?: string[] };
+}
+
+function twoNodeWorld(overrides: WorldOverrides = {}): Record<string, unknown> {
+  const multus = (id: string, mac: string, primaryIpv4: string, secondaryIpv4s: string[] = []) => ({
+    id,
+    mac,
+    deviceIndex: 1,
+    subnet: "subnet-0000000000000000a",
+    primaryIpv4,
+    secondaryIpv4s,
+    tags: { "node.k8s.amazonaws.com/no_manage": "true" },
+  });
+  const eth0 = (id: string, mac: string, primaryIpv4: string) => ({
+    id,
+    mac,
+    deviceIndex: 0,
+    subnet: "subnet-0000000000000000e",
+    primaryIpv4,
+  });
+  return {
+    region: "us-east-1",
+    vpc: { id: "vpc-0000000000000d0c5", cidr: "198.51.100.0/24", ipv6Cidr: "2001:db8:100::/56" },
+    subnets: [
+      {
+        id: "subnet-0000000000000000a",
+        cidr: "198.51.100.0/25",
+        ipv6Cidr: "2001:db8:100:1::/64",
+        availabilityZone: "us-east-1a",
+      },
+      { id: "subnet-0000000000000000e", cidr: "198.51.100.128/25", availabilityZone: "us-east-1a" },
+    ],
+    instances: [
+      {
+        id: NODE1,
+        instanceType: "m5.large",
+        enis: [
+          eth0("eni-00000000000000100", "02:00:00:00:01:00", "198.51.100.150"),
+          multus(ENI.node1A1, MAC.node1A1, "198.51.100.11"),
+        ],
+      },
+      {
+        id: NODE2,
+        instanceType: "m5.large",
+        enis: [
+          eth0("eni-00000000000000200", "02:00:00:00:02:00", "198.51.100.160"),
+          multus(ENI.node2A1, MAC.node2A1, "198.51.100.21", overrides.node2A1?.secondaryIpv4s),
+        ],
+      },
+    ],
+  };
+}
+
+const FLOAT4 = "198.51.100.80";
+const FLOAT6 = "2001:db8:100:1::180";
+
+/** The pod's interfaces, as the test sets them. */
+class TestInterfaces implements InterfaceSource {
+  #addresses: string[];
+  constructor(
+    readonly mac: string,
+    addresses: string[],
+  ) {
+    this.#addresses = addresses;
+  }
+  async read(): Promise<PodInterface[]> {
+    return [{ name: "net1", mac: this.mac, addresses: [...this.#addresses] }];
+  }
+  add(address: string): void {
+    this.#addresses = [...this.#addresses, address];
+  }
+  remove(address: string): void {
+    this.#addresses = this.#addresses.filter((a) => a !== address);
+  }
+}
+
+interface Pod {
+  readonly sidecar: Sidecar;
+  readonly interfaces: TestInterfaces;
+  readonly metrics: SidecarMetrics;
+  readonly logs: Record<string, unknown>[];
+  running: Promise<void>;
+  startupError: unknown;
+}
+
+let sim: SimulatorHandle | undefined;
+const pods: Pod[] = [];
+
+afterEach(async () => {
+  for (const pod of pods.splice(0)) await pod.sidecar.shutdown({ graceMs: 5000, releaseOnExit: false });
+  await sim?.close();
+  sim = undefined;
+});
+
+async function simulator(overrides: WorldOverrides = {}): Promise<SimulatorHandle> {
+  sim = await startSimulator(parseWorld(twoNodeWorld(overrides)));
+  return sim;
+}
+
+function ec2For(s: SimulatorHandle, observer?: SidecarMetrics): Ec2Api {
+  return createEc2Api({
+    region: "us-east-1",
+    endpoint: s.ec2Endpoint,
+    credentials: { accessKeyId: "AKIDSIMULATOR", secretAccessKey: "simulator" },
+    logger: pino({ level: "silent" }),
+    retry: { maxAttempts: 8, baseDelayMs: 10, maxDelayMs: 50 },
+    ...(observer === undefined ? {} : { observer: observer.ec2Observer }),
+  });
+}
+
+async function startPod(
+  s: SimulatorHandle,
+  instanceId: string,
+  mac: string,
+  addresses: string[],
+  options: Partial<SidecarOptions> & { wait?: boolean } = {},
+): Promise<Pod> {
+  const logs: Record<string, unknown>[] = [];
+  const logger = pino({ level: "debug" }, { write: (line: string) => logs.push(JSON.parse(line)) });
+  const metrics = new SidecarMetrics();
+  const interfaces = new TestInterfaces(mac, addresses);
+  const endpoint = s.imdsEndpoints[instanceId];
+  if (endpoint === undefined) throw new Error(`no IMDS for ${instanceId}`);
+  const sidecar = new Sidecar({
+    deps: {
+      imds: new ImdsClient({ endpoint, requestTimeoutMs: 2000, clock: systemClock }),
+      ec2: ec2For(s, metrics),
+      interfaces,
+      clock: systemClock,
+      logger,
+    },
+    metrics,
+    policy: { allowedCidrs: ALLOWED_CIDRS },
+    waitForAddressesMs: 5000,
+    confirm: { timeoutMs: 5000, intervalMs: 10 },
+    releaseOnRemove: true,
+    pollIntervalMs: 10,
+    resyncIntervalMs: 60_000,
+    driftCheckIntervalMs: 100,
+    http: { host: "127.0.0.1", port: 0 },
+    repairBackoff: { baseMs: 300, maxMs: 1200 },
+    failureBackoff: { baseMs: 50, maxMs: 200 },
+    preloadEc2: false,
+    ...options,
+  });
+  await sidecar.start();
+  const pod: Pod = {
+    sidecar,
+    interfaces,
+    metrics,
+    logs,
+    running: Promise.resolve(),
+    startupError: undefined,
+  };
+  pod.running = sidecar.run().catch((error: unknown) => {
+    pod.startupError = error;
+  });
+  pods.push(pod);
+  if (options.wait ?? true) {
+    await eventually(async () => (await readyz(pod)).status === 200, "pod ready").catch(async (e) => {
+      console.log(JSON.stringify(logs, null, 1).slice(0, 5000), (await readyz(pod)).body);
+      throw e;
+    });
+  }
+  return pod;
+}
+
+async function eventually(
+  check: () => boolean | Promise<boolean>,
+  what: string,
+  timeoutMs = 15_000,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`never happened: ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+async function readyz(pod: Pod): Promise<{ status: number; body: string }> {
+  const http = pod.sidecar.http;
+  if (http === undefined) throw new Error("no HTTP server");
+  const response = await fetch(`http://127.0.0.1:${http.port}/readyz`);
+  return { status: response.status, body: await response.text() };
+}
+
+function eni(s: SimulatorHandle, eniId: string): { ipv4s: string[]; ipv6s: string[] } {
+  const found = s.state().enis.find((e) => e.eniId === eniId);
+  if (found === undefined) throw new Error(`no ${eniId}`);
+  return found;
+}
+
+function holds(s: SimulatorHandle, eniId: string, address: string): boolean {
+  const e = eni(s, eniId);
+  return e.ipv4s.includes(address) || e.ipv6s.includes(address);
+}
+
+function logged(pod: Pod, pattern: RegExp): Record<string, unknown>[] {
+  return pod.logs.filter((l) => pattern.test(String(l.msg)));
+}
+
+async function metric(pod: Pod, line: string): Promise<number> {
+  const text = await pod.metrics.text();
+  const found = text.split("\n").find((l) => l.startsWith(`${line} `));
+  return found === undefined ? Number.NaN : Number(found.slice(line.length + 1));
+}
+
+const assignsOf = (s: SimulatorHandle, address: string) =>
+  s
+    .calls()
+    .filter((c) => c.action === "AssignPrivateIpAddresses" && Object.values(c.params).includes(address));
+
+describe("the sidecar against the simulator", () => {
+  it("moves a floating IPv4 from pod A (node 1) to pod B (node 2) and back (failback)", async () => {
+    const s = await simulator();
+    const a = await startPod(s, NODE1, MAC.node1A1, ["198.51.100.70", FLOAT4]);
+    const b = await startPod(s, NODE2, MAC.node2A1, ["198.51.100.90"]);
+    expect(holds(s, ENI.node1A1, FLOAT4)).toBe(true);
+
+    a.interfaces.remove(FLOAT4);
+    b.interfaces.add(FLOAT4);
+    await eventually(
+      () => holds(s, ENI.node2A1, FLOAT4) && !holds(s, ENI.node1A1, FLOAT4),
+      "moved to node 2",
+    );
+    await eventually(
+      async () => (await readyz(b)).body.includes(`${FLOAT4} on net1 held by ${ENI.node2A1}`),
+      "B ready",
+    );
+
+    b.interfaces.remove(FLOAT4);
+    a.interfaces.add(FLOAT4);
+    await eventually(
+      () => holds(s, ENI.node1A1, FLOAT4) && !holds(s, ENI.node2A1, FLOAT4),
+      "failback to node 1",
+    );
+    await eventually(async () => (await readyz(a)).status === 200, "A ready after failback");
+    expect(eni(s, ENI.node1A1).ipv4s).toEqual(["198.51.100.11", "198.51.100.70", FLOAT4]);
+    expect(eni(s, ENI.node2A1).ipv4s).toEqual(["198.51.100.21", "198.51.100.90"]);
+    expect(await metric(b, "multus_ipmgr_change_to_assigned_seconds_count")).toBeGreaterThanOrEqual(1);
+    expect(await metric(a, "multus_ipmgr_conflicts_total")).toBe(0);
+  });
+
+  it("moves a floating IPv6 address by unassigning it from the other node first", async () => {
+    const s = await simulator();
+    const a = await startPod(s, NODE1, MAC.node1A1, [FLOAT6]);
+    const b = await startPod(s, NODE2, MAC.node2A1, ["198.51.100.90"]);
+    expect(eni(s, ENI.node1A1).ipv6s).toEqual([FLOAT6]);
+    b.interfaces.add(FLOAT6);
+    a.interfaces.remove(FLOAT6);
+    await eventually(() => holds(s, ENI.node2A1, FLOAT6) && !holds(s, ENI.node1A1, FLOAT6), "IPv6 moved");
+    b.interfaces.remove(FLOAT6);
+    a.interfaces.add(FLOAT6);
+    await eventually(() => holds(s, ENI.node1A1, FLOAT6) && !holds(s, ENI.node2A1, FLOAT6), "IPv6 back");
+  });
+
+  it("releases a removed address from our ENI when release is on", async () => {
+    const s = await simulator();
+    const a = await startPod(s, NODE1, MAC.node1A1, ["198.51.100.70", FLOAT4]);
+    a.interfaces.remove(FLOAT4);
+    await eventually(() => !holds(s, ENI.node1A1, FLOAT4), "released");
+    expect(eni(s, ENI.node1A1).ipv4s).toEqual(["198.51.100.11", "198.51.100.70"]);
+  });
+
+  it("keeps a removed address on our ENI when release is off", async () => {
+    const s = await simulator();
+    const a = await startPod(s, NODE1, MAC.node1A1, ["198.51.100.70", FLOAT4], { releaseOnRemove: false });
+    s.clearCalls();
+    a.interfaces.remove(FLOAT4);
+    await eventually(() => a.sidecar.watcher.snapshot()[0]?.addresses.length === 1, "removal seen");
+    await eventually(() => a.sidecar.watcher.released().size === 0, "removal acted on");
+    expect(holds(s, ENI.node1A1, FLOAT4)).toBe(true);
+    expect(s.calls().filter((c) => c.action.startsWith("Unassign"))).toEqual([]);
+  });
+
+  it("repairs drift (our address unassigned behind our back), counts it and logs it once", async () => {
+    const s = await simulator();
+    const a = await startPod(s, NODE1, MAC.node1A1, ["198.51.100.70", FLOAT4]);
+    await ec2For(s).unassignPrivateIpv4(ENI.node1A1, [FLOAT4]);
+    await eventually(() => holds(s, ENI.node1A1, FLOAT4), "repaired");
+    await eventually(
+      async () => (await metric(a, "multus_ipmgr_drift_repairs_total")) === 1,
+      "repair counted",
+    );
+    expect(logged(a, /^drift: /)).toHaveLength(1);
+    expect(await metric(a, "multus_ipmgr_conflicts_total")).toBe(0);
+  });
+
+  it("settles a conflict between two sidecars claiming one address, never faster than the backoff, and reports it once", async () => {
+    const s = await simulator();
+    const a = await startPod(s, NODE1, MAC.node1A1, [FLOAT4]);
+    const b = await startPod(s, NODE2, MAC.node2A1, [FLOAT4], { wait: false });
+    await eventually(
+      async () => (await metric(a, "multus_ipmgr_drift_repairs_total")) >= 3,
+      "A fought back three times",
+    );
+
+    // Each sidecar's own assigns are spaced by at least its nominal backoff once the episode began.
+    for (const [pod, eniId] of [
+      [a, ENI.node1A1],
+      [b, ENI.node2A1],
+    ] as const) {
+      const times = assignsOf(s, FLOAT4)
+        .filter((c) => c.params.NetworkInterfaceId === eniId)
+        .map((c) => Date.parse(c.time));
+      const gaps = times.slice(2).map((t, i) => t - (times[i + 1] ?? 0));
+      for (const [i, gap] of gaps.entries()) expect(gap).toBeGreaterThanOrEqual(Math.min(1200, 300 * 2 ** i));
+      expect(logged(pod, /^conflict: /).length).toBeLessThanOrEqual(1);
+    }
+    const conflictLine = logged(a, /^conflict: /);
+    expect(conflictLine).toHaveLength(1);
+    expect(conflictLine[0]).toMatchObject({
+      address: FLOAT4,
+      ourEniId: ENI.node1A1,
+      otherEniId: ENI.node2A1,
+    });
+    expect(await metric(a, "multus_ipmgr_conflicts_total")).toBe(1);
+    expect((await readyz(a)).status === 200 || (await readyz(b)).status === 200).toBe(true);
+
+    // The operator fixes the split brain: B lets go; A keeps the address.
+    b.interfaces.remove(FLOAT4);
+    await eventually(
+      async () => holds(s, ENI.node1A1, FLOAT4) && (await readyz(a)).status === 200,
+      "A holds it",
+    );
+    expect(holds(s, ENI.node2A1, FLOAT4)).toBe(false);
+  });
+
+  it("converges a failover through throttling", async () => {
+    const s = await simulator();
+    const a = await startPod(s, NODE1, MAC.node1A1, [FLOAT4]);
+    const b = await startPod(s, NODE2, MAC.node2A1, ["198.51.100.90"]);
+    s.setFaults({
+      failNext: [{ action: "AssignPrivateIpAddresses", code: "RequestLimitExceeded", status: 503, count: 3 }],
+    });
+    a.interfaces.remove(FLOAT4);
+    b.interfaces.add(FLOAT4);
+    await eventually(() => holds(s, ENI.node2A1, FLOAT4), "moved despite throttling");
+    expect(assignsOf(s, FLOAT4).map((c) => c.outcome)).toEqual([
+      "ok",
+      "RequestLimitExceeded",
+      "RequestLimitExceeded",
+      "RequestLimitExceeded",
+      "ok",
+    ]);
+  });
+
+  it("retries a failing reconcile with backoff, counts every failure and logs it once", async () => {
+    const s = await simulator();
+    const a = await startPod(s, NODE1, MAC.node1A1, ["198.51.100.70"]);
+    s.setFaults({ deny: ["AssignPrivateIpAddresses"] });
+    a.interfaces.add(FLOAT4);
+    await eventually(
+      async () => (await metric(a, 'multus_ipmgr_reconciles_total{outcome="error"}')) >= 3,
+      "three failures",
+    );
+    expect(logged(a, /^reconcile failed/)).toHaveLength(1);
+    expect((await readyz(a)).body).toContain(`${FLOAT4} on net1: not held by ${ENI.node1A1} yet`);
+    s.setFaults({ deny: [] });
+    await eventually(() => holds(s, ENI.node1A1, FLOAT4), "assigned once allowed");
+    await eventually(() => logged(a, /^reconcile works again/).length === 1, "recovery logged");
+  });
+
+  it("reports not ready until startup has assigned the addresses, then ready", async () => {
+    const s = await simulator();
+    s.setFaults({ ec2LatencyMs: 400 });
+    const a = await startPod(s, NODE1, MAC.node1A1, [FLOAT4], { wait: false });
+    const before = await readyz(a);
+    expect(before.status).toBe(503);
+    await eventually(async () => (await readyz(a)).status === 200, "ready");
+    expect(holds(s, ENI.node1A1, FLOAT4)).toBe(true);
+  });
+
+  it("finishes the EC2 call in progress on shutdown, then stops", async () => {
+    const s = await simulator();
+    const a = await startPod(s, NODE1, MAC.node1A1, ["198.51.100.70"]);
+    s.setFaults({ ec2LatencyMs: 500 });
+    a.interfaces.add(FLOAT4);
+    await eventually(() => logged(a, /^applying changes/).length > 0, "call started");
+    pods.splice(pods.indexOf(a), 1);
+    expect(await a.sidecar.shutdown({ graceMs: 5000, releaseOnExit: false })).toBe("ok");
+    expect(holds(s, ENI.node1A1, FLOAT4)).toBe(true);
+    await a.running;
+  });
+
+  it("gives up waiting after the grace period", async () => {
+    const s = await simulator();
+    const a = await startPod(s, NODE1, MAC.node1A1, ["198.51.100.70"]);
+    s.setFaults({ ec2LatencyMs: 2000 });
+    a.interfaces.add(FLOAT4);
+    await eventually(() => logged(a, /^applying changes/).length > 0, "call started");
+    pods.splice(pods.indexOf(a), 1);
+    expect(await a.sidecar.shutdown({ graceMs: 50, releaseOnExit: false })).toBe("grace-expired");
+  });
+
+  it("releases our addresses on exit when asked", async () => {
+    const s = await simulator({ node2A1: { secondaryIpv4s: ["198.51.100.99"] } });
+    const a = await startPod(s, NODE1, MAC.node1A1, ["198.51.100.70", FLOAT4]);
+    pods.splice(pods.indexOf(a), 1);
+    expect(await a.sidecar.shutdown({ graceMs: 5000, releaseOnExit: true })).toBe("ok");
+    expect(eni(s, ENI.node1A1).ipv4s).toEqual(["198.51.100.11"]);
+    expect(eni(s, ENI.node2A1).ipv4s).toEqual(["198.51.100.21", "198.51.100.99"]);
+  });
+});
