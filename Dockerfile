@@ -1,9 +1,10 @@
-# multus-ipmgr: one image for init, sidecar, bridge, doctor and sim.
+# multus-ipmgr: one image for every command (init, sidecar, sim).
 # The bundle in dist/ runs with node alone, so the runtime image carries no node_modules.
 FROM node:20-bookworm-slim AS build
 WORKDIR /src
 COPY package.json package-lock.json ./
-RUN npm ci --no-audit --no-fund
+# npm install, not npm ci: the lockfile lacks optional binaries for other platforms (see .ci/run).
+RUN npm install --no-audit --no-fund
 COPY tsconfig.json biome.json ./
 COPY scripts ./scripts
 COPY src ./src

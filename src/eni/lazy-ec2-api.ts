@@ -17,6 +17,14 @@ export class LazyEc2Api implements Ec2Api {
     return this.loading !== undefined;
   }
 
+  /**
+   * Starts loading now, without waiting: for a caller that will probably need EC2 soon and has I/O to wait
+   * on meanwhile. A failure here is not reported; the next call loads again and reports it.
+   */
+  warmUp(): void {
+    this.api().catch(() => undefined);
+  }
+
   private api(): Promise<Ec2Api> {
     // A failed load is forgotten, so that a later call tries again; the caller still gets the rejection.
     this.loading ??= this.load().catch((err: unknown) => {

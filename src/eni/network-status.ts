@@ -1,4 +1,5 @@
-import { z } from "zod";
+// zod/mini: the classic API would pull all of zod into every start of `init` (see settings.ts).
+import * as z from "zod/mini";
 import { IpmgrError } from "./errors/ipmgr-error.js";
 import { ExitCode } from "./exit-codes.js";
 import { type InterfaceSelection, isManagedInterface } from "./interface-selector.js";
@@ -12,11 +13,11 @@ export const NETWORK_STATUS_ANNOTATIONS = [
 ] as const;
 
 const networkStatusEntry = z.looseObject({
-  name: z.string().optional(),
-  interface: z.string().optional(),
-  ips: z.array(z.string()).optional(),
-  mac: z.string().optional(),
-  default: z.boolean().optional(),
+  name: z.optional(z.string()),
+  interface: z.optional(z.string()),
+  ips: z.optional(z.array(z.string())),
+  mac: z.optional(z.string()),
+  default: z.optional(z.boolean()),
 });
 const networkStatus = z.array(networkStatusEntry);
 

@@ -40,6 +40,9 @@ export async function main(argv: readonly string[]): Promise<number> {
     const deadline = AbortSignal.timeout(config.timeoutMs);
     const signal = AbortSignal.any([controller.signal, deadline]);
     const deps = buildPodDeps(config, logger, { signal });
+    // Most pod starts need one EC2 call: load and build the SDK client while IMDS discovery waits on the
+    // network, instead of after it (about 60 ms of CPU that then overlaps with I/O).
+    deps.ec2.warmUp();
     try {
       await runInit(deps, {
         policy: { allowedCidrs: config.allowedCidrs },
