@@ -12,6 +12,7 @@ import { type ChildProcess, execFile } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
 import { promisify } from "node:util";
 import { Lab, type SimCallView } from "../test/helpers/netns.js";
+import { ENI, floatingPairWorld, MAC, NODE1, NODE2 } from "../test/helpers/worlds.js";
 import { type BenchResult, percentile } from "./result.js";
 
 const run = promisify(execFile);
@@ -23,53 +24,9 @@ const MODES = (process.env.IPMGR_BENCH_ADDRESS_EVENTS ?? "auto,poll")
   .map((m) => m.trim())
   .filter((m) => m !== "");
 
-const NODE1 = "i-00000000000000001";
-const NODE2 = "i-00000000000000002";
-const MAC = { a: "02:00:00:00:0a:01", b: "02:00:00:00:2a:01" } as const;
-const ENI = { a: "eni-0000000000000a001", b: "eni-0000000000002a001" } as const;
+/** The ENI behind each bench pod. */
+const ENI_OF = { a: ENI.node1A1, b: ENI.node2A1 } as const;
 const FLOAT = "198.51.100.80";
-
-function world(): Record<string, unknown> {
-  const multus = (id: string, mac: string, primaryIpv4: string) => ({
-    id,
-    mac,
-    deviceIndex: 1,
-    subnet: "subnet-0000000000000000a",
-    primaryIpv4,
-    tags: { "node.k8s.amazonaws.com/no_manage": "true" },
-  });
-  const eth0 = (id: string, mac: string, primaryIpv4: string) => ({
-    id,
-    mac,
-    deviceIndex: 0,
-    subnet: "subnet-0000000000000000e",
-    primaryIpv4,
-  });
-  return {
-    region: "us-east-1",
-    vpc: { id: "vpc-0000000000000d0c5", cidr: "198.51.100.0/24" },
-    subnets: [
-      { id: "subnet-0000000000000000a", cidr: "198.51.100.0/25", availabilityZone: "us-east-1a" },
-      { id: "subnet-0000000000000000e", cidr: "198.51.100.128/25", availabilityZone: "us-east-1a" },
-    ],
-    instances: [
-      {
-        id: NODE1,
-        enis: [
-          eth0("eni-00000000000000100", "02:00:00:00:01:00", "198.51.100.150"),
-          multus(ENI.a, MAC.a, "198.51.100.11"),
-        ],
-      },
-      {
-        id: NODE2,
-        enis: [
-          eth0("eni-00000000000000200", "02:00:00:00:02:00", "198.51.100.160"),
-          multus(ENI.b, MAC.b, "198.51.100.21"),
-        ],
-      },
-    ],
-  };
-}
 
 async function until(check: () => Promise<boolean>, what: string, timeoutMs = 20_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
@@ -152,7 +109,7 @@ async function failover(lab: Lab): Promise<number[]> {
     let assign: SimCallView | undefined;
     await until(
       async () => {
-        assign = assignOf(await lab.calls(), ENI[standby], seq);
+        assign = assignOf(await lab.calls(), ENI_OF[standby], seq);
         return assign !== undefined;
       },
       `move ${i + 1} to ${standby}`,
@@ -164,7 +121,7 @@ async function failover(lab: Lab): Promise<number[]> {
         const state = await lab.state();
         const held = (eniId: string) =>
           state.enis.find((e) => e.eniId === eniId)?.ipv4s.includes(FLOAT) ?? false;
-        return held(ENI[standby]) && !held(ENI[holder]);
+        return held(ENI_OF[standby]) && !held(ENI_OF[holder]);
       },
       `settle after move ${i + 1}`,
     );
@@ -199,16 +156,16 @@ export async function benchSidecar(): Promise<BenchResult[]> {
 
 /** The figures of one IPMGR_ADDRESS_EVENTS mode, in a lab of its own. */
 async function benchMode(mode: string): Promise<BenchResult[]> {
-  const lab = await Lab.start(world(), [
+  const lab = await Lab.start(floatingPairWorld(), [
     {
       name: "a",
       instanceId: NODE1,
-      interfaces: [{ name: "net1", mac: MAC.a, addresses: ["198.51.100.70/25", `${FLOAT}/25`] }],
+      interfaces: [{ name: "net1", mac: MAC.node1A1, addresses: ["198.51.100.70/25", `${FLOAT}/25`] }],
     },
     {
       name: "b",
       instanceId: NODE2,
-      interfaces: [{ name: "net1", mac: MAC.b, addresses: ["198.51.100.90/25"] }],
+      interfaces: [{ name: "net1", mac: MAC.node2A1, addresses: ["198.51.100.90/25"] }],
     },
   ]);
   const children: ChildProcess[] = [];

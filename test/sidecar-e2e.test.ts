@@ -8,67 +8,15 @@ import { createInterface } from "node:readline";
 import { promisify } from "node:util";
 import { afterEach, describe, expect, it } from "vitest";
 import { Lab, type LabPodSpec, labUnavailableReason, removeStaleLabs } from "./helpers/netns.js";
+import { ENI, floatingPairWorld, MAC, NODE1, NODE2 } from "./helpers/worlds.js";
 
 const run = promisify(execFile);
 const unavailable = labUnavailableReason();
 if (unavailable !== undefined) console.warn(`sidecar end-to-end tests skipped: ${unavailable}`);
 
-const NODE1 = "i-00000000000000001";
-const NODE2 = "i-00000000000000002";
-const MAC = { node1A1: "02:00:00:00:0a:01", node2A1: "02:00:00:00:2a:01" } as const;
-const ENI = { node1A1: "eni-0000000000000a001", node2A1: "eni-0000000000002a001" } as const;
 const ALLOWED_CIDRS = "198.51.100.64/26,2001:db8:100:1::100/120";
 const FLOAT4 = "198.51.100.80";
 const FLOAT6 = "2001:db8:100:1::180";
-
-/** Two nodes, one Multus ENI each, both in 198.51.100.0/25 and 2001:db8:100:1::/64. */
-function world(faults: Record<string, unknown> = {}): Record<string, unknown> {
-  const multus = (id: string, mac: string, primaryIpv4: string) => ({
-    id,
-    mac,
-    deviceIndex: 1,
-    subnet: "subnet-0000000000000000a",
-    primaryIpv4,
-    tags: { "node.k8s.amazonaws.com/no_manage": "true" },
-  });
-  const eth0 = (id: string, mac: string, primaryIpv4: string) => ({
-    id,
-    mac,
-    deviceIndex: 0,
-    subnet: "subnet-0000000000000000e",
-    primaryIpv4,
-  });
-  return {
-    region: "us-east-1",
-    vpc: { id: "vpc-0000000000000d0c5", cidr: "198.51.100.0/24", ipv6Cidr: "2001:db8:100::/56" },
-    subnets: [
-      {
-        id: "subnet-0000000000000000a",
-        cidr: "198.51.100.0/25",
-        ipv6Cidr: "2001:db8:100:1::/64",
-        availabilityZone: "us-east-1a",
-      },
-      { id: "subnet-0000000000000000e", cidr: "198.51.100.128/25", availabilityZone: "us-east-1a" },
-    ],
-    instances: [
-      {
-        id: NODE1,
-        enis: [
-          eth0("eni-00000000000000100", "02:00:00:00:01:00", "198.51.100.150"),
-          multus(ENI.node1A1, MAC.node1A1, "198.51.100.11"),
-        ],
-      },
-      {
-        id: NODE2,
-        enis: [
-          eth0("eni-00000000000000200", "02:00:00:00:02:00", "198.51.100.160"),
-          multus(ENI.node2A1, MAC.node2A1, "198.51.100.21"),
-        ],
-      },
-    ],
-    faults,
-  };
-}
 
 const podA = (addresses: string[]): LabPodSpec => ({
   name: "a",
@@ -115,7 +63,7 @@ afterEach(async () => {
 
 async function startLab(pods: LabPodSpec[], faults: Record<string, unknown> = {}): Promise<Lab> {
   await removeStaleLabs();
-  lab = await Lab.start(world(faults), pods);
+  lab = await Lab.start(floatingPairWorld({ faults }), pods);
   return lab;
 }
 

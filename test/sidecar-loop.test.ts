@@ -13,69 +13,10 @@ import type { PodInterface } from "../src/eni/types.js";
 import { SidecarMetrics } from "../src/sidecar/metrics.js";
 import { Sidecar, type SidecarOptions } from "../src/sidecar/sidecar.js";
 import { parseWorld, type SimulatorHandle, startSimulator } from "../src/sim/index.js";
+import { ENI, floatingPairWorld, MAC, NODE1, NODE2 } from "./helpers/worlds.js";
 
-/**
- * Two nodes, one Multus ENI each, both in subnet 198.51.100.0/25 (2001:db8:100:1::/64), eth0 in 203.0.113.0/24.
- * Kept here rather than in the shared worlds so that these tests do not move when those do.
- */
-const NODE1 = "i-00000000000000001";
-const NODE2 = "i-00000000000000002";
-const MAC = { node1A1: "02:00:00:00:0a:01", node2A1: "02:00:00:00:2a:01" } as const;
-const ENI = { node1A1: "eni-0000000000000a001", node2A1: "eni-0000000000002a001" } as const;
+/** The world is floatingPairWorld: two nodes, one Multus ENI each, in one subnet. */
 const ALLOWED_CIDRS = ["198.51.100.64/26", "2001:db8:100:1::100/120"];
-interface WorldOverrides {
-  node2A1?: { secondaryIpv4s?: string[] };
-}
-
-function twoNodeWorld(overrides: WorldOverrides = {}): Record<string, unknown> {
-  const multus = (id: string, mac: string, primaryIpv4: string, secondaryIpv4s: string[] = []) => ({
-    id,
-    mac,
-    deviceIndex: 1,
-    subnet: "subnet-0000000000000000a",
-    primaryIpv4,
-    secondaryIpv4s,
-    tags: { "node.k8s.amazonaws.com/no_manage": "true" },
-  });
-  const eth0 = (id: string, mac: string, primaryIpv4: string) => ({
-    id,
-    mac,
-    deviceIndex: 0,
-    subnet: "subnet-0000000000000000e",
-    primaryIpv4,
-  });
-  return {
-    region: "us-east-1",
-    vpc: { id: "vpc-0000000000000d0c5", cidr: "198.51.100.0/24", ipv6Cidr: "2001:db8:100::/56" },
-    subnets: [
-      {
-        id: "subnet-0000000000000000a",
-        cidr: "198.51.100.0/25",
-        ipv6Cidr: "2001:db8:100:1::/64",
-        availabilityZone: "us-east-1a",
-      },
-      { id: "subnet-0000000000000000e", cidr: "198.51.100.128/25", availabilityZone: "us-east-1a" },
-    ],
-    instances: [
-      {
-        id: NODE1,
-        instanceType: "m5.large",
-        enis: [
-          eth0("eni-00000000000000100", "02:00:00:00:01:00", "198.51.100.150"),
-          multus(ENI.node1A1, MAC.node1A1, "198.51.100.11"),
-        ],
-      },
-      {
-        id: NODE2,
-        instanceType: "m5.large",
-        enis: [
-          eth0("eni-00000000000000200", "02:00:00:00:02:00", "198.51.100.160"),
-          multus(ENI.node2A1, MAC.node2A1, "198.51.100.21", overrides.node2A1?.secondaryIpv4s),
-        ],
-      },
-    ],
-  };
-}
 
 const FLOAT4 = "198.51.100.80";
 const FLOAT6 = "2001:db8:100:1::180";
@@ -118,8 +59,8 @@ afterEach(async () => {
   sim = undefined;
 });
 
-async function simulator(overrides: WorldOverrides = {}): Promise<SimulatorHandle> {
-  sim = await startSimulator(parseWorld(twoNodeWorld(overrides)));
+async function simulator(options: Parameters<typeof floatingPairWorld>[0] = {}): Promise<SimulatorHandle> {
+  sim = await startSimulator(parseWorld(floatingPairWorld(options)));
   return sim;
 }
 
@@ -420,7 +361,7 @@ describe("the sidecar against the simulator", () => {
   });
 
   it("releases our addresses on exit when asked", async () => {
-    const s = await simulator({ node2A1: { secondaryIpv4s: ["198.51.100.99"] } });
+    const s = await simulator({ node2A1SecondaryIpv4s: ["198.51.100.99"] });
     const a = await startPod(s, NODE1, MAC.node1A1, ["198.51.100.70", FLOAT4]);
     pods.splice(pods.indexOf(a), 1);
     expect(await a.sidecar.shutdown({ graceMs: 5000, releaseOnExit: true })).toBe("ok");

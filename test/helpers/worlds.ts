@@ -123,3 +123,61 @@ export function twoNodeWorld(overrides: WorldOverrides = {}): Record<string, unk
 
 export const NODE1 = "i-00000000000000001";
 export const NODE2 = "i-00000000000000002";
+
+/**
+ * An active/standby pair: two nodes with one Multus ENI each (node 1 eth1 = ENI.node1A1, node 2 eth1 =
+ * ENI.node2A1), both in 198.51.100.0/25 and 2001:db8:100:1::/64, so a floating address can live on either.
+ * The nodes' eth0 sit in 198.51.100.128/25.
+ */
+export function floatingPairWorld(
+  options: { faults?: Record<string, unknown>; node2A1SecondaryIpv4s?: string[] } = {},
+): Record<string, unknown> {
+  const multus = (id: string, mac: string, primaryIpv4: string, secondaryIpv4s: string[] = []) => ({
+    id,
+    mac,
+    deviceIndex: 1,
+    subnet: "subnet-0000000000000000a",
+    primaryIpv4,
+    secondaryIpv4s,
+    tags: noManage,
+  });
+  const eth0 = (id: string, mac: string, primaryIpv4: string) => ({
+    id,
+    mac,
+    deviceIndex: 0,
+    subnet: "subnet-0000000000000000e",
+    primaryIpv4,
+  });
+  return {
+    region: "us-east-1",
+    vpc: { id: "vpc-0000000000000d0c5", cidr: "198.51.100.0/24", ipv6Cidr: "2001:db8:100::/56" },
+    subnets: [
+      {
+        id: "subnet-0000000000000000a",
+        cidr: "198.51.100.0/25",
+        ipv6Cidr: "2001:db8:100:1::/64",
+        availabilityZone: "us-east-1a",
+      },
+      { id: "subnet-0000000000000000e", cidr: "198.51.100.128/25", availabilityZone: "us-east-1a" },
+    ],
+    instances: [
+      {
+        id: NODE1,
+        instanceType: "m5.large",
+        enis: [
+          eth0("eni-00000000000000100", MAC.node1Eth0, "198.51.100.150"),
+          multus(ENI.node1A1, MAC.node1A1, "198.51.100.11"),
+        ],
+      },
+      {
+        id: NODE2,
+        instanceType: "m5.large",
+        enis: [
+          eth0("eni-00000000000000200", MAC.node2Eth0, "198.51.100.160"),
+          multus(ENI.node2A1, MAC.node2A1, "198.51.100.21", options.node2A1SecondaryIpv4s),
+        ],
+      },
+    ],
+    ...(options.faults === undefined ? {} : { faults: options.faults }),
+  };
+}
