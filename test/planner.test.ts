@@ -544,14 +544,14 @@ describe("plan: releases (rule 5)", () => {
     });
 
   it("a released IPv4 address our ENI still holds is unassigned", () => {
-    const result = plan(holding(input([], { released: ["198.51.100.90"] })));
+    const result = plan(holding(input([iface("net1", MAC1)], { released: ["198.51.100.90"] })));
     expect(result.actions).toEqual([
       { kind: "unassign-ipv4", eniId: "eni-1b", addresses: ["198.51.100.90"] },
     ]);
   });
 
   it("a released IPv6 address our ENI still holds is unassigned with reason release", () => {
-    const result = plan(holding(input([], { released: ["2001:0db8:0:1:0:0:0:5"] })));
+    const result = plan(holding(input([iface("net1", MAC1)], { released: ["2001:0db8:0:1:0:0:0:5"] })));
     expect(result.actions).toEqual([
       { kind: "unassign-ipv6", eniId: "eni-1b", addresses: ["2001:db8:0:1::5"], reason: "release" },
     ]);
@@ -559,7 +559,9 @@ describe("plan: releases (rule 5)", () => {
 
   it("released addresses on one ENI are one action, sorted, listed once", () => {
     const result = plan(
-      holding(input([], { released: ["198.51.100.91", "198.51.100.90", "198.51.100.91"] })),
+      holding(
+        input([iface("net1", MAC1)], { released: ["198.51.100.91", "198.51.100.90", "198.51.100.91"] }),
+      ),
     );
     expect(result.actions).toEqual([
       { kind: "unassign-ipv4", eniId: "eni-1b", addresses: ["198.51.100.90", "198.51.100.91"] },
@@ -586,6 +588,23 @@ describe("plan: releases (rule 5)", () => {
     expect(result.actions).toEqual([]);
   });
 
+  it("a released address that another ENI of this node took over (another pod's) is never released", () => {
+    const base = input([iface("net1", MAC1)], { released: ["198.51.100.90"] });
+    const result = plan(withEni(base, { ...ETH2, ipv4s: ["198.51.100.71", "198.51.100.90"] }));
+    expect(result.actions).toEqual([]);
+  });
+
+  it("on exit, our addresses are released from the ENI behind our interface only", () => {
+    const base = input([iface("net1", MAC1)], { released: ["198.51.100.90", "198.51.100.91"] });
+    const world = withEni(withEni(base, { ...ETH1, ipv4s: ["198.51.100.70", "198.51.100.90"] }), {
+      ...ETH2,
+      ipv4s: ["198.51.100.71", "198.51.100.91"],
+    });
+    expect(plan(world).actions).toEqual([
+      { kind: "unassign-ipv4", eniId: "eni-1b", addresses: ["198.51.100.90"] },
+    ]);
+  });
+
   it("a released address no ENI of ours holds is not released", () => {
     expect(plan(input([], { released: ["198.51.100.95", "2001:db8:0:1::99"] })).actions).toEqual([]);
   });
@@ -597,7 +616,9 @@ describe("plan: releases (rule 5)", () => {
   });
 
   it("a released primary address is never released", () => {
-    expect(plan(holding(input([], { released: ["198.51.100.70", "198.51.100.71"] }))).actions).toEqual([]);
+    expect(
+      plan(holding(input([iface("net1", MAC1)], { released: ["198.51.100.70", "198.51.100.71"] }))).actions,
+    ).toEqual([]);
   });
 
   it("a released link-local address is never released", () => {
@@ -635,7 +656,11 @@ describe("plan: refusals, ordering, placements (rules 6-8)", () => {
 
   it("actions come in order: moves, IPv4 assigns, IPv6 assigns, IPv4 releases, IPv6 releases", () => {
     const base = input(
-      [iface("net1", MAC1, "2001:db8:0:1::5", "198.51.100.90"), iface("net2", MAC3, "198.51.100.150")],
+      [
+        iface("net1", MAC1, "2001:db8:0:1::5", "198.51.100.90"),
+        iface("net2", MAC3, "198.51.100.150"),
+        iface("net3", MAC2),
+      ],
       {
         ipv6Holders: new Map([["2001:db8:0:1::5", "eni-other-node"]]),
         released: ["2001:db8:0:1::66", "198.51.100.160"],

@@ -275,6 +275,9 @@ export function plan(input: PlanInput): Plan {
 
   const release4 = new Grouped();
   const release6 = new Grouped();
+  // Only the ENIs behind this pod's own interfaces: an address another pod on this node took over, on
+  // another ENI, is that pod's now and is never released from under it.
+  const podMacs = new Set(input.interfaces.map((i) => normalizeMac(i.mac)));
   for (const address of sortedUnique((input.released ?? []).map(canonical))) {
     if (analysis.present.has(address)) continue;
     if (addressKind(address) !== "unicast") continue;
@@ -282,6 +285,7 @@ export function plan(input: PlanInput): Plan {
     if (analysis.primaries.has(address)) continue;
     const fam = family(address);
     for (const eni of enis) {
+      if (!podMacs.has(eni.mac)) continue;
       if (eni.held[fam].has(address)) (fam === 4 ? release4 : release6).add(eni.eniId, address);
     }
   }

@@ -57,8 +57,8 @@ export interface PlanInput {
   readonly ipv6Holders?: ReadonlyMap<string, string>;
   /**
    * Addresses this process saw on its interfaces earlier and no longer sees (sidecar release).
-   * Released from our ENI only if our ENI still holds them. Other pods on the same ENI are never touched,
-   * because only addresses we ourselves observed can be here.
+   * Released only from an ENI behind one of `interfaces` (by MAC), and only if it still holds them: an
+   * address another ENI took over is never touched, and only addresses we ourselves observed can be here.
    */
   readonly released?: readonly string[];
 }

@@ -498,7 +498,10 @@ export class ReconcileLoop implements SidecarStatus {
     const { deps, policy, watcher } = this.#o;
     const ours = new Set([...addressesOf(watcher.snapshot()), ...this.#held]);
     const observation = await observe(deps);
-    const planned = planOffline({ interfaces: [], enis: observation.enis, policy, released: [...ours] });
+    // Our interfaces without their addresses: the planner releases only from the ENIs behind them, and
+    // nothing counts as still present.
+    const interfaces = watcher.snapshot().map((i) => ({ ...i, addresses: [] }));
+    const planned = planOffline({ interfaces, enis: observation.enis, policy, released: [...ours] });
     const { mutatingCalls } = await applyPlan(planned, deps);
     const released = planned.actions.flatMap((a) => a.addresses);
     deps.logger.info(
