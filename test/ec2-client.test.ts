@@ -360,6 +360,9 @@ describe("createEc2Api against the simulator", () => {
           `PrivateIpAddressLimitExceeded ${JSON.stringify((e.cause as Error).message)} (request id ${requestId}).`,
       );
       expect(eni("eni-0b").ipv4s).toEqual(["198.51.100.20", "198.51.100.21"]);
+      // A refusal is logged as a warning: it may still be recovered, and a fatal one is reported by the command.
+      const failed = lines.filter((l) => l.msg === "EC2 AssignPrivateIpAddresses failed");
+      expect(failed.map((l) => l.level)).toEqual([40]);
     });
 
     it("reports persistent 5xx as kind unavailable, exit code 9, after every attempt", async () => {

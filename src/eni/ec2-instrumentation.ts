@@ -200,7 +200,10 @@ export function createInstrument(options: Ec2InstrumentationOptions): Instrument
       };
       const awsMessage = err instanceof Error ? err.message : String(err);
       const message = ec2ErrorMessage(operation, context, { kind, code, awsMessage, requestId, attempts });
-      logger.error({ ...record, kind, err: awsMessage }, `EC2 ${operation} failed`);
+      // A refusal may still turn out fine (the adapter re-reads the ENI: "already assigned here"), and a
+      // fatal one is reported again by the command: warn here, so that a recovered call leaves no error line.
+      const level = kind === "refused" ? "warn" : "error";
+      logger[level]({ ...record, kind, err: awsMessage }, `EC2 ${operation} failed`);
       notify(record);
       throw new Ec2Error({ operation, code, requestId, eniId, kind }, message, { cause: err });
     }
