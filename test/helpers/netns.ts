@@ -12,6 +12,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { createInterface } from "node:readline";
 import { promisify } from "node:util";
+import type { SimCall, SimEni, SimState } from "../../src/sim/index.js";
 
 const run = promisify(execFile);
 export const BINARY = resolve("dist/multus-ipmgr.mjs");
@@ -282,12 +283,12 @@ export class Lab {
     return (stdout === "" ? undefined : JSON.parse(stdout)) as T;
   }
 
-  async state(): Promise<SimStateView> {
-    return this.control<SimStateView>("GET", "/state");
+  async state(): Promise<SimState> {
+    return this.control<SimState>("GET", "/state");
   }
 
-  async calls(): Promise<SimCallView[]> {
-    return this.control<SimCallView[]>("GET", "/calls");
+  async calls(): Promise<SimCall[]> {
+    return this.control<SimCall[]>("GET", "/calls");
   }
 
   async clearCalls(): Promise<void> {
@@ -299,7 +300,7 @@ export class Lab {
   }
 
   /** The ENI's addresses in the simulator, for assertions. */
-  async eni(eniId: string): Promise<SimEniView> {
+  async eni(eniId: string): Promise<SimEni> {
     const eni = (await this.state()).enis.find((e) => e.eniId === eniId);
     if (eni === undefined) throw new Error(`no ENI ${eniId} in the simulator`);
     return eni;
@@ -314,32 +315,12 @@ export class Lab {
   }
 }
 
-export interface SimEniView {
-  eniId: string;
-  mac: string;
-  instanceId: string | null;
-  deviceIndex: number | null;
-  subnetId: string;
-  primaryIpv4: string | null;
-  ipv4s: string[];
-  ipv6s: string[];
-  tags: Record<string, string>;
-}
-
-export interface SimStateView {
-  enis: SimEniView[];
-}
-
-export interface SimCallView {
-  seq: number;
-  /** ISO 8601 time the simulator received the call. */
-  time: string;
-  action: string;
-  params: Record<string, string>;
-  status: number;
-  outcome: string;
-  requestId: string;
-}
+/** The simulator's own types for GET /state and GET /calls (the lab reads them over its control API). */
+export type {
+  SimCall as SimCallView,
+  SimEni as SimEniView,
+  SimState as SimStateView,
+} from "../../src/sim/index.js";
 
 /** Waits for a child to exit and returns its output; kills it after timeoutMs. */
 export function collect(child: ChildProcess, timeoutMs = 20_000): Promise<RunResult> {
