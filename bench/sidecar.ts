@@ -93,6 +93,24 @@ function treeUsage(pid: number): { ticks: number; rssKb: number } {
   return total;
 }
 
+/**
+ * Where the RSS goes, for the whole process tree: the node executable's own pages (file-backed, shared by
+ * every node process on the machine) and the private memory the sidecar really adds (anonymous pages).
+ */
+function treeBreakdown(pid: number): { nodeBinaryKb: number; privateKb: number } {
+  const total = { nodeBinaryKb: 0, privateKb: 0 };
+  for (const p of [pid, ...childrenOf(pid)]) {
+    let mapping = "";
+    for (const line of readFileSync(`/proc/${p}/smaps`, "utf8").split("\n")) {
+      if (/^[0-9a-f]+-[0-9a-f]+ /.test(line)) mapping = line.split(/\s+/)[5] ?? "";
+      else if (line.startsWith("Rss:") && mapping === process.execPath)
+        total.nodeBinaryKb += Number(line.split(/\s+/)[1]);
+      else if (line.startsWith("Anonymous:")) total.privateKb += Number(line.split(/\s+/)[1]);
+    }
+  }
+  return total;
+}
+
 function comm(pid: number): string {
   return readFileSync(`/proc/${pid}/comm`, "utf8").trim();
 }
@@ -195,6 +213,7 @@ async function benchMode(mode: string): Promise<BenchResult[]> {
       throw new Error(`bench: mode ${mode}, but the sidecar runs ${monitors} ip monitor processes`);
     }
     const quiet = await idle(pid);
+    const breakdown = treeBreakdown(pid);
 
     const latencies = await failover(lab);
     const p50 = percentile(latencies, 50);
@@ -220,6 +239,20 @@ async function benchMode(mode: string): Promise<BenchResult[]> {
         unit: "MB",
         target: "<= 60 MB",
         ok: quiet.rssKb / 1024 <= 60,
+      },
+      {
+        name: `sidecar [${mode}] of that RSS, the node executable's shared pages`,
+        value: breakdown.nodeBinaryKb / 1024,
+        unit: "MB",
+        target: "informational",
+        ok: true,
+      },
+      {
+        name: `sidecar [${mode}] of that RSS, private (anonymous) memory`,
+        value: breakdown.privateKb / 1024,
+        unit: "MB",
+        target: "informational",
+        ok: true,
       },
       {
         name: `sidecar [${mode}] idle CPU (over ${IDLE_SECONDS} s)`,
