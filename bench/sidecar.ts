@@ -8,14 +8,12 @@
  * Once per address-events mode in IPMGR_BENCH_ADDRESS_EVENTS (default "auto,poll"), each in a fresh lab.
  */
 
-import { type ChildProcess, execFile } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
-import { promisify } from "node:util";
 import { Lab, type SimCallView } from "../test/helpers/netns.js";
 import { ENI, floatingPairWorld, MAC, NODE1, NODE2 } from "../test/helpers/worlds.js";
 import { type BenchResult, percentile } from "./result.js";
 
-const run = promisify(execFile);
 const MOVES = Math.max(50, Number(process.env.IPMGR_BENCH_SIDECAR_MOVES ?? 60));
 const IDLE_SECONDS = Number(process.env.IPMGR_BENCH_IDLE_SECONDS ?? 60);
 const CLOCK_TICKS_PER_SECOND = 100;
@@ -37,19 +35,7 @@ async function until(check: () => Promise<boolean>, what: string, timeoutMs = 20
 }
 
 async function ready(lab: Lab, pod: string): Promise<boolean> {
-  const ns = lab.pods.get(pod)?.ns ?? "";
-  const script =
-    "fetch(process.argv[1]).then((r) => process.stdout.write(String(r.status)), () => process.stdout.write('0'))";
-  const { stdout } = await run("ip", [
-    "netns",
-    "exec",
-    ns,
-    process.execPath,
-    "-e",
-    script,
-    "http://127.0.0.1:9180/readyz",
-  ]);
-  return stdout === "200";
+  return (await lab.podGet(pod, "http://127.0.0.1:9180/readyz")).status === 200;
 }
 
 function assignOf(calls: readonly SimCallView[], eniId: string, afterSeq: number): SimCallView | undefined {

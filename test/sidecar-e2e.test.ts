@@ -94,21 +94,8 @@ async function eventually(
 }
 
 /** GET on the sidecar's HTTP server, from inside the pod's namespace. */
-async function httpGet(l: Lab, pod: string, path: string): Promise<{ status: number; body: string }> {
-  const ns = l.pods.get(pod)?.ns;
-  if (ns === undefined) throw new Error(`no pod ${pod}`);
-  const script = `fetch(process.argv[1]).then(async (r) => process.stdout.write(JSON.stringify({ status: r.status, body: await r.text() })),
-    () => process.stdout.write(JSON.stringify({ status: 0, body: "" })))`;
-  const { stdout } = await run("ip", [
-    "netns",
-    "exec",
-    ns,
-    process.execPath,
-    "-e",
-    script,
-    `http://127.0.0.1:9180${path}`,
-  ]);
-  return JSON.parse(stdout) as { status: number; body: string };
+function httpGet(l: Lab, pod: string, path: string): Promise<{ status: number; body: string }> {
+  return l.podGet(pod, `http://127.0.0.1:9180${path}`);
 }
 
 async function ready(l: Lab, pod: string): Promise<boolean> {

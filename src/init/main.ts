@@ -7,7 +7,8 @@ import { buildPodDeps } from "../eni/pod-deps.js";
 import { describeSettings } from "../eni/settings.js";
 import { runInit } from "./run-init.js";
 
-const HELP = `usage: multus-ipmgr init [flags]
+/** Built only when asked for: no start-up work for a path rarely taken. */
+const help = (): string => `usage: multus-ipmgr init [flags]
 
 Assigns this pod's Multus addresses as secondary IPs of the worker ENIs that carry them (matched by MAC),
 waits until EC2 holds them all, and exits 0. Exits non-zero with one sentence saying what is wrong
@@ -20,7 +21,7 @@ ${describeSettings(initSettings)}
 /** Entrypoint of `multus-ipmgr init`: config, adapters, signals, then runInit. */
 export async function main(argv: readonly string[]): Promise<number> {
   if (argv.includes("--help") || argv.includes("-h")) {
-    process.stdout.write(HELP);
+    process.stdout.write(help());
     return ExitCode.ok;
   }
   let logger: Logger | undefined;

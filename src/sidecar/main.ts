@@ -13,7 +13,8 @@ import { Sidecar } from "./sidecar.js";
 
 const settings = sidecarSettings;
 
-const HELP = `usage: multus-ipmgr sidecar [flags]
+/** Built only when asked for: no start-up work for a path rarely taken. */
+const help = (): string => `usage: multus-ipmgr sidecar [flags]
 
 Does what init does (assigns this pod's Multus addresses to the worker ENIs that carry them), then keeps
 them there: an address added to a managed interface (a floating IP taken over from the other pod) is moved
@@ -27,7 +28,7 @@ ${describeSettings(settings)}
 /** Entrypoint of `multus-ipmgr sidecar`: config, adapters, signals, then the Sidecar. */
 export async function main(argv: readonly string[]): Promise<number> {
   if (argv.includes("--help") || argv.includes("-h")) {
-    process.stdout.write(HELP);
+    process.stdout.write(help());
     return ExitCode.ok;
   }
   let logger: Logger | undefined;

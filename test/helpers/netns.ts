@@ -260,6 +260,26 @@ export class Lab {
     return collect(child, timeoutMs);
   }
 
+  /**
+   * A GET made from inside the pod's namespace (its loopback is not the test's), e.g. the sidecar's
+   * /readyz. Status 0 when nothing answered.
+   */
+  async podGet(pod: string, url: string): Promise<{ status: number; body: string }> {
+    const script = `fetch(process.argv[1]).then(
+      async (r) => process.stdout.write(JSON.stringify({ status: r.status, body: await r.text() })),
+      () => process.stdout.write(JSON.stringify({ status: 0, body: "" })))`;
+    const { stdout } = await run("ip", [
+      "netns",
+      "exec",
+      this.#pod(pod).ns,
+      process.execPath,
+      "-e",
+      script,
+      url,
+    ]);
+    return JSON.parse(stdout) as { status: number; body: string };
+  }
+
   /** A request to the simulator's control endpoint, made from inside the simulator's namespace. */
   async control<T>(method: string, path: string, body?: unknown): Promise<T> {
     const script = `
