@@ -1,5 +1,4 @@
 import { type ChildProcess, spawn } from "node:child_process";
-import { createInterface } from "node:readline";
 import type { Clock } from "../eni/clock.js";
 import type { Logger } from "../eni/logger.js";
 import { type BackoffPolicy, backoffDelay } from "./backoff.js";
@@ -228,12 +227,11 @@ export class IpMonitor implements AddressEvents {
       // A failed spawn (ENOENT, EACCES) or kill; node may or may not also emit "close".
       child.on("error", (error) => resolve({ code: null, signal: null, error, stderr }));
     });
-    if (child.stdout !== null) {
-      const lines = createInterface({ input: child.stdout, crlfDelay: Number.POSITIVE_INFINITY });
-      lines.on("line", () => {
-        if (this.#current?.child === child) this.#listener?.();
-      });
-    }
+    // Any output means "something changed": a chunk, not a parsed line, is the event (a line split across
+    // two chunks costs one extra, coalesced read). No node:readline, which would be loaded for this alone.
+    child.stdout?.on("data", () => {
+      if (this.#current?.child === child) this.#listener?.();
+    });
     for (const stream of [child.stdout, child.stderr]) {
       (stream as { unref?: () => void } | null)?.unref?.();
     }
