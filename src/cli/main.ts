@@ -1,4 +1,5 @@
 import { ExitCode } from "../eni/exit-codes.js";
+import { useSmallFootprint } from "./v8-footprint.js";
 
 const USAGE = `usage: multus-ipmgr <command> [flags]
 
@@ -20,7 +21,10 @@ const SIM_BUNDLE = new URL("./sim.mjs", import.meta.url).href;
 /** Each command is loaded on demand, so `init` never pays for the simulator or the metrics library. */
 const commands: Record<string, () => Promise<CommandMain>> = {
   init: async () => (await import("../init/main.js")).main,
-  sidecar: async () => (await import("../sidecar/main.js")).main,
+  sidecar: async () => {
+    useSmallFootprint();
+    return (await import("../sidecar/main.js")).main;
+  },
   sim: async () => ((await import(SIM_BUNDLE)) as { main: CommandMain }).main,
 };
 
