@@ -1,6 +1,12 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { initSettings, loadInitConfig, loadSidecarConfig, sidecarSettings } from "../src/eni/config.js";
+import {
+  imdsEndpointOf,
+  initSettings,
+  loadInitConfig,
+  loadSidecarConfig,
+  sidecarSettings,
+} from "../src/eni/config.js";
 import { ConfigError } from "../src/eni/errors/config-error.js";
 import { ExitCode } from "../src/eni/exit-codes.js";
 import { parseFlags } from "../src/eni/settings.js";
@@ -24,7 +30,7 @@ describe("configuration from environment and flags", () => {
     expect(config.interfaces).toEqual([]);
     expect(config.excludeInterfaces).toEqual(["lo", "eth0"]);
     expect(config.addressSource).toBe("interfaces");
-    expect(config.imdsEndpoint).toBe("http://169.254.169.254");
+    expect(imdsEndpointOf(config)).toBe("http://169.254.169.254");
     expect(config.imdsTimeoutMs).toBe(1000);
     expect(config.waitForAddressesMs).toBe(30000);
     expect(config.region).toBeUndefined();
@@ -85,6 +91,24 @@ describe("configuration from environment and flags", () => {
     expect(error.message).toBe(
       'IPMGR_ADDRESS_SOURCE="annotation": expected one of: interfaces, network-status',
     );
+  });
+
+  it("picks the IMDS endpoint as the AWS SDKs do: explicit endpoint first, else the endpoint mode's", () => {
+    const ipv6 = { ...base, AWS_EC2_METADATA_SERVICE_ENDPOINT_MODE: "IPv6" };
+    expect(imdsEndpointOf(loadInitConfig([], ipv6))).toBe("http://[fd00:ec2::254]");
+    expect(imdsEndpointOf(loadInitConfig(["--imds-endpoint-mode", "IPv4"], ipv6))).toBe(
+      "http://169.254.169.254",
+    );
+    const explicit = { ...ipv6, AWS_EC2_METADATA_SERVICE_ENDPOINT: "http://192.0.2.1:8080" };
+    expect(imdsEndpointOf(loadInitConfig([], explicit))).toBe("http://192.0.2.1:8080");
+  });
+
+  it("rejects an IMDS endpoint mode the SDKs would not accept, naming the two that work", () => {
+    const error = configError(() =>
+      loadSidecarConfig([], { ...base, AWS_EC2_METADATA_SERVICE_ENDPOINT_MODE: "ipv6" }),
+    );
+    expect(error.message).toBe('AWS_EC2_METADATA_SERVICE_ENDPOINT_MODE="ipv6": expected one of: IPv4, IPv6');
+    expect(error.exitCode).toBe(ExitCode.config);
   });
 
   it("rejects an endpoint that is not an http URL", () => {

@@ -96,9 +96,17 @@ export const podSettings = {
   imdsEndpoint: setting({
     env: "AWS_EC2_METADATA_SERVICE_ENDPOINT",
     flag: "--imds-endpoint",
-    default: "http://169.254.169.254",
-    doc: "Instance metadata endpoint (IMDSv2). Use http://[fd00:ec2::254] on IPv6-only nodes.",
+    default: undefined,
+    optional: true,
+    doc: "Instance metadata endpoint (IMDSv2). Unset: chosen by AWS_EC2_METADATA_SERVICE_ENDPOINT_MODE.",
     schema: field.url(),
+  }),
+  imdsEndpointMode: setting({
+    env: "AWS_EC2_METADATA_SERVICE_ENDPOINT_MODE",
+    flag: "--imds-endpoint-mode",
+    default: "IPv4",
+    doc: "IMDS endpoint when none is set, as the AWS SDKs read it: IPv4 (http://169.254.169.254) or IPv6 (http://[fd00:ec2::254], for IPv6-only nodes).",
+    schema: field.enumOf(["IPv4", "IPv6"] as const),
   }),
   imdsTimeoutMs: setting({
     env: "IPMGR_IMDS_TIMEOUT_MS",
@@ -280,6 +288,17 @@ export function loadInitConfig(argv: readonly string[], env: NodeJS.ProcessEnv):
 
 export function loadSidecarConfig(argv: readonly string[], env: NodeJS.ProcessEnv): SidecarConfig {
   return loadSettings(sidecarSettings, argv, env);
+}
+
+/** The IMDS endpoints the AWS SDKs use when AWS_EC2_METADATA_SERVICE_ENDPOINT is unset, by endpoint mode. */
+export const IMDS_ENDPOINT_BY_MODE = {
+  IPv4: "http://169.254.169.254",
+  IPv6: "http://[fd00:ec2::254]",
+} as const;
+
+/** The IMDS endpoint to use: the one set explicitly, else the endpoint mode's (as the AWS SDKs decide). */
+export function imdsEndpointOf(config: PodConfig): string {
+  return config.imdsEndpoint ?? IMDS_ENDPOINT_BY_MODE[config.imdsEndpointMode];
 }
 
 export function interfaceSelection(config: PodConfig): InterfaceSelection {

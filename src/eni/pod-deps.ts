@@ -1,6 +1,6 @@
 import { systemClock } from "./clock.js";
 import type { PodConfig } from "./config.js";
-import { interfaceSelection } from "./config.js";
+import { imdsEndpointOf, interfaceSelection } from "./config.js";
 import type { Ec2CallObserver } from "./ec2-api.js";
 import { ImdsClient } from "./imds-client.js";
 import { LazyEc2Api } from "./lazy-ec2-api.js";
@@ -20,7 +20,7 @@ export function buildPodDeps(
 ): ReconcileDeps & { readonly ec2: LazyEc2Api } {
   const signal = options.signal === undefined ? {} : { signal: options.signal };
   const imds = new ImdsClient({
-    endpoint: config.imdsEndpoint,
+    endpoint: imdsEndpointOf(config),
     requestTimeoutMs: config.imdsTimeoutMs,
     clock: systemClock,
     logger,
