@@ -1,5 +1,4 @@
 import { ExitCode } from "../eni/exit-codes.js";
-import { useSmallFootprint } from "./v8-footprint.js";
 
 const USAGE = `usage: multus-ipmgr <command> [flags]
 
@@ -22,7 +21,8 @@ const SIM_BUNDLE = new URL("./sim.mjs", import.meta.url).href;
 const commands: Record<string, () => Promise<CommandMain>> = {
   init: async () => (await import("../init/main.js")).main,
   sidecar: async () => {
-    useSmallFootprint();
+    // Before the sidecar's modules load; node:v8 itself is loaded here only, not on init's path.
+    (await import("./v8-footprint.js")).useSmallFootprint();
     return (await import("../sidecar/main.js")).main;
   },
   sim: async () => ((await import(SIM_BUNDLE)) as { main: CommandMain }).main,
