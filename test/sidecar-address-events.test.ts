@@ -17,6 +17,7 @@ import { startAddressEvents } from "../src/sidecar/address-events-mode.js";
 import { AddressEventsUnavailableError } from "../src/sidecar/errors/address-events-unavailable-error.js";
 import { FakeClock } from "./helpers/fake-clock.js";
 import { captureLogger, silentLogger } from "./helpers/loggers.js";
+import { flush } from "./helpers/manual-clock.js";
 import { labUnavailableReason, NS_PREFIX } from "./helpers/netns.js";
 
 const run = promisify(execFile);
@@ -70,10 +71,6 @@ function scriptedSpawn(script: ("ok" | Error)[]): {
     return child as unknown as ChildProcess;
   };
   return { spawn, children, calls: () => calls };
-}
-
-async function flush(): Promise<void> {
-  for (let i = 0; i < 10; i++) await new Promise((r) => setImmediate(r));
 }
 
 async function eventually(check: () => boolean | Promise<boolean>, what: string, timeoutMs = 5_000) {

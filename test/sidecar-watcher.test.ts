@@ -4,7 +4,6 @@
  */
 import { pino } from "pino";
 import { describe, expect, it } from "vitest";
-import type { Clock } from "../src/eni/clock.js";
 import type { InterfaceSource } from "../src/eni/interface-source.js";
 import type { PodInterface } from "../src/eni/types.js";
 import { diffSnapshots, nextReleased, snapshotKey } from "../src/sidecar/address-diff.js";
@@ -12,6 +11,7 @@ import type { AddressEvents } from "../src/sidecar/address-events.js";
 import { type AddressChange, AddressWatcher } from "../src/sidecar/address-watcher.js";
 import { backoffDelay } from "../src/sidecar/backoff.js";
 import { FakeClock } from "./helpers/fake-clock.js";
+import { flush, ManualClock } from "./helpers/manual-clock.js";
 
 const MAC = "02:00:00:00:0a:01";
 const net1 = (...addresses: string[]): PodInterface => ({ name: "net1", mac: MAC, addresses });
@@ -285,51 +285,6 @@ describe("backoffDelay", () => {
     expect(backoffDelay(policy, 10, () => 0.5)).toBe(67_500);
   });
 });
-
-/** A clock whose sleeps wait until the test moves time forward (or their signal aborts them). */
-class ManualClock implements Clock {
-  #now = 1_700_000_000_000;
-  readonly sleeps: number[] = [];
-  #waiting: { until: number; resolve: () => void }[] = [];
-
-  now(): number {
-    return this.#now;
-  }
-
-  sleep(ms: number, signal?: AbortSignal): Promise<void> {
-    if (signal?.aborted) return Promise.reject(signal.reason);
-    this.sleeps.push(ms);
-    return new Promise((resolve, reject) => {
-      const entry = {
-        until: this.#now + ms,
-        resolve: () => {
-          signal?.removeEventListener("abort", onAbort);
-          resolve();
-        },
-      };
-      const onAbort = (): void => {
-        this.#waiting = this.#waiting.filter((w) => w !== entry);
-        reject(signal?.reason);
-      };
-      signal?.addEventListener("abort", onAbort, { once: true });
-      this.#waiting.push(entry);
-    });
-  }
-
-  /** Moves time forward by `ms` and wakes the sleeps that are due. */
-  async advance(ms: number): Promise<void> {
-    this.#now += ms;
-    const due = this.#waiting.filter((w) => w.until <= this.#now);
-    this.#waiting = this.#waiting.filter((w) => w.until > this.#now);
-    for (const w of due) w.resolve();
-    await flush();
-  }
-}
-
-/** Lets every pending callback and promise run. */
-async function flush(): Promise<void> {
-  for (let i = 0; i < 10; i++) await new Promise((r) => setImmediate(r));
-}
 
 /** An event source the test drives: emit() is one event, setLive() flips liveness (and notifies). */
 class ScriptedEvents implements AddressEvents {
