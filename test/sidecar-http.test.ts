@@ -83,6 +83,29 @@ describe("SidecarMetrics", () => {
     expect(text).toContain('multus_ipmgr_change_to_assigned_seconds_bucket{le="0.025"} 0');
   });
 
+  it("reads resident memory and CPU time when scraped, and never lets the CPU counter go down", async () => {
+    let rss = 50 * 1024 * 1024;
+    let cpu = 1.5;
+    const metrics = new SidecarMetrics({ residentMemoryBytes: () => rss, cpuSeconds: () => cpu });
+    let text = await metrics.text();
+    expect(text).toContain(`process_resident_memory_bytes ${50 * 1024 * 1024}`);
+    expect(text).toContain("process_cpu_seconds_total 1.5");
+    rss = 52 * 1024 * 1024;
+    cpu = 2.25;
+    text = await metrics.text();
+    expect(text).toContain(`process_resident_memory_bytes ${52 * 1024 * 1024}`);
+    expect(text).toContain("process_cpu_seconds_total 2.25");
+    cpu = 2;
+    expect(await metrics.text()).toContain("process_cpu_seconds_total 2.25");
+  });
+
+  it("reports this process's own figures by default", async () => {
+    const text = await new SidecarMetrics().text();
+    const rss = Number(/^process_resident_memory_bytes (\d+)$/m.exec(text)?.[1]);
+    expect(rss).toBeGreaterThan(1024 * 1024);
+    expect(Number(/^process_cpu_seconds_total ([\d.e+-]+)$/m.exec(text)?.[1])).toBeGreaterThan(0);
+  });
+
   it("keeps two instances apart (no global registry)", async () => {
     const a = new SidecarMetrics();
     const b = new SidecarMetrics();

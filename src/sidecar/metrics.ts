@@ -6,10 +6,25 @@ export type ReconcileOutcome = "applied" | "noop" | "error";
 
 const PREFIX = "multus_ipmgr_";
 
+/** What the process metrics read, at scrape time. */
+export interface ProcessStats {
+  residentMemoryBytes(): number;
+  cpuSeconds(): number;
+}
+
+const nodeProcessStats: ProcessStats = {
+  residentMemoryBytes: () => process.memoryUsage.rss(),
+  cpuSeconds: () => {
+    const { user, system } = process.cpuUsage();
+    return (user + system) / 1e6;
+  },
+};
+
 /**
  * The sidecar's Prometheus metrics, on a registry of their own (not prom-client's global one, so that tests
- * and several instances in one process never collide). No default process metrics: their event-loop monitor
- * wakes the process every 10 ms, which would cost more than the whole idle sidecar.
+ * and several instances in one process never collide). Of the default process metrics, only resident memory and
+ * CPU time, read at scrape time: the rest include an event-loop monitor that wakes the process every 10 ms,
+ * which would cost more than the whole idle sidecar.
  */
 export class SidecarMetrics {
   readonly registry = new Registry();
@@ -21,8 +36,28 @@ export class SidecarMetrics {
   readonly #driftRepairs: Counter;
   readonly #changeToAssigned: Histogram;
 
-  constructor() {
+  constructor(processStats: ProcessStats = nodeProcessStats) {
     const registers = [this.registry];
+    // The two standard process metrics, read only when scraped (prom-client's defaults are left out: see above).
+    new Gauge({
+      name: "process_resident_memory_bytes",
+      help: "Resident memory size in bytes.",
+      registers,
+      collect() {
+        this.set(processStats.residentMemoryBytes());
+      },
+    });
+    let cpuReported = 0;
+    new Counter({
+      name: "process_cpu_seconds_total",
+      help: "Total user and system CPU time spent in seconds.",
+      registers,
+      collect() {
+        const now = processStats.cpuSeconds();
+        if (now > cpuReported) this.inc(now - cpuReported);
+        cpuReported = Math.max(cpuReported, now);
+      },
+    });
     this.#reconciles = new Counter({
       name: `${PREFIX}reconciles_total`,
       help: "Reconciles run, by outcome: applied (EC2 changed), noop (all in place), error.",
