@@ -10,6 +10,8 @@ import { ALLOWED_CIDRS, MAC, NODE1, twoNodeWorld } from "../test/helpers/worlds.
 import { type BenchResult, percentile } from "./result.js";
 
 const RUNS = Number(process.env.IPMGR_BENCH_INIT_RUNS ?? 21);
+/** Each fresh run needs an address never used before: 198.51.100.33 up to .62 (.63 is reserved by AWS). */
+const MAX_RUNS = 30;
 const GNU_TIME = "/usr/bin/time";
 
 interface Timed {
@@ -45,6 +47,12 @@ async function timedInit(lab: Lab, env: Record<string, string>): Promise<Timed> 
 }
 
 export async function benchInit(): Promise<BenchResult[]> {
+  if (!Number.isInteger(RUNS) || RUNS < 1 || RUNS > MAX_RUNS) {
+    throw new Error(
+      `bench: IPMGR_BENCH_INIT_RUNS=${process.env.IPMGR_BENCH_INIT_RUNS}: expected a whole number from 1 to ${MAX_RUNS} ` +
+        "(each fresh start takes a new address from 198.51.100.33-62); unset it for the default, 21",
+    );
+  }
   const world = twoNodeWorld();
   // Room for one new address per run.
   (world.instances as Array<Record<string, unknown>>)[0] = {
