@@ -3,11 +3,11 @@
  * in a namespace of its own. The application's part is played with `ip addr add/del` in the pod namespace.
  * Every test checks the simulator's state.
  */
-import { type ChildProcess, execFile } from "node:child_process";
-import { createInterface } from "node:readline";
+import { execFile } from "node:child_process";
 import { promisify } from "node:util";
 import { afterEach, describe, expect, it } from "vitest";
 import { Lab, type LabPodSpec, labUnavailableReason, removeStaleLabs } from "./helpers/netns.js";
+import { ec2Call, eventually, holds, httpGet, metric, ready, SidecarProcess } from "./helpers/sidecar-lab.js";
 import { ENI, floatingPairWorld, MAC, NODE1, NODE2 } from "./helpers/worlds.js";
 
 const run = promisify(execFile);
@@ -28,32 +28,6 @@ const podB = (addresses: string[]): LabPodSpec => ({
   instanceId: NODE2,
   interfaces: [{ name: "net1", mac: MAC.node2A1, addresses }],
 });
-
-/** A running sidecar: its JSON log lines as they come, and its exit. */
-class SidecarProcess {
-  readonly logs: Record<string, unknown>[] = [];
-  stderr = "";
-  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-
-  constructor(readonly child: ChildProcess) {
-    const lines = createInterface({ input: child.stdout as NodeJS.ReadableStream });
-    lines.on("line", (line) => {
-      try {
-        this.logs.push(JSON.parse(line) as Record<string, unknown>);
-      } catch {
-        this.logs.push({ msg: line });
-      }
-    });
-    child.stderr?.on("data", (d: Buffer) => {
-      this.stderr += d.toString();
-    });
-    this.exited = new Promise((resolve) => child.once("exit", (code, signal) => resolve({ code, signal })));
-  }
-
-  logged(pattern: RegExp): Record<string, unknown>[] {
-    return this.logs.filter((l) => pattern.test(String(l.msg)));
-  }
-}
 
 let lab: Lab | undefined;
 afterEach(async () => {
@@ -79,56 +53,6 @@ function sidecar(l: Lab, pod: string, env: Record<string, string> = {}): Sidecar
     }),
   );
   return new SidecarProcess(child);
-}
-
-async function eventually(
-  check: () => boolean | Promise<boolean>,
-  what: string,
-  timeoutMs = 20_000,
-): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`never happened: ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
-/** GET on the sidecar's HTTP server, from inside the pod's namespace. */
-function httpGet(l: Lab, pod: string, path: string): Promise<{ status: number; body: string }> {
-  return l.podGet(pod, `http://127.0.0.1:9180${path}`);
-}
-
-async function ready(l: Lab, pod: string): Promise<boolean> {
-  return (await httpGet(l, pod, "/readyz")).status === 200;
-}
-
-async function metric(l: Lab, pod: string, name: string): Promise<number> {
-  const { body } = await httpGet(l, pod, "/metrics");
-  const line = body.split("\n").find((x) => x.startsWith(`${name} `));
-  return line === undefined ? Number.NaN : Number(line.slice(name.length + 1));
-}
-
-async function holds(l: Lab, eniId: string, address: string): Promise<boolean> {
-  const eni = await l.eni(eniId);
-  return eni.ipv4s.includes(address) || eni.ipv6s.includes(address);
-}
-
-/** An EC2 Query call straight to the simulator, as some other actor would make it. */
-async function ec2Call(l: Lab, params: Record<string, string>): Promise<void> {
-  const body = new URLSearchParams({ Version: "2016-11-15", ...params }).toString();
-  const script = `const r = await fetch(process.argv[1], { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: process.argv[2] });
-    if (!r.ok) { process.stderr.write(await r.text()); process.exit(1); }`;
-  await run("ip", [
-    "netns",
-    "exec",
-    l.simNs,
-    process.execPath,
-    "--input-type=module",
-    "-e",
-    script,
-    l.sim.ec2,
-    body,
-  ]);
 }
 
 describe.skipIf(unavailable !== undefined)("multus-ipmgr sidecar in pod namespaces", () => {

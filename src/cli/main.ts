@@ -43,4 +43,12 @@ async function run(argv: readonly string[]): Promise<number> {
   return main(rest);
 }
 
-process.exitCode = await run(process.argv.slice(2));
+/**
+ * Once a command has returned, nothing it started may keep the process alive (an SDK keep-alive socket, a
+ * timer): if the event loop has not emptied by then, exit anyway. Unref'd, so a normal exit is not delayed.
+ */
+const EXIT_DRAIN_MS = 300;
+
+const exitCode = await run(process.argv.slice(2));
+process.exitCode = exitCode;
+setTimeout(() => process.exit(exitCode), EXIT_DRAIN_MS).unref();

@@ -247,6 +247,22 @@ export const sidecarSettings = {
     doc: "Release an address from our ENI when it leaves our interface (only if our ENI still holds it).",
     schema: field.boolean(),
   }),
+  releaseSettleMs: setting({
+    env: "IPMGR_RELEASE_SETTLE_MS",
+    flag: "--release-settle-ms",
+    default: "250",
+    unit: "ms",
+    doc: "How long an address must stay off our interfaces before it is released, so that a bounce (removed and added back) keeps it routed. A standby taking it over never waits for this.",
+    schema: field.milliseconds(0, 60_000),
+  }),
+  episodeCheckIntervalMs: setting({
+    env: "IPMGR_EPISODE_CHECK_INTERVAL_MS",
+    flag: "--episode-check-interval-ms",
+    default: "500",
+    unit: "ms",
+    doc: "While an address is in a drift episode (taken off our ENI), how often IMDS is checked and, while our ENI does not hold it, one DescribeNetworkInterfaces learns who does (a rival letting go is seen this fast).",
+    schema: field.milliseconds(50, 60_000),
+  }),
   releaseOnExit: setting({
     env: "IPMGR_RELEASE_ON_EXIT",
     flag: "--release-on-exit",
@@ -259,7 +275,7 @@ export const sidecarSettings = {
     flag: "--shutdown-grace-ms",
     default: "10000",
     unit: "ms",
-    doc: "On SIGTERM, how long in-flight EC2 calls may take to finish.",
+    doc: "On SIGTERM, how long the EC2 call in progress (and the release on exit) may take; past it the call is aborted and the sidecar exits 8.",
     schema: field.milliseconds(0, 600_000),
   }),
   httpPort: setting({

@@ -19,7 +19,9 @@ const help = (): string => `usage: multus-ipmgr sidecar [flags]
 Does what init does (assigns this pod's Multus addresses to the worker ENIs that carry them), then keeps
 them there: an address added to a managed interface (a floating IP taken over from the other pod) is moved
 to our ENI within a fraction of a second, one removed is released. Serves /healthz, /readyz and /metrics.
-SIGTERM/SIGINT: finishes the EC2 call in progress and exits 0; a second signal exits at once (143/130).
+SIGTERM/SIGINT: finishes the EC2 call in progress and exits 0; if it outlasts IPMGR_SHUTDOWN_GRACE_MS, the
+call is aborted and the sidecar exits 8 within about a second of the grace. A second signal exits at once
+(143/130).
 
 flags (each also read from its environment variable):
 ${describeSettings(settings)}
@@ -45,7 +47,9 @@ export async function main(argv: readonly string[]): Promise<number> {
     const log = createLogger(config.logLevel, { command: "sidecar" });
     logger = log;
     const metrics = new SidecarMetrics();
-    const deps = buildPodDeps(config, log, { observer: metrics.ec2Observer });
+    // Aborted when the shutdown grace runs out: cuts the EC2 and IMDS calls in flight, and their retries.
+    const inflight = new AbortController();
+    const deps = buildPodDeps(config, log, { observer: metrics.ec2Observer, signal: inflight.signal });
     addressEvents = await startAddressEvents({
       mode: config.addressEvents,
       watchesInterfaces: config.addressSource === "interfaces",
@@ -61,6 +65,9 @@ export async function main(argv: readonly string[]): Promise<number> {
       waitForAddressesMs: config.waitForAddressesMs,
       confirm: { timeoutMs: config.confirmTimeoutMs, intervalMs: config.confirmIntervalMs },
       releaseOnRemove: config.releaseOnRemove,
+      releaseSettleMs: config.releaseSettleMs,
+      episodeCheckIntervalMs: config.episodeCheckIntervalMs,
+      inflight,
       pollIntervalMs: config.pollIntervalMs,
       ...(addressEvents === undefined ? {} : { addressEvents }),
       eventsFallbackPollMs: config.eventsFallbackPollMs,

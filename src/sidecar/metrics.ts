@@ -33,6 +33,7 @@ export class SidecarMetrics {
   readonly #ec2Duration: Histogram<"operation">;
   readonly #addressesHeld: Gauge;
   readonly #conflicts: Counter;
+  readonly #addressesInConflict: Gauge;
   readonly #driftRepairs: Counter;
   readonly #changeToAssigned: Histogram;
 
@@ -87,6 +88,11 @@ export class SidecarMetrics {
       help: "Conflict episodes: an address configured here was found on another ENI (another pod claims it).",
       registers,
     });
+    this.#addressesInConflict = new Gauge({
+      name: `${PREFIX}addresses_in_conflict`,
+      help: "Addresses configured here whose drift episode saw another ENI hold them (split brain), until the episode ends.",
+      registers,
+    });
     this.#driftRepairs = new Counter({
       name: `${PREFIX}drift_repairs_total`,
       help: "Repairs of drift: an address configured here, held by our ENI earlier, assigned again.",
@@ -119,6 +125,10 @@ export class SidecarMetrics {
 
   conflict(): void {
     this.#conflicts.inc();
+  }
+
+  addressesInConflict(count: number): void {
+    this.#addressesInConflict.set(count);
   }
 
   driftRepair(count = 1): void {

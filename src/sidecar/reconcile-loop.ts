@@ -9,12 +9,14 @@ import {
   planFor,
   type ReconcileDeps,
 } from "../eni/reconcile.js";
-import type { Placement, Plan, PlanPolicy, PodInterface } from "../eni/types.js";
+import type { Plan, PlanPolicy, PodInterface } from "../eni/types.js";
 import { addressesOf } from "./address-diff.js";
 import type { ReleasedToken } from "./address-watcher.js";
 import { type BackoffPolicy, backoffDelay, DEFAULT_BACKOFF } from "./backoff.js";
+import { DriftEpisodes, type EpisodeEvent, type Holder } from "./drift-episodes.js";
 import type { ProbeResult, SidecarStatus } from "./http-server.js";
 import type { SidecarMetrics } from "./metrics.js";
+import { type ReadinessView, readinessOf } from "./readiness.js";
 
 /** What the loop needs from the address watcher. */
 export interface WatchedAddresses {
@@ -32,20 +34,29 @@ export interface ReconcileLoopOptions {
   readonly policy: PlanPolicy;
   /** Release an address that left our interfaces, if our ENI still holds it (IPMGR_RELEASE_ON_REMOVE). */
   readonly releaseOnRemove: boolean;
+  /**
+   * How long, in ms, an address must stay off our interfaces before it is released (IPMGR_RELEASE_SETTLE_MS):
+   * an application that removes an address and adds it back (a bounce) keeps it routed. Default 250.
+   */
+  readonly releaseSettleMs?: number;
   /** Full reconcile period in ms, even when nothing changed (IPMGR_RESYNC_INTERVAL_MS). */
   readonly resyncIntervalMs: number;
-  /** IMDS-only drift check period in ms (IPMGR_DRIFT_CHECK_INTERVAL_MS). */
+  /** Drift check period in ms (IPMGR_DRIFT_CHECK_INTERVAL_MS); each check comes after 70 to 90 % of it. */
   readonly driftCheckIntervalMs: number;
+  /**
+   * Drift check period in ms while a drift episode is open (IPMGR_EPISODE_CHECK_INTERVAL_MS), when shorter
+   * than the normal one. Default 500.
+   */
+  readonly episodeCheckIntervalMs?: number;
   /** Wait for IMDS to show what EC2 accepted (IPMGR_CONFIRM_TIMEOUT_MS / IPMGR_CONFIRM_INTERVAL_MS). */
   readonly confirm: { readonly timeoutMs: number; readonly intervalMs: number };
-  /** Backoff between repairs of one drifting address. Default 1 s doubling to 60 s. */
+  /** Pacing of repairs against a rival that holds the address. Default 1 s doubling to 60 s. */
   readonly repairBackoff?: BackoffPolicy;
-  /** Backoff between attempts after a failed reconcile. Default 1 s doubling to 60 s. */
+  /** Backoff between attempts after a failed reconcile. Default 1 s doubling to 5 s. */
   readonly failureBackoff?: BackoffPolicy;
   /**
-   * How long, in ms, a drifting address must stay held by our ENI for its episode to end (and its backoff
-   * to reset). Default: twice the repair backoff's maximum, so that a rival retrying at the maximum is still
-   * seen as the same episode.
+   * How long, in ms, a drifting address must stay held by our ENI for its episode to end. Default: twice the
+   * repair backoff's maximum, so that a rival retrying at the maximum is still seen as the same episode.
    */
   readonly episodeQuietMs?: number;
   /**
@@ -57,77 +68,61 @@ export interface ReconcileLoopOptions {
   readonly random?: () => number;
 }
 
-/** A drifting address: configured here, held by our ENI earlier, taken away since. */
-interface DriftEpisode {
-  readonly startedAt: number;
-  /** Repairs made in this episode. */
-  attempts: number;
-  /** Clock time before which no repair is made. */
-  nextRepairAt: number;
-  /** The address is not on our ENI at the last observation. */
-  pendingRepair: boolean;
-  /** Since when our ENI holds it again (undefined while it does not). */
-  heldSince: number | undefined;
-  /** Logged (and counted, when another ENI holds it) once per episode. */
-  reported: boolean;
-  /** The ENI that held it when the episode was reported; undefined when none did. */
-  otherHolder: string | undefined;
-}
-
-interface StatusView {
-  readonly plan: Plan;
-  /** Addresses seen on the interfaces at that observation (all families and kinds). */
-  readonly present: ReadonlySet<string>;
-  /** Placements held by their ENI. */
-  readonly held: ReadonlySet<string>;
-}
+/** 1 s doubling to 5 s: after EC2 comes back from an outage, the next attempt is at most ~6 s away. */
+export const DEFAULT_FAILURE_BACKOFF: BackoffPolicy = { baseMs: 1_000, maxMs: 5_000 };
+export const DEFAULT_EPISODE_CHECK_INTERVAL_MS = 500;
+export const DEFAULT_RELEASE_SETTLE_MS = 250;
 
 /** The first sentence of an error, for logs and /readyz. */
 function describeError(error: unknown): string {
   return error instanceof Error ? `${error.name}: ${error.message}` : String(error);
 }
 
-function isAbortFrom(signal: AbortSignal, error: unknown): boolean {
-  return (
-    signal.aborted && (error === signal.reason || (error instanceof Error && error.name === "AbortError"))
-  );
+/** What one observation (IMDS, plus EC2 for the holders of lost addresses) showed. */
+interface Observed {
+  readonly observation: Observation;
+  readonly offline: Plan;
 }
 
 /**
  * The sidecar's state machine. Every step is one of:
- * - a reconcile (observe, plan, apply, confirm) after a change on the pod interfaces, a resync, a drift
- *   repair coming due, or a retry after a failure;
- * - a drift check: IMDS only, no EC2 call; if an address is not where it must be, a reconcile follows.
+ * - a reconcile (observe, plan, apply, confirm) after a change on the pod interfaces, a resync, a repair
+ *   or a release coming due, or a retry after a failure;
+ * - a drift check: IMDS, and for an address taken off our ENI one EC2 read to learn who holds it; if an
+ *   address is not where it must be and may be repaired, a reconcile follows.
  *
- * Drift: an address we held that is still configured here but no longer on our ENI (split brain, or
- * something unassigned it). It is repaired with per-address backoff and counted, and the episode is logged
- * once, naming the other holder. An address that left our interface and came back (failback) is a plain
- * change, repaired at once.
+ * Drift (an address we held, still configured here, no longer on our ENI) follows the rules of
+ * DriftEpisodes: repaired at once when no ENI holds it, paced by backoff when a rival does. While an
+ * episode is open the drift check runs every `episodeCheckIntervalMs`, so a rival letting go is seen fast.
  */
 export class ReconcileLoop implements SidecarStatus {
   readonly #o: ReconcileLoopOptions;
-  readonly #repairBackoff: BackoffPolicy;
   readonly #failureBackoff: BackoffPolicy;
-  readonly #episodeQuietMs: number;
+  readonly #episodeCheckIntervalMs: number;
+  readonly #releaseSettleMs: number;
   readonly #maxStepMs: number;
   readonly #random: () => number;
 
   /** Addresses our ENI held at the last observation (or confirmation). */
   readonly #held = new Set<string>();
-  readonly #episodes = new Map<string, DriftEpisode>();
-  #view: StatusView | undefined;
+  readonly #episodes: DriftEpisodes;
+  /** Released addresses (gone from our interfaces) and when the loop first saw them gone. */
+  readonly #releasedSince = new Map<string, number>();
+  #view: ReadinessView | undefined;
 
   #changePending = false;
   #changeDetectedAt: number | undefined;
   #reconcileNow = false;
   #nextResyncAt = 0;
   #nextDriftCheckAt = 0;
+  #nextReleaseAt: number | undefined;
 
   #failures = 0;
   #retryAt: number | undefined;
   #failureKey: string | undefined;
   #lastFailure: string | undefined;
-  #driftCheckFailureKey: string | undefined;
+  #observeFailureKey: string | undefined;
+  #holderFailureKey: string | undefined;
   #refusalKey = "";
 
   #started = false;
@@ -137,11 +132,17 @@ export class ReconcileLoop implements SidecarStatus {
 
   constructor(options: ReconcileLoopOptions) {
     this.#o = options;
-    this.#repairBackoff = options.repairBackoff ?? DEFAULT_BACKOFF;
-    this.#failureBackoff = options.failureBackoff ?? DEFAULT_BACKOFF;
-    this.#episodeQuietMs = options.episodeQuietMs ?? 2 * this.#repairBackoff.maxMs;
+    const repairBackoff = options.repairBackoff ?? DEFAULT_BACKOFF;
+    this.#failureBackoff = options.failureBackoff ?? DEFAULT_FAILURE_BACKOFF;
+    this.#episodeCheckIntervalMs = options.episodeCheckIntervalMs ?? DEFAULT_EPISODE_CHECK_INTERVAL_MS;
+    this.#releaseSettleMs = options.releaseSettleMs ?? DEFAULT_RELEASE_SETTLE_MS;
     this.#maxStepMs = options.maxStepMs ?? options.confirm.timeoutMs + 120_000;
     this.#random = options.random ?? Math.random;
+    this.#episodes = new DriftEpisodes({
+      backoff: repairBackoff,
+      quietMs: options.episodeQuietMs ?? 2 * repairBackoff.maxMs,
+      random: this.#random,
+    });
   }
 
   /** The watcher saw a (coalesced) change at clock time `detectedAt`: reconcile as soon as possible. */
@@ -160,7 +161,7 @@ export class ReconcileLoop implements SidecarStatus {
       ...plan.refusals.map((r) => r.address),
       ...plan.skipped.map((s) => s.address),
     ]);
-    this.#setView({ plan, present, held });
+    this.#setView({ plan, present, held, observedAt: this.#o.deps.clock.now() });
   }
 
   /** Number of consecutive failed reconciles (0 when the last one worked). */
@@ -168,13 +169,17 @@ export class ReconcileLoop implements SidecarStatus {
     return this.#failures;
   }
 
-  /** Runs until `signal` aborts; the step in progress (an EC2 call) is finished first, never cut. */
+  /**
+   * Runs until `signal` aborts. The step in progress is not cut by `signal`; the EC2 and IMDS calls are
+   * cut by the deps' own signal, which the sidecar aborts when the shutdown grace runs out.
+   */
   async run(signal: AbortSignal): Promise<void> {
     const { clock } = this.#o.deps;
     const start = clock.now();
     this.#started = true;
     this.#nextResyncAt = start + this.#o.resyncIntervalMs;
-    this.#nextDriftCheckAt = start + this.#o.driftCheckIntervalMs;
+    // A random phase per process: two sidecars of a pair never check (and repair) in lockstep.
+    this.#nextDriftCheckAt = start + this.#o.driftCheckIntervalMs * this.#random();
     while (!signal.aborted) {
       const now = clock.now();
       this.#lastTickAt = now;
@@ -188,7 +193,7 @@ export class ReconcileLoop implements SidecarStatus {
         if (work === "drift-check") await this.#driftCheck();
         else await this.#reconcileStep(signal);
       } catch (error) {
-        if (isAbortFrom(signal, error)) break;
+        if (signal.aborted) break;
         // #reconcileStep and #driftCheck handle their own failures; anything here is a bug in the loop.
         this.#o.deps.logger.error({ err: error }, "sidecar loop step failed unexpectedly");
         this.#retryAt =
@@ -210,10 +215,10 @@ export class ReconcileLoop implements SidecarStatus {
     } else {
       if (this.#reconcileNow || now >= this.#nextResyncAt) return "reconcile";
       wakeAt = Math.min(wakeAt, this.#nextResyncAt);
-      for (const episode of this.#episodes.values()) {
-        if (!episode.pendingRepair) continue;
-        if (now >= episode.nextRepairAt) return "reconcile";
-        wakeAt = Math.min(wakeAt, episode.nextRepairAt);
+      for (const due of [this.#episodes.nextRepairAt(), this.#nextReleaseAt]) {
+        if (due === undefined) continue;
+        if (now >= due) return "reconcile";
+        wakeAt = Math.min(wakeAt, due);
       }
     }
     if (now >= this.#nextDriftCheckAt) return "drift-check";
@@ -232,6 +237,15 @@ export class ReconcileLoop implements SidecarStatus {
     }
   }
 
+  /** The next drift check: 70 to 90 % of the period, so that /readyz never reads an observation older than it. */
+  #scheduleDriftCheck(now: number): void {
+    const period =
+      this.#episodes.size > 0
+        ? Math.min(this.#o.driftCheckIntervalMs, this.#episodeCheckIntervalMs)
+        : this.#o.driftCheckIntervalMs;
+    this.#nextDriftCheckAt = now + period * (0.7 + 0.2 * this.#random());
+  }
+
   async #reconcileStep(signal: AbortSignal): Promise<void> {
     const { clock, logger } = this.#o.deps;
     const measuredFrom = this.#changeDetectedAt;
@@ -241,7 +255,7 @@ export class ReconcileLoop implements SidecarStatus {
     try {
       await this.#reconcile(signal, measuredFrom);
     } catch (error) {
-      if (isAbortFrom(signal, error)) throw error;
+      if (signal.aborted) throw error;
       this.#changeDetectedAt ??= measuredFrom;
       this.#failures += 1;
       const delay = backoffDelay(this.#failureBackoff, this.#failures, this.#random);
@@ -267,24 +281,18 @@ export class ReconcileLoop implements SidecarStatus {
     this.#lastFailure = undefined;
     const now = clock.now();
     this.#nextResyncAt = now + this.#o.resyncIntervalMs;
-    this.#nextDriftCheckAt = now + this.#o.driftCheckIntervalMs;
+    this.#scheduleDriftCheck(now);
   }
 
   async #reconcile(signal: AbortSignal, measuredFrom: number | undefined): Promise<void> {
     const { deps, watcher, metrics, policy } = this.#o;
     const token = watcher.released();
-    const observation = await observe(deps);
-    const offline = planOffline({ interfaces: observation.interfaces, enis: observation.enis, policy });
-    this.#track(offline);
-    await this.#reportNewEpisodes(offline);
+    const { observation, offline } = await this.#observe();
 
     const now = deps.clock.now();
-    const heldBack = new Set<string>();
-    for (const [address, episode] of this.#episodes) {
-      if (episode.pendingRepair && now < episode.nextRepairAt) heldBack.add(address);
-    }
+    const heldBack = this.#episodes.heldBack(now);
     const present = addressesOf(observation.interfaces);
-    const released = this.#o.releaseOnRemove ? [...token.keys()].filter((a) => !present.has(a)) : [];
+    const released = this.#o.releaseOnRemove ? this.#ripeReleases(token, present, now) : [];
     const planned = await planFor(withoutAddresses(observation, heldBack), policy, released, deps);
     signal.throwIfAborted();
 
@@ -292,7 +300,7 @@ export class ReconcileLoop implements SidecarStatus {
     for (const action of planned.actions) {
       if (action.kind !== "assign-ipv4" && action.kind !== "assign-ipv6") continue;
       for (const address of action.addresses)
-        if (this.#episodes.get(address)?.pendingRepair) repairs.add(address);
+        if (this.#episodes.repairDue(address, now)) repairs.add(address);
     }
     const mutating = planned.actions.filter((a) => a.addresses.length > 0);
     if (mutating.length > 0) {
@@ -305,11 +313,7 @@ export class ReconcileLoop implements SidecarStatus {
     const acceptedAt = deps.clock.now();
     if (mutatingCalls > 0 && measuredFrom !== undefined) metrics.changeToAssigned(acceptedAt - measuredFrom);
     for (const address of repairs) {
-      const episode = this.#episodes.get(address);
-      if (episode === undefined) continue;
-      episode.attempts += 1;
-      episode.pendingRepair = false;
-      episode.nextRepairAt = acceptedAt + backoffDelay(this.#repairBackoff, episode.attempts, this.#random);
+      this.#episodes.repaired(address);
       metrics.driftRepair();
     }
     if (mutatingCalls > 0) {
@@ -322,154 +326,203 @@ export class ReconcileLoop implements SidecarStatus {
       );
       await confirmPlan(planned, deps, { ...this.#o.confirm, signal });
     }
-    watcher.acknowledgeReleased(token);
+    // Only what the planner was given: a release not yet ripe stays for a later reconcile.
+    watcher.acknowledgeReleased(
+      new Map([...token].filter(([address]) => !this.#releasedSince.has(address) || present.has(address))),
+    );
 
     // Everything planned is now held (confirmed through IMDS, or already in place); held-back addresses are not.
+    const confirmedAt = deps.clock.now();
     const held = new Set(planned.placements.map((p) => p.address));
     for (const address of held) {
       this.#held.add(address);
-      const episode = this.#episodes.get(address);
-      if (episode !== undefined) {
-        episode.pendingRepair = false;
-        episode.heldSince ??= deps.clock.now();
-      }
+      this.#episodeEvent(this.#episodes.held(address, confirmedAt));
     }
-    this.#setView({ plan: offline, present, held });
+    this.#setView({ plan: offline, present, held, observedAt: confirmedAt });
     metrics.reconcile(mutatingCalls > 0 ? "applied" : "noop");
   }
 
-  /** IMDS only: finds drift (or anything not in place) and asks for a reconcile. Never calls EC2. */
+  /**
+   * The released addresses that have stayed off our interfaces for the settle time; the others wait (and
+   * the loop wakes when the first of them is due).
+   */
+  #ripeReleases(token: ReleasedToken, present: ReadonlySet<string>, now: number): string[] {
+    for (const address of this.#releasedSince.keys()) {
+      if (!token.has(address) || present.has(address)) this.#releasedSince.delete(address);
+    }
+    const ripe: string[] = [];
+    let next: number | undefined;
+    for (const address of token.keys()) {
+      if (present.has(address)) continue;
+      const since = this.#releasedSince.get(address) ?? now;
+      const due = since + this.#releaseSettleMs;
+      if (now >= due) {
+        ripe.push(address);
+        this.#releasedSince.delete(address);
+      } else {
+        this.#releasedSince.set(address, since);
+        next = next === undefined ? due : Math.min(next, due);
+      }
+    }
+    this.#nextReleaseAt = next;
+    return ripe;
+  }
+
+  /** Observes; asks for a reconcile when something is out of place and may be repaired now. */
   async #driftCheck(): Promise<void> {
-    const { deps, policy } = this.#o;
-    this.#nextDriftCheckAt = deps.clock.now() + this.#o.driftCheckIntervalMs;
-    let observation: Observation;
-    let offline: Plan;
+    const { deps } = this.#o;
+    this.#scheduleDriftCheck(deps.clock.now());
+    let observed: Observed;
     try {
-      observation = await observe(deps);
-      offline = planOffline({ interfaces: observation.interfaces, enis: observation.enis, policy });
+      observed = await this.#observe();
     } catch (error) {
       const key = describeError(error);
-      if (key !== this.#driftCheckFailureKey) {
-        this.#driftCheckFailureKey = key;
+      if (key !== this.#observeFailureKey) {
+        this.#observeFailureKey = key;
         deps.logger.warn({ err: error }, "drift check failed (IMDS); trying again at the next check");
       }
       return;
     }
-    if (this.#driftCheckFailureKey !== undefined) {
-      this.#driftCheckFailureKey = undefined;
+    if (this.#observeFailureKey !== undefined) {
+      this.#observeFailureKey = undefined;
       deps.logger.info("drift check works again");
     }
-    this.#track(offline);
+    const { offline } = observed;
     const satisfied = new Set(offline.satisfied);
-    this.#setView({ plan: offline, present: addressesOf(observation.interfaces), held: satisfied });
-    const out = offline.placements.filter((p) => !satisfied.has(p.address) && !this.#episodes.has(p.address));
+    const heldBack = this.#episodes.heldBack(deps.clock.now());
+    const out = offline.placements.filter((p) => !satisfied.has(p.address) && !heldBack.has(p.address));
     if (out.length > 0) {
       deps.logger.debug({ addresses: out.map((p) => p.address) }, "drift check: addresses not in place");
       this.#reconcileNow = true;
     }
+    // A check may open an episode: the next one comes at the episode's pace.
+    this.#scheduleDriftCheck(deps.clock.now());
   }
 
-  /** Updates `held` and the drift episodes from an observation's offline plan. */
-  #track(offline: Plan): void {
-    const { clock, logger } = this.#o.deps;
-    const now = clock.now();
+  /**
+   * One observation: the pod's interfaces and our ENIs through IMDS; then, for addresses taken off our ENI,
+   * who holds them (one EC2 read per family). Updates the episodes and the readiness view.
+   */
+  async #observe(): Promise<Observed> {
+    const { deps, policy } = this.#o;
+    const observedAt = deps.clock.now();
+    const observation = await observe(deps);
+    const offline = planOffline({ interfaces: observation.interfaces, enis: observation.enis, policy });
     const satisfied = new Set(offline.satisfied);
     const wanted = new Map(offline.placements.map((p) => [p.address, p]));
-    for (const [address, placement] of wanted) {
-      const episode = this.#episodes.get(address);
+    const lost: string[] = [];
+    for (const address of wanted.keys()) {
       if (satisfied.has(address)) {
         this.#held.add(address);
-        if (episode !== undefined) {
-          episode.pendingRepair = false;
-          episode.heldSince ??= now;
-          if (now - episode.heldSince >= this.#episodeQuietMs) {
-            this.#episodes.delete(address);
-            logger.info(
-              { address, eniId: placement.eniId, repairs: episode.attempts },
-              "drift episode over: our ENI has held the address undisturbed",
-            );
-          }
-        }
-        continue;
-      }
-      if (this.#held.delete(address) && episode === undefined) {
-        this.#episodes.set(address, {
-          startedAt: now,
-          attempts: 0,
-          nextRepairAt: now,
-          pendingRepair: true,
-          heldSince: undefined,
-          reported: false,
-          otherHolder: undefined,
-        });
-      } else if (episode !== undefined) {
-        episode.pendingRepair = true;
-        episode.heldSince = undefined;
+        this.#episodeEvent(this.#episodes.held(address, observedAt));
+      } else if (this.#episodes.lost(address, observedAt, this.#held.has(address))) {
+        this.#held.delete(address);
+        lost.push(address);
       }
     }
     for (const address of this.#held) if (!wanted.has(address)) this.#held.delete(address);
-    for (const [address, episode] of this.#episodes) {
-      if (wanted.has(address)) continue;
-      this.#episodes.delete(address);
-      logger.info(
-        { address, repairs: episode.attempts, otherHolder: episode.otherHolder },
-        "drift episode over: the address is no longer configured here",
-      );
-    }
-    this.#logRefusals(offline);
-  }
+    for (const event of this.#episodes.keepOnly(new Set(wanted.keys()))) this.#episodeEvent(event);
 
-  /** Logs each drift episode once, naming the ENI that took the address; counts it as a conflict if one did. */
-  async #reportNewEpisodes(offline: Plan): Promise<void> {
-    const { deps, metrics } = this.#o;
-    for (const [address, episode] of this.#episodes) {
-      if (episode.reported || !episode.pendingRepair) continue;
-      const placement = offline.placements.find((p) => p.address === address);
-      if (placement === undefined) continue;
-      let holders: string[];
-      try {
-        holders = await this.#holdersOf(address);
-      } catch (error) {
-        // Only the log line loses the other ENI's name; the repair itself goes ahead.
-        deps.logger.warn({ err: error, address }, "could not look up which ENI holds the drifted address");
-        holders = [];
-      }
-      if (holders.includes(placement.eniId)) {
+    const holders = await this.#holdersOf(lost);
+    const now = deps.clock.now();
+    for (const address of lost) {
+      const holder = holders.get(address);
+      const placement = wanted.get(address);
+      if (placement !== undefined && holder === placement.eniId) {
         // EC2 says our ENI holds it: IMDS is lagging, nothing drifted.
-        this.#episodes.delete(address);
         this.#held.add(address);
+        this.#episodeEvent(this.#episodes.held(address, now));
+        satisfied.add(address);
         continue;
       }
-      episode.reported = true;
-      episode.otherHolder = holders[0];
-      if (episode.otherHolder !== undefined) {
+      this.#episodeEvent(this.#episodes.holder(address, holder, now));
+    }
+    this.#logRefusals(offline);
+    this.#setView({
+      plan: offline,
+      present: addressesOf(observation.interfaces),
+      held: satisfied,
+      observedAt,
+    });
+    return { observation, offline };
+  }
+
+  /** Who holds each address: another ENI's id, null for none, absent when the read failed. */
+  async #holdersOf(addresses: readonly string[]): Promise<Map<string, Holder>> {
+    const result = new Map<string, Holder>();
+    if (addresses.length === 0) return result;
+    const v4 = addresses.filter((a) => family(a) === 4);
+    const v6 = addresses.filter((a) => family(a) === 6);
+    try {
+      const enis = [
+        ...(v4.length === 0 ? [] : await this.#o.deps.ec2.describeNetworkInterfaces({ ipv4Addresses: v4 })),
+        ...(v6.length === 0 ? [] : await this.#o.deps.ec2.describeNetworkInterfaces({ ipv6Addresses: v6 })),
+      ];
+      for (const address of addresses) {
+        const holder = enis.find((e) => e.ipv4s.includes(address) || e.ipv6s.includes(address));
+        result.set(address, holder?.eniId ?? null);
+      }
+    } catch (error) {
+      // Unknown holders are paced as rivals; the repair itself goes ahead when its backoff has passed.
+      const key = describeError(error);
+      if (key !== this.#holderFailureKey) {
+        this.#holderFailureKey = key;
+        this.#o.deps.logger.warn(
+          { err: error, addresses },
+          "could not look up which ENI holds the addresses taken off our ENI; repairing them with backoff",
+        );
+      }
+      return result;
+    }
+    this.#holderFailureKey = undefined;
+    return result;
+  }
+
+  /** Logs and counts what the episodes report: each conflict and each drift once per episode. */
+  #episodeEvent(event: EpisodeEvent | undefined): void {
+    if (event === undefined) return;
+    const { deps, metrics } = this.#o;
+    const { episode } = event;
+    const placement = this.#view?.plan.placements.find((p) => p.address === episode.address);
+    const where =
+      placement === undefined ? "" : ` on ${placement.interfaceName} here (ENI ${placement.eniId})`;
+    switch (event.kind) {
+      case "conflict":
         metrics.conflict();
         deps.logger.warn(
           {
-            address,
-            interface: placement.interfaceName,
-            ourEniId: placement.eniId,
-            otherEniId: episode.otherHolder,
-            repairBackoffMs: this.#repairBackoff,
+            address: episode.address,
+            interface: placement?.interfaceName,
+            ourEniId: placement?.eniId,
+            otherEniId: episode.rival,
           },
-          `conflict: ${address} is configured on ${placement.interfaceName} here (ENI ${placement.eniId}) but ` +
-            `ENI ${episode.otherHolder} holds it; another pod claims the same address (split brain?). ` +
-            "Taking it back with backoff; logged once per episode.",
+          `conflict: ${episode.address} is configured${where} but ENI ${episode.rival} holds it; another pod ` +
+            "claims the same address (split brain?). Taking it back with backoff, at once if it is let go; " +
+            "logged once per episode.",
         );
-      } else {
+        break;
+      case "drift":
         deps.logger.warn(
-          { address, interface: placement.interfaceName, ourEniId: placement.eniId },
-          `drift: ${address} is configured on ${placement.interfaceName} here but no longer on ENI ` +
-            `${placement.eniId}, and no ENI holds it; assigning it again with backoff. Logged once per episode.`,
+          { address: episode.address, interface: placement?.interfaceName, ourEniId: placement?.eniId },
+          `drift: ${episode.address} is configured${where} but no ENI holds it any more; assigning it again ` +
+            "at once. Logged once per episode.",
         );
-      }
+        break;
+      case "over":
+        deps.logger.info(
+          {
+            address: episode.address,
+            repairs: episode.repairs,
+            moves: episode.moves,
+            otherEniId: episode.rival,
+          },
+          event.reason === "quiet"
+            ? "drift episode over: our ENI has held the address undisturbed"
+            : "drift episode over: the address is no longer configured here",
+        );
+        break;
     }
-  }
-
-  async #holdersOf(address: string): Promise<string[]> {
-    const filter = family(address) === 4 ? { ipv4Addresses: [address] } : { ipv6Addresses: [address] };
-    const enis = await this.#o.deps.ec2.describeNetworkInterfaces(filter);
-    return enis.map((e) => e.eniId);
+    metrics.addressesInConflict(this.#episodes.conflicts());
   }
 
   #logRefusals(offline: Plan): void {
@@ -488,9 +541,10 @@ export class ReconcileLoop implements SidecarStatus {
     }
   }
 
-  #setView(view: StatusView): void {
+  #setView(view: ReadinessView): void {
     this.#view = view;
     this.#o.metrics.addressesHeld(view.plan.placements.filter((p) => view.held.has(p.address)).length);
+    this.#o.metrics.addressesInConflict(this.#episodes.conflicts());
   }
 
   /** Releases the addresses of our interfaces that our ENIs hold (IPMGR_RELEASE_ON_EXIT). */
@@ -540,36 +594,15 @@ export class ReconcileLoop implements SidecarStatus {
   }
 
   readiness(): ProbeResult {
-    const view = this.#view;
-    if (!this.#started || view === undefined) return { ok: false, lines: ["startup has not finished"] };
-    const lines: string[] = [];
-    for (const iface of this.#o.watcher.snapshot()) {
-      for (const address of iface.addresses) {
-        if (!view.present.has(address)) lines.push(`${address} on ${iface.name}: seen, not reconciled yet`);
-      }
-    }
-    for (const refusal of view.plan.refusals) lines.push(`refused: ${refusal.detail}`);
-    const now = this.#o.deps.clock.now();
-    for (const placement of view.plan.placements) {
-      if (view.held.has(placement.address)) continue;
-      lines.push(this.#missingLine(placement, now));
-    }
-    if (lines.length > 0 && this.#lastFailure !== undefined)
-      lines.push(`last reconcile failed: ${this.#lastFailure}`);
-    if (lines.length > 0) return { ok: false, lines };
-    return {
-      ok: true,
-      lines: view.plan.placements.map((p) => `${p.address} on ${p.interfaceName} held by ${p.eniId}`),
-    };
-  }
-
-  #missingLine(placement: Placement, now: number): string {
-    const episode = this.#episodes.get(placement.address);
-    const head = `${placement.address} on ${placement.interfaceName}: not held by ${placement.eniId}`;
-    if (episode === undefined) return `${head} yet`;
-    const who = episode.otherHolder === undefined ? "" : ` (held by ${episode.otherHolder})`;
-    const wait = Math.max(0, episode.nextRepairAt - now);
-    return `${head}${who}; drift repair ${episode.attempts + 1} in ${wait} ms`;
+    if (!this.#started || this.#view === undefined) return { ok: false, lines: ["startup has not finished"] };
+    return readinessOf({
+      view: this.#view,
+      now: this.#o.deps.clock.now(),
+      maxAgeMs: this.#o.driftCheckIntervalMs,
+      configured: this.#o.watcher.snapshot(),
+      episodes: this.#episodes,
+      lastFailure: this.#lastFailure,
+    });
   }
 }
 

@@ -16,6 +16,15 @@ export interface SidecarOptions {
   readonly waitForAddressesMs: number;
   readonly confirm: Omit<ConfirmOptions, "signal">;
   readonly releaseOnRemove: boolean;
+  /** How long an address must stay off our interfaces before it is released, in ms (IPMGR_RELEASE_SETTLE_MS). */
+  readonly releaseSettleMs?: number;
+  /** Drift check period while an episode is open, in ms (IPMGR_EPISODE_CHECK_INTERVAL_MS). */
+  readonly episodeCheckIntervalMs?: number;
+  /**
+   * Aborts the EC2 and IMDS calls in flight when the shutdown grace runs out: `deps` must be built with its
+   * signal. Without it, a shutdown waits for the step in progress however long it takes.
+   */
+  readonly inflight?: AbortController;
   /** Interface poll period in ms, without address events or while they are down (IPMGR_POLL_INTERVAL_MS). */
   readonly pollIntervalMs: number;
   /**
@@ -88,6 +97,10 @@ export class Sidecar {
       metrics: options.metrics,
       policy: options.policy,
       releaseOnRemove: options.releaseOnRemove,
+      ...(options.releaseSettleMs === undefined ? {} : { releaseSettleMs: options.releaseSettleMs }),
+      ...(options.episodeCheckIntervalMs === undefined
+        ? {}
+        : { episodeCheckIntervalMs: options.episodeCheckIntervalMs }),
       resyncIntervalMs: options.resyncIntervalMs,
       driftCheckIntervalMs: options.driftCheckIntervalMs,
       confirm: options.confirm,
@@ -160,9 +173,10 @@ export class Sidecar {
   }
 
   /**
-   * Stops watching and the loop; waits up to `graceMs` for the step in progress (an EC2 call is never cut),
-   * then optionally releases our addresses within what is left of the grace, then closes the HTTP server.
-   * Errors of the release propagate (the caller maps them to an exit code).
+   * Stops watching and the loop; waits up to `graceMs` for the step in progress, then optionally releases our
+   * addresses within what is left of the grace, then closes the HTTP server. When the grace runs out, the
+   * EC2 and IMDS calls in flight are aborted (`inflight`), so no attempt starts after it and this returns
+   * within about the grace. Errors of the release propagate (the caller maps them to an exit code).
    */
   async shutdown(options: ShutdownOptions): Promise<ShutdownOutcome> {
     const { clock, logger } = this.#o.deps;
@@ -182,22 +196,19 @@ export class Sidecar {
       if (!(await withinDeadline(settled, deadline, clock))) {
         logger.warn(
           { graceMs: options.graceMs },
-          "the step in progress did not finish within the shutdown grace",
+          "the step in progress did not finish within the shutdown grace; aborting the calls in flight",
         );
+        await this.#abortInflight(settled);
         return "grace-expired";
       }
       if (options.releaseOnExit) {
-        if (
-          !(await withinDeadline(
-            this.loop.releaseOwn().then(() => true),
-            deadline,
-            clock,
-          ))
-        ) {
+        const release = this.loop.releaseOwn().then(() => true);
+        if (!(await withinDeadline(release, deadline, clock))) {
           logger.warn(
             { graceMs: options.graceMs },
-            "releasing our addresses did not finish within the shutdown grace",
+            "releasing our addresses did not finish within the shutdown grace; aborting the calls in flight",
           );
+          await this.#abortInflight(release.catch(() => true));
           return "grace-expired";
         }
       }
@@ -205,6 +216,25 @@ export class Sidecar {
     } finally {
       await this.#http?.close();
     }
+  }
+
+  /** Aborts the calls in flight and waits, briefly, for the work that made them to unwind. */
+  async #abortInflight(work: Promise<boolean>): Promise<void> {
+    const inflight = this.#o.inflight;
+    if (inflight === undefined) return;
+    inflight.abort(new ShutdownGraceExpired());
+    await withinDeadline(work, this.#o.deps.clock.now() + ABORT_UNWIND_MS, this.#o.deps.clock);
+  }
+}
+
+/** How long aborted work may take to unwind (sockets closed, promises settled) before shutdown returns. */
+const ABORT_UNWIND_MS = 500;
+
+/** The reason calls in flight are aborted with when the shutdown grace runs out. */
+class ShutdownGraceExpired extends Error {
+  override name = "AbortError";
+  constructor() {
+    super("the shutdown grace ran out");
   }
 }
 
