@@ -1,6 +1,7 @@
 import type { Clock } from "./clock.js";
 import type { Ec2Api } from "./ec2-api.js";
 import { confirmHeld, readInstanceEnis } from "./eni-discovery.js";
+import { Ec2Error } from "./errors/ec2-error.js";
 import type { Imds } from "./imds.js";
 import type { InterfaceSource } from "./interface-source.js";
 import { family } from "./ip.js";
@@ -84,10 +85,16 @@ function isMutating(action: PlanAction): boolean {
   return action.addresses.length > 0;
 }
 
-/** Executes the plan's actions in order (IPv6 moves before assigns). Returns how many EC2 calls it made. */
+/**
+ * Executes the plan's actions in order (IPv6 moves before assigns). Returns how many EC2 calls it made.
+ *
+ * A move (unassign from the previous holder) that EC2 refuses is not an error: the goal is the address on our
+ * ENI, not the unassign. EC2's reads lag its writes, so the holder that Describe showed may already have let
+ * the address go; the assign that follows says whether the address is free. Only the assign's refusal fails.
+ */
 export async function applyPlan(
   plan: Plan,
-  deps: Pick<ReconcileDeps, "ec2">,
+  deps: Pick<ReconcileDeps, "ec2" | "logger">,
 ): Promise<{ mutatingCalls: number }> {
   let mutatingCalls = 0;
   for (const action of plan.actions) {
@@ -103,12 +110,30 @@ export async function applyPlan(
         await deps.ec2.assignIpv6(action.eniId, action.addresses);
         break;
       case "unassign-ipv6":
-        await deps.ec2.unassignIpv6(action.eniId, action.addresses);
+        if (action.reason === "move") await moveIpv6(action.eniId, action.addresses, deps);
+        else await deps.ec2.unassignIpv6(action.eniId, action.addresses);
         break;
     }
     mutatingCalls++;
   }
   return { mutatingCalls };
+}
+
+/** Unassigns IPv6 addresses from their previous holder; a refusal is logged and left to the assign to settle. */
+async function moveIpv6(
+  eniId: string,
+  addresses: readonly string[],
+  deps: Pick<ReconcileDeps, "ec2" | "logger">,
+): Promise<void> {
+  try {
+    await deps.ec2.unassignIpv6(eniId, addresses);
+  } catch (err) {
+    if (!(err instanceof Ec2Error) || err.kind !== "refused") throw err;
+    deps.logger.info(
+      { eniId, addresses, code: err.code, requestId: err.requestId, reason: err.message },
+      "EC2 refused to take the addresses from their previous holder, which may have let them go already (EC2's reads lag); assigning them anyway",
+    );
+  }
 }
 
 /** Waits until IMDS shows every placement of the plan on its ENI (EC2 accepted; IMDS follows). */
