@@ -5,6 +5,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import type { Clock } from "../src/eni/clock.js";
 import { createEc2Api } from "../src/eni/ec2-client.js";
+import { AddressNotAllowedError } from "../src/eni/errors/address-not-allowed-error.js";
 import { Ec2Error } from "../src/eni/errors/ec2-error.js";
 import { applyPlan } from "../src/eni/reconcile.js";
 import type { Placement, Plan, PlanAction } from "../src/eni/types.js";
@@ -12,7 +13,7 @@ import { parseWorld, type SimulatorHandle, startSimulator } from "../src/sim/ind
 import { captureLogger, type LogLine } from "./helpers/loggers.js";
 import { ManualClock } from "./helpers/manual-clock.js";
 import { credentials, fastRetry } from "./helpers/sim-fixtures.js";
-import { ENI, MAC, twoNodeWorld, type WorldOverrides } from "./helpers/worlds.js";
+import { ENI, MAC, NODE2, twoNodeWorld, type WorldOverrides } from "./helpers/worlds.js";
 
 let sim: SimulatorHandle | undefined;
 afterEach(async () => {
@@ -129,5 +130,56 @@ describe("applyPlan", () => {
     expect(error).toMatchObject({ operation: "UnassignIpv6Addresses", kind: "refused", eniId: ENI.node1A1 });
     expect(ipv6Of(sim, ENI.node1A1)).toEqual([address]);
     expect(moveLines(lines)).toEqual([]);
+  });
+
+  describe("IPv4 assign refused", () => {
+    const assign = (address: string): Plan =>
+      planOf(
+        [{ kind: "assign-ipv4", eniId: ENI.node1A1, addresses: [address], allowReassignment: true }],
+        [placement(address, ENI.node1A1, MAC.node1A1)],
+      );
+
+    it("names another instance's ENI whose primary address it is, exit code 6", async () => {
+      const { deps, sim } = await setUp({});
+      const before = sim.state();
+      const error = await applyPlan(assign("198.51.100.21"), deps).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(AddressNotAllowedError);
+      const e = error as AddressNotAllowedError;
+      expect(e.exitCode).toBe(6);
+      expect(e.message).toBe(
+        `address 198.51.100.21 on net1 is the primary private IPv4 address of ENI ${ENI.node2A1} of instance ` +
+          `${NODE2}, which EC2 never reassigns (it refused AssignPrivateIpAddresses on ${ENI.node1A1}); ` +
+          "exclude it from the IPAM range and from IPMGR_ALLOWED_CIDRS.",
+      );
+      expect(e.refusals).toMatchObject([
+        { address: "198.51.100.21", interfaceName: "net1", mac: MAC.node1A1, reason: "eni-primary-address" },
+      ]);
+      expect(e.cause).toBeInstanceOf(Ec2Error);
+      expect(sim.state()).toEqual(before);
+    });
+
+    it("stays EC2's refusal, exit code 5, when the address is no ENI's primary", async () => {
+      const { deps, sim } = await setUp({});
+      // In subnet-b, not in node1A1's subnet-a: EC2 refuses, and no ENI has it as its primary.
+      const error = await applyPlan(assign("198.51.100.100"), deps).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(Ec2Error);
+      expect(error).toMatchObject({ operation: "AssignPrivateIpAddresses", kind: "refused", exitCode: 5 });
+      expect(sim.calls().map((c) => c.action)).toContain("DescribeNetworkInterfaces");
+    });
+
+    it("stays EC2's refusal, with a warning, when the addresses cannot be re-read", async () => {
+      const { deps, lines, sim } = await setUp({});
+      // Both re-reads fail: the adapter's own (is it already assigned?) and the primary-address check.
+      sim.setFaults({ deny: ["DescribeNetworkInterfaces"] });
+      const error = await applyPlan(assign("198.51.100.21"), deps).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(Ec2Error);
+      expect(error).toMatchObject({ operation: "AssignPrivateIpAddresses", kind: "refused", exitCode: 5 });
+      const warning = lines.find(
+        (l) =>
+          l.msg ===
+          "could not re-read the refused addresses to see whether one is another ENI's primary address",
+      );
+      expect(warning).toMatchObject({ level: 40, eniId: ENI.node1A1, addresses: ["198.51.100.21"] });
+    });
   });
 });

@@ -8,7 +8,15 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { ip, Lab, type LabPodSpec, labUnavailableReason, type SimCallView } from "./helpers/netns.js";
-import { ALLOWED_CIDRS, ENI, MAC, NODE1, twoNodeWorld, type WorldOverrides } from "./helpers/worlds.js";
+import {
+  ALLOWED_CIDRS,
+  ENI,
+  MAC,
+  NODE1,
+  NODE2,
+  twoNodeWorld,
+  type WorldOverrides,
+} from "./helpers/worlds.js";
 
 const unavailable = labUnavailableReason();
 if (unavailable !== undefined) console.warn(`init end-to-end tests skipped: ${unavailable}`);
@@ -193,6 +201,23 @@ describe.skipIf(unavailable !== undefined)("multus-ipmgr init in a pod namespace
     expect(result.stderr).toContain("IPMGR_ALLOWED_CIDRS");
     expect(await l.calls()).toEqual([]);
     expect((await l.eni(ENI.node1A1)).ipv4s).toEqual(["198.51.100.11"]);
+  });
+
+  it("exits 6 naming the ENI and instance when the address is another instance's ENI primary", async () => {
+    // 198.51.100.21 is node 2's ENI's primary; the allowed CIDRs are too wide and let it through the planner.
+    const l = await start(pod([{ name: "net1", mac: MAC.node1A1, addresses: ["198.51.100.21/26"] }]));
+    const before = await l.state();
+    const result = await init({ IPMGR_ALLOWED_CIDRS: "198.51.100.0/26" });
+    expect(result.code).toBe(6);
+    expect(result.stderr).toBe(
+      `multus-ipmgr init: address 198.51.100.21 on net1 is the primary private IPv4 address of ENI ${ENI.node2A1} ` +
+        `of instance ${NODE2}, which EC2 never reassigns (it refused AssignPrivateIpAddresses on ${ENI.node1A1}); ` +
+        "exclude it from the IPAM range and from IPMGR_ALLOWED_CIDRS.\n",
+    );
+    expect(await l.state()).toEqual(before);
+    expect(mutating(await l.calls()).map((c) => `${c.action} ${c.outcome}`)).toEqual([
+      "AssignPrivateIpAddresses InvalidParameterValue",
+    ]);
   });
 
   it("fails with exit 7 when the interface's MAC matches no ENI of the instance", async () => {
