@@ -174,6 +174,12 @@ describe("applyPlan", () => {
       const error = await applyPlan(assign("198.51.100.21"), deps).catch((e: unknown) => e);
       expect(error).toBeInstanceOf(Ec2Error);
       expect(error).toMatchObject({ operation: "AssignPrivateIpAddresses", kind: "refused", exitCode: 5 });
+      // The adapter's failed re-read is in the refusal's cause, by message, for the caller's error line.
+      expect((error as Error).cause).toMatchObject({
+        message: expect.stringMatching(
+          /^refused, and the ENI could not be re-read: EC2 denied DescribeNetworkInterfaces on eni-0000000000000a001: UnauthorizedOperation /,
+        ),
+      });
       const warning = lines.find(
         (l) =>
           l.msg ===
