@@ -311,7 +311,32 @@ describe("createEc2Api against the simulator", () => {
         "ok",
       ]);
       expect(records).toMatchObject([{ operation: "AssignPrivateIpAddresses", attempts: 3, outcome: "ok" }]);
-      expect(lines.filter((l) => l.level === 40 && l.errorCode === "RequestLimitExceeded")).toHaveLength(2);
+      // One debug line per retry; the success line carries the attempts. Nothing at warn or above.
+      const retries = lines.filter((l) => l.msg === "EC2 AssignPrivateIpAddresses failed, retrying");
+      expect(retries).toMatchObject([
+        {
+          level: 20,
+          attempt: 1,
+          errorCode: "RequestLimitExceeded",
+          eniId: "eni-0b",
+          addresses: ["198.51.100.44"],
+        },
+        {
+          level: 20,
+          attempt: 2,
+          errorCode: "RequestLimitExceeded",
+          eniId: "eni-0b",
+          addresses: ["198.51.100.44"],
+        },
+      ]);
+      expect(retries[0]?.requestId).toEqual(expect.any(String));
+      expect(retries[0]?.delayMs).toEqual(expect.any(Number));
+      expect(retries[0]?.err).toEqual(expect.stringContaining("Injected failure"));
+      expect(lines.find((l) => l.msg === "EC2 AssignPrivateIpAddresses")).toMatchObject({
+        level: 30,
+        attempts: 3,
+      });
+      expect(lines.filter((l) => (l.level as number) >= 40)).toEqual([]);
       await ec2.unassignPrivateIpv4("eni-0b", ["198.51.100.44"]);
     });
 
@@ -337,7 +362,21 @@ describe("createEc2Api against the simulator", () => {
           "pod's IRSA/Pod Identity role.",
       );
       expect(records).toMatchObject([{ outcome: "error", errorCode: "UnauthorizedOperation", attempts: 1 }]);
-      expect(lines.filter((l) => l.level === 50)).toHaveLength(1);
+      // The caller reports the failure (init once, the sidecar once per error change): debug here.
+      expect(lines.filter((l) => (l.level as number) >= 40)).toEqual([]);
+      expect(lines.filter((l) => l.msg === "EC2 AssignPrivateIpAddresses failed")).toMatchObject([
+        {
+          level: 20,
+          operation: "AssignPrivateIpAddresses",
+          eniId: "eni-0b",
+          addresses: ["198.51.100.45"],
+          requestId,
+          attempts: 1,
+          outcome: "error",
+          errorCode: "UnauthorizedOperation",
+          kind: "permission",
+        },
+      ]);
     });
 
     it("reports an address limit as kind refused, exit code 5, without retrying", async () => {
@@ -360,9 +399,12 @@ describe("createEc2Api against the simulator", () => {
           `PrivateIpAddressLimitExceeded ${JSON.stringify((e.cause as Error).message)} (request id ${requestId}).`,
       );
       expect(eni("eni-0b").ipv4s).toEqual(["198.51.100.20", "198.51.100.21"]);
-      // A refusal is logged as a warning: it may still be recovered, and a fatal one is reported by the command.
+      // Debug only: the adapter may still recover a refusal, and a fatal one is reported by its caller.
       const failed = lines.filter((l) => l.msg === "EC2 AssignPrivateIpAddresses failed");
-      expect(failed.map((l) => l.level)).toEqual([40]);
+      expect(failed).toMatchObject([
+        { level: 20, kind: "refused", errorCode: "PrivateIpAddressLimitExceeded" },
+      ]);
+      expect(lines.filter((l) => (l.level as number) >= 40)).toEqual([]);
     });
 
     it("reports persistent 5xx as kind unavailable, exit code 9, after every attempt", async () => {
@@ -382,6 +424,13 @@ describe("createEc2Api against the simulator", () => {
       );
       expect(sim.calls()).toHaveLength(3);
       expect(records).toMatchObject([{ operation: "DescribeSubnets", attempts: 3, outcome: "error" }]);
+      // An outage leaves no warn or error line per attempt: the caller logs it (the sidecar once per change).
+      expect(lines.filter((l) => (l.level as number) >= 40)).toEqual([]);
+      expect(lines.map((l) => `${l.level} ${l.msg}`)).toEqual([
+        "20 EC2 DescribeSubnets failed, retrying",
+        "20 EC2 DescribeSubnets failed, retrying",
+        "20 EC2 DescribeSubnets failed",
+      ]);
     });
 
     it("reports an endpoint where nothing listens as NetworkError, kind unavailable", async () => {

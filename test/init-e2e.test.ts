@@ -7,8 +7,16 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { Lab, type LabPodSpec, labUnavailableReason, type SimCallView } from "./helpers/netns.js";
-import { ALLOWED_CIDRS, ENI, MAC, NODE1, twoNodeWorld, type WorldOverrides } from "./helpers/worlds.js";
+import { ip, Lab, type LabPodSpec, labUnavailableReason, type SimCallView } from "./helpers/netns.js";
+import {
+  ALLOWED_CIDRS,
+  ENI,
+  MAC,
+  NODE1,
+  NODE2,
+  twoNodeWorld,
+  type WorldOverrides,
+} from "./helpers/worlds.js";
 
 const unavailable = labUnavailableReason();
 if (unavailable !== undefined) console.warn(`init end-to-end tests skipped: ${unavailable}`);
@@ -23,9 +31,27 @@ function pod(interfaces: LabPodSpec["interfaces"], instanceId = NODE1): LabPodSp
   return { name: "pod", instanceId, interfaces };
 }
 
-async function start(spec: LabPodSpec, overrides: WorldOverrides = {}): Promise<Lab> {
-  lab = await Lab.start(twoNodeWorld(overrides), [spec]);
+async function start(
+  spec: LabPodSpec,
+  overrides: WorldOverrides = {},
+  faults: Record<string, unknown> | undefined = undefined,
+): Promise<Lab> {
+  const world = { ...twoNodeWorld(overrides), ...(faults === undefined ? {} : { faults }) };
+  lab = await Lab.start(world, [spec]);
   return lab;
+}
+
+/**
+ * One EC2 Query call made from the simulator's namespace, as another node's tooling would make it; throws
+ * unless EC2 answered 200.
+ */
+async function ec2Call(l: Lab, params: Record<string, string>): Promise<void> {
+  const script = `
+    const r = await fetch(process.argv[1], { method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded" }, body: process.argv[2] });
+    if (!r.ok) { process.stderr.write(r.status + " " + (await r.text())); process.exit(1); }`;
+  const body = new URLSearchParams({ Version: "2016-11-15", ...params }).toString();
+  await ip("netns", "exec", l.simNs, process.execPath, "--input-type=module", "-e", script, l.sim.ec2, body);
 }
 
 async function init(extraEnv: Record<string, string> = {}) {
@@ -126,6 +152,45 @@ describe.skipIf(unavailable !== undefined)("multus-ipmgr init in a pod namespace
     expect(order).toEqual([`UnassignIpv6Addresses ${ENI.node2A1}`, `AssignIpv6Addresses ${ENI.node1A1}`]);
   });
 
+  it("assigns an IPv6 address another node's ENI let go while EC2's reads still show it there", async () => {
+    const address = "2001:db8:100:1::176";
+    // Reads (EC2 and IMDS) show the state of 5 s ago from the start; writes act on the current state.
+    const l = await start(
+      pod([{ name: "net1", mac: MAC.node1A1, addresses: [`${address}/64`] }]),
+      { node2A1: { ipv6s: [address] } },
+      { staleReadsMs: 5000 },
+    );
+    await ec2Call(l, {
+      Action: "UnassignIpv6Addresses",
+      NetworkInterfaceId: ENI.node2A1,
+      "Ipv6Addresses.1": address,
+    });
+    await l.clearCalls();
+    const result = await init();
+    expect(result.stderr).toBe("");
+    expect(result.code).toBe(0);
+    expect((await l.eni(ENI.node1A1)).ipv6s).toEqual([address]);
+    expect((await l.eni(ENI.node2A1)).ipv6s).toEqual([]);
+    // Describe still showed node 2 holding it, so init tried the move; EC2 refused it, and the assign settled it.
+    const order = mutating(await l.calls()).map(
+      (c) => `${c.action} ${c.params.NetworkInterfaceId} ${c.outcome}`,
+    );
+    expect(order).toEqual([
+      `UnassignIpv6Addresses ${ENI.node2A1} InvalidParameterValue`,
+      `AssignIpv6Addresses ${ENI.node1A1} ok`,
+    ]);
+    const moveLine = result.stdout
+      .split("\n")
+      .filter((line) => line !== "")
+      .map((line) => JSON.parse(line) as Record<string, unknown>)
+      .find(
+        (line) =>
+          line.msg ===
+          "EC2 refused to take the addresses from their previous holder, which may have let them go already (EC2's reads lag); assigning them anyway",
+      );
+    expect(moveLine).toMatchObject({ level: 30, eniId: ENI.node2A1, addresses: [address] });
+  });
+
   it("refuses an address outside the allowed CIDRs and assigns nothing", async () => {
     const l = await start(
       pod([{ name: "net1", mac: MAC.node1A1, addresses: ["198.51.100.40/26", "198.51.100.30/26"] }]),
@@ -136,6 +201,23 @@ describe.skipIf(unavailable !== undefined)("multus-ipmgr init in a pod namespace
     expect(result.stderr).toContain("IPMGR_ALLOWED_CIDRS");
     expect(await l.calls()).toEqual([]);
     expect((await l.eni(ENI.node1A1)).ipv4s).toEqual(["198.51.100.11"]);
+  });
+
+  it("exits 6 naming the ENI and instance when the address is another instance's ENI primary", async () => {
+    // 198.51.100.21 is node 2's ENI's primary; the allowed CIDRs are too wide and let it through the planner.
+    const l = await start(pod([{ name: "net1", mac: MAC.node1A1, addresses: ["198.51.100.21/26"] }]));
+    const before = await l.state();
+    const result = await init({ IPMGR_ALLOWED_CIDRS: "198.51.100.0/26" });
+    expect(result.code).toBe(6);
+    expect(result.stderr).toBe(
+      `multus-ipmgr init: address 198.51.100.21 on net1 is the primary private IPv4 address of ENI ${ENI.node2A1} ` +
+        `of instance ${NODE2}, which EC2 never reassigns (it refused AssignPrivateIpAddresses on ${ENI.node1A1}); ` +
+        "exclude it from the IPAM range and from IPMGR_ALLOWED_CIDRS.\n",
+    );
+    expect(await l.state()).toEqual(before);
+    expect(mutating(await l.calls()).map((c) => `${c.action} ${c.outcome}`)).toEqual([
+      "AssignPrivateIpAddresses InvalidParameterValue",
+    ]);
   });
 
   it("fails with exit 7 when the interface's MAC matches no ENI of the instance", async () => {

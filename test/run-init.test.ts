@@ -4,15 +4,18 @@
  */
 import { pino } from "pino";
 import { afterEach, describe, expect, it } from "vitest";
-import { systemClock } from "../src/eni/clock.js";
+import { type Clock, systemClock } from "../src/eni/clock.js";
 import { createEc2Api } from "../src/eni/ec2-client.js";
 import { AddressNotAllowedError } from "../src/eni/errors/address-not-allowed-error.js";
 import { EniNotFoundError } from "../src/eni/errors/eni-not-found-error.js";
 import { TimeoutError } from "../src/eni/errors/timeout-error.js";
 import { ImdsClient } from "../src/eni/imds-client.js";
+import type { Logger } from "../src/eni/logger.js";
 import { observe, planFor, type ReconcileDeps } from "../src/eni/reconcile.js";
 import { runInit } from "../src/init/run-init.js";
 import { parseWorld, startSimulator } from "../src/sim/index.js";
+import { FakeClock } from "./helpers/fake-clock.js";
+import { captureLogger } from "./helpers/loggers.js";
 import { ScriptedInterfaces } from "./helpers/scripted-interfaces.js";
 import { ALLOWED_CIDRS, ENI, MAC, NODE1, twoNodeWorld, type WorldOverrides } from "./helpers/worlds.js";
 
@@ -27,8 +30,18 @@ const logger = pino({ level: "silent" });
 const policy = { allowedCidrs: ALLOWED_CIDRS.split(",") };
 const confirm = { timeoutMs: 2000, intervalMs: 10 };
 
-async function setUp(interfaces: ScriptedInterfaces, overrides: WorldOverrides = {}): Promise<ReconcileDeps> {
-  sim = await startSimulator(parseWorld(twoNodeWorld(overrides)));
+/** `clock` is shared by the simulator and the deps, so that its stale reads age as the deps wait. */
+async function setUp(
+  interfaces: ScriptedInterfaces,
+  overrides: WorldOverrides = {},
+  options: { faults?: Record<string, unknown>; clock?: Clock; logger?: Logger } = {},
+): Promise<ReconcileDeps> {
+  const clock = options.clock ?? systemClock;
+  const world = {
+    ...twoNodeWorld(overrides),
+    ...(options.faults === undefined ? {} : { faults: options.faults }),
+  };
+  sim = await startSimulator(parseWorld(world), { clock });
   const imdsEndpoint = sim.imdsEndpoints[NODE1];
   if (imdsEndpoint === undefined) throw new Error("no IMDS endpoint");
   return {
@@ -38,11 +51,12 @@ async function setUp(interfaces: ScriptedInterfaces, overrides: WorldOverrides =
       endpoint: sim.ec2Endpoint,
       credentials: { accessKeyId: "sim", secretAccessKey: "sim" },
       retry: { maxAttempts: 3, baseDelayMs: 5, maxDelayMs: 20 },
-      logger,
+      logger: options.logger ?? logger,
+      clock,
     }),
     interfaces,
-    clock: systemClock,
-    logger,
+    clock,
+    logger: options.logger ?? logger,
   };
 }
 
@@ -147,5 +161,41 @@ describe("runInit against the simulator", () => {
     expect(result.mutatingCalls).toBe(0);
     expect(result.plan.satisfied).toEqual(["198.51.100.44"]);
     expect(sim?.calls()).toEqual([]);
+  });
+
+  it("assigns an IPv6 address its previous holder let go while EC2's reads still show it there", async () => {
+    const address = "2001:db8:100:1::175";
+    const clock = new FakeClock();
+    const { logger: captured, lines } = captureLogger();
+    const deps = await setUp(
+      new ScriptedInterfaces([{ name: "net1", mac: MAC.node1A1, addresses: [address] }]),
+      { node2A1: { ipv6s: [address] } },
+      { faults: { staleReadsMs: 5000 }, clock, logger: captured },
+    );
+    // Node 2 lets the address go just before this pod starts; reads show it on node 2 for 5 more seconds.
+    await deps.ec2.unassignIpv6(ENI.node2A1, [address]);
+    sim?.clearCalls();
+    const result = await runInit(deps, {
+      policy,
+      waitForAddressesMs: 0,
+      confirm: { timeoutMs: 30_000, intervalMs: 500 },
+    });
+    expect(result.held).toEqual([address]);
+    expect(eni(ENI.node1A1).ipv6s).toEqual([address]);
+    expect(eni(ENI.node2A1).ipv6s).toEqual([]);
+    const mutating = sim
+      ?.calls()
+      .filter((c) => /assign/i.test(c.action))
+      .map((c) => `${c.action} ${c.params.NetworkInterfaceId} ${c.outcome}`);
+    expect(mutating).toEqual([
+      `UnassignIpv6Addresses ${ENI.node2A1} InvalidParameterValue`,
+      `AssignIpv6Addresses ${ENI.node1A1} ok`,
+    ]);
+    const moveLine = lines.find(
+      (l) =>
+        l.msg ===
+        "EC2 refused to take the addresses from their previous holder, which may have let them go already (EC2's reads lag); assigning them anyway",
+    );
+    expect(moveLine).toMatchObject({ level: 30, eniId: ENI.node2A1, addresses: [address] });
   });
 });

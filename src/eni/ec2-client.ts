@@ -50,7 +50,10 @@ export interface Ec2ApiOptions {
   readonly requestTimeoutMs?: number;
   /** Our retry policy (the SDK itself makes one attempt). Defaults: 8 attempts, 200 ms base, 5000 ms cap. */
   readonly retry?: RetryOptions;
-  /** One line per call: info for writes, debug for reads, warn per retry, error on failure. */
+  /**
+   * One line per call: info for a write that succeeded, debug for a read; debug per retry and per failure,
+   * which the caller reports (the thrown Ec2Error carries the sentence).
+   */
   readonly logger: Logger;
   /** Receives one record per call, after retries. */
   readonly observer?: Ec2CallObserver;
@@ -381,7 +384,9 @@ class Ec2ApiClient implements Ec2Api {
     try {
       enis = await this.describeNetworkInterfaces({ eniIds: [eniId] });
     } catch (readErr) {
-      // The re-read failed (and was logged by the wrapper); the refusal is the error the caller must see.
+      // The refusal is the error the caller must see; the read's failure goes in its cause, by message too,
+      // because log serializers do not show an AggregateError's members and the wrapper logs it at debug only.
+      const readMessage = readErr instanceof Error ? readErr.message : String(readErr);
       throw new Ec2Error(
         {
           operation: refusal.operation,
@@ -391,7 +396,12 @@ class Ec2ApiClient implements Ec2Api {
           kind: refusal.kind,
         },
         refusal.message,
-        { cause: new AggregateError([refusal, readErr], "refused, and the ENI could not be re-read") },
+        {
+          cause: new AggregateError(
+            [refusal, readErr],
+            `refused, and the ENI could not be re-read: ${readMessage}`,
+          ),
+        },
       );
     }
     const eni = enis[0];

@@ -1,6 +1,10 @@
 /**
  * The one wrapper every EC2 call goes through: retry policy, one log line, one observer record, and the
  * single translation of SDK errors into Ec2Error. Call sites stay one line.
+ *
+ * Failures and retries are logged at debug only. Every caller reports the error it gets (init once, through
+ * reportFailure; the sidecar loop once per error change), so a warn or error line here would repeat on every
+ * attempt of a sidecar riding out an EC2 outage. A call that succeeds after retries logs its `attempts`.
  */
 import { type Clock, systemClock } from "./clock.js";
 import type { Ec2CallObserver } from "./ec2-api.js";
@@ -152,7 +156,7 @@ export function createInstrument(options: Ec2InstrumentationOptions): Instrument
           signal,
           isRetryable: (err) => isRetryableEc2Failure(err, access),
           onRetry: (err, failedAttempt, delayMs) =>
-            logger.warn(
+            logger.debug(
               {
                 operation,
                 eniId,
@@ -161,6 +165,7 @@ export function createInstrument(options: Ec2InstrumentationOptions): Instrument
                 delayMs,
                 errorCode: errorCodeOf(err),
                 requestId: requestIdOf(err),
+                err: err instanceof Error ? err.message : String(err),
               },
               `EC2 ${operation} failed, retrying`,
             ),
@@ -200,10 +205,9 @@ export function createInstrument(options: Ec2InstrumentationOptions): Instrument
       };
       const awsMessage = err instanceof Error ? err.message : String(err);
       const message = ec2ErrorMessage(operation, context, { kind, code, awsMessage, requestId, attempts });
-      // A refusal may still turn out fine (the adapter re-reads the ENI: "already assigned here"), and a
-      // fatal one is reported again by the command: warn here, so that a recovered call leaves no error line.
-      const level = kind === "refused" ? "warn" : "error";
-      logger[level]({ ...record, kind, err: awsMessage }, `EC2 ${operation} failed`);
+      // Debug only: the caller reports the error (see the module comment), and a refusal may still turn out
+      // fine (the adapter re-reads the ENI: "already assigned here").
+      logger.debug({ ...record, kind, err: awsMessage }, `EC2 ${operation} failed`);
       notify(record);
       throw new Ec2Error({ operation, code, requestId, eniId, kind }, message, { cause: err });
     }

@@ -1,12 +1,23 @@
 import type { Clock } from "./clock.js";
 import type { Ec2Api } from "./ec2-api.js";
 import { confirmHeld, readInstanceEnis } from "./eni-discovery.js";
+import { AddressNotAllowedError } from "./errors/address-not-allowed-error.js";
+import { Ec2Error } from "./errors/ec2-error.js";
 import type { Imds } from "./imds.js";
 import type { InterfaceSource } from "./interface-source.js";
 import { family } from "./ip.js";
 import type { Logger } from "./logger.js";
 import { ipv6HolderLookupNeeded, plan } from "./planner.js";
-import type { EniState, Plan, PlanAction, PlanInput, PlanPolicy, PodInterface } from "./types.js";
+import type {
+  Ec2NetworkInterface,
+  EniState,
+  Plan,
+  PlanAction,
+  PlanInput,
+  PlanPolicy,
+  PodInterface,
+  Refusal,
+} from "./types.js";
 
 /** The outside world one reconcile needs. */
 export interface ReconcileDeps {
@@ -84,17 +95,23 @@ function isMutating(action: PlanAction): boolean {
   return action.addresses.length > 0;
 }
 
-/** Executes the plan's actions in order (IPv6 moves before assigns). Returns how many EC2 calls it made. */
+/**
+ * Executes the plan's actions in order (IPv6 moves before assigns). Returns how many EC2 calls it made.
+ *
+ * A move (unassign from the previous holder) that EC2 refuses is not an error: the goal is the address on our
+ * ENI, not the unassign. EC2's reads lag its writes, so the holder that Describe showed may already have let
+ * the address go; the assign that follows says whether the address is free. Only the assign's refusal fails.
+ */
 export async function applyPlan(
   plan: Plan,
-  deps: Pick<ReconcileDeps, "ec2">,
+  deps: Pick<ReconcileDeps, "ec2" | "logger">,
 ): Promise<{ mutatingCalls: number }> {
   let mutatingCalls = 0;
   for (const action of plan.actions) {
     if (!isMutating(action)) continue;
     switch (action.kind) {
       case "assign-ipv4":
-        await deps.ec2.assignPrivateIpv4(action.eniId, action.addresses, action.allowReassignment);
+        await assignIpv4(plan, action, deps);
         break;
       case "unassign-ipv4":
         await deps.ec2.unassignPrivateIpv4(action.eniId, action.addresses);
@@ -103,12 +120,80 @@ export async function applyPlan(
         await deps.ec2.assignIpv6(action.eniId, action.addresses);
         break;
       case "unassign-ipv6":
-        await deps.ec2.unassignIpv6(action.eniId, action.addresses);
+        if (action.reason === "move") await moveIpv6(action.eniId, action.addresses, deps);
+        else await deps.ec2.unassignIpv6(action.eniId, action.addresses);
         break;
     }
     mutatingCalls++;
   }
   return { mutatingCalls };
+}
+
+/**
+ * Assigns IPv4 addresses with AllowReassignment. The planner knows only this instance's ENIs, so another
+ * instance's ENI primary address reaches EC2, which refuses it (the code is unconfirmed, so any refusal
+ * counts): when a re-read shows a refused address as some ENI's primary, that is the error the user gets.
+ */
+async function assignIpv4(
+  plan: Plan,
+  action: Extract<PlanAction, { kind: "assign-ipv4" }>,
+  deps: Pick<ReconcileDeps, "ec2" | "logger">,
+): Promise<void> {
+  const { eniId, addresses } = action;
+  try {
+    await deps.ec2.assignPrivateIpv4(eniId, addresses, action.allowReassignment);
+  } catch (err) {
+    if (!(err instanceof Ec2Error) || err.kind !== "refused") throw err;
+    let holders: Ec2NetworkInterface[];
+    try {
+      holders = await deps.ec2.describeNetworkInterfaces({ ipv4Addresses: addresses });
+    } catch (readErr) {
+      if (!(readErr instanceof Ec2Error)) throw readErr;
+      deps.logger.warn(
+        { err: readErr, eniId, addresses },
+        "could not re-read the refused addresses to see whether one is another ENI's primary address",
+      );
+      throw err;
+    }
+    const refusals: Refusal[] = [];
+    for (const holder of holders) {
+      const address = holder.primaryIpv4;
+      if (address === undefined || !addresses.includes(address)) continue;
+      const of =
+        holder.instanceId === undefined ? "attached to no instance" : `of instance ${holder.instanceId}`;
+      for (const p of plan.placements.filter((p) => p.address === address && p.eniId === eniId)) {
+        refusals.push({
+          address,
+          interfaceName: p.interfaceName,
+          mac: p.mac,
+          reason: "eni-primary-address",
+          detail:
+            `address ${address} on ${p.interfaceName} is the primary private IPv4 address of ENI ${holder.eniId} ` +
+            `${of}, which EC2 never reassigns (it refused AssignPrivateIpAddresses on ${eniId}); ` +
+            "exclude it from the IPAM range and from IPMGR_ALLOWED_CIDRS.",
+        });
+      }
+    }
+    if (refusals.length === 0) throw err;
+    throw new AddressNotAllowedError(refusals, { cause: err });
+  }
+}
+
+/** Unassigns IPv6 addresses from their previous holder; a refusal is logged and left to the assign to settle. */
+async function moveIpv6(
+  eniId: string,
+  addresses: readonly string[],
+  deps: Pick<ReconcileDeps, "ec2" | "logger">,
+): Promise<void> {
+  try {
+    await deps.ec2.unassignIpv6(eniId, addresses);
+  } catch (err) {
+    if (!(err instanceof Ec2Error) || err.kind !== "refused") throw err;
+    deps.logger.info(
+      { eniId, addresses, code: err.code, requestId: err.requestId, reason: err.message },
+      "EC2 refused to take the addresses from their previous holder, which may have let them go already (EC2's reads lag); assigning them anyway",
+    );
+  }
 }
 
 /** Waits until IMDS shows every placement of the plan on its ENI (EC2 accepted; IMDS follows). */
