@@ -14,6 +14,7 @@ if (unavailable !== undefined) console.warn(`floating address end-to-end tests s
 
 const ALLOWED_CIDRS = "198.51.100.64/26,2001:db8:100:1::100/120";
 const FLOAT4 = "198.51.100.80";
+const FLOAT6 = "2001:db8:100:1::180";
 
 const podA = (addresses: string[]): LabPodSpec => ({
   name: "a",
@@ -124,6 +125,28 @@ describe.skipIf(unavailable !== undefined)("a floating address stays routed", ()
     // Both report the episode.
     expect(await metric(l, "a", "multus_ipmgr_addresses_in_conflict")).toBe(1);
     expect(await metric(l, "b", "multus_ipmgr_addresses_in_conflict")).toBe(1);
+  }, 40_000);
+
+  it("moves a floating IPv6 address while EC2's reads lag, with no failed reconcile", async () => {
+    // Reads (Describe and IMDS) show the state of 3 s ago from the start; startup waits for IMDS to catch up.
+    const l = await startLab([podA([`${FLOAT6}/64`]), podB(["198.51.100.90/25"])], { staleReadsMs: 3_000 });
+    sidecar(l, "a");
+    const b = sidecar(l, "b");
+    await eventually(async () => (await ready(l, "a")) && (await ready(l, "b")), "both ready");
+    await sleep(3_000);
+    // A lets go; B takes over while Describe still shows A's ENI holding the address.
+    await l.removeAddress("a", "net1", `${FLOAT6}/64`);
+    await eventually(async () => !(await holds(l, ENI.node1A1, FLOAT6)), "A released it");
+    await l.clearCalls();
+    await l.addAddress("b", "net1", `${FLOAT6}/64`);
+    await eventually(() => holds(l, ENI.node2A1, FLOAT6), "B holds it");
+    const calls = (await l.calls()).filter((c) => c.action.endsWith("Ipv6Addresses"));
+    expect(calls.map((c) => [c.action, c.params.NetworkInterfaceId, c.outcome === "ok"])).toEqual([
+      ["UnassignIpv6Addresses", ENI.node1A1, false],
+      ["AssignIpv6Addresses", ENI.node2A1, true],
+    ]);
+    await eventually(() => ready(l, "b"), "B ready once IMDS shows it", 10_000);
+    expect(b.logged(/^reconcile failed/)).toEqual([]);
   }, 40_000);
 
   it("a bounce (removed and added back 20 ms later) releases nothing", async () => {

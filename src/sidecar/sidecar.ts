@@ -155,7 +155,11 @@ export class Sidecar {
         signal,
       });
     } catch (error) {
-      if (signal.aborted) return;
+      if (signal.aborted) {
+        // Leaving anyway: the error is not the exit's reason, but it is not hidden either.
+        deps.logger.info({ err: error }, "startup ended by the shutdown");
+        return;
+      }
       throw error;
     }
     this.#initPlan = init.plan;
