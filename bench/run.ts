@@ -6,6 +6,7 @@ import { labUnavailableReason } from "../test/helpers/netns.js";
 import { benchInit } from "./init.js";
 import type { BenchResult } from "./result.js";
 import { benchSidecar } from "./sidecar.js";
+import { benchSidecarScenarios } from "./sidecar-scenarios.js";
 
 function print(results: readonly BenchResult[]): void {
   for (const r of results) {
@@ -30,6 +31,12 @@ if (only === undefined || only === "init") {
 if (only === undefined || only === "sidecar") {
   process.stdout.write("# sidecar\n");
   const results = await benchSidecar();
+  print(results);
+  all.push(...results);
+}
+if (only === undefined || only === "sidecar" || only === "sidecar-scenarios") {
+  process.stdout.write("# sidecar: a floating address stays routed\n");
+  const results = await benchSidecarScenarios();
   print(results);
   all.push(...results);
 }

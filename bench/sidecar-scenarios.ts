@@ -1,0 +1,276 @@
+/**
+ * A floating address that stays routed, in figures: the built sidecar in two pod namespaces on two simulated
+ * nodes, each scenario in a lab of its own, with the sidecars' default timings (5 s drift check, 500 ms
+ * episode check, 250 ms release settle):
+ * - split brain of 10 / 30 / 90 s (IPMGR_BENCH_SPLIT_SECONDS), then the side holding the address lets go
+ *   (`ip addr del`): time until the survivor's ENI alone holds it, and the moves during the split brain;
+ * - failover with EC2's reads lagging 2 s (simulator staleReadsMs), IPv4 then IPv6: `ip addr add` on the
+ *   standby to the simulator recording the accepted assign, p50 of IPMGR_BENCH_LAG_MOVES (default 10) each;
+ * - an EC2 outage of IPMGR_BENCH_OUTAGE_SECONDS (default 120; UnauthorizedOperation on every assign)
+ *   during a failover: time from EC2 answering again to the standby's ENI holding the address, and the
+ *   attempts made during the outage;
+ * - SIGTERM while EC2 hangs (every answer 60 s late), with a grace of 1 s and the default 10 s: time to exit.
+ */
+import { Lab, type SimCallView } from "../test/helpers/netns.js";
+import { ENI, floatingPairWorld, MAC, NODE1, NODE2 } from "../test/helpers/worlds.js";
+import { type BenchResult, percentile } from "./result.js";
+
+const FLOAT4 = "198.51.100.80";
+const FLOAT6 = "2001:db8:100:1::180";
+const ENI_OF = { a: ENI.node1A1, b: ENI.node2A1 } as const;
+type Pod = keyof typeof ENI_OF;
+
+const SPLITS = (process.env.IPMGR_BENCH_SPLIT_SECONDS ?? "10,30,90").split(",").map(Number);
+const LAG_MOVES = Number(process.env.IPMGR_BENCH_LAG_MOVES ?? 10);
+const OUTAGE_SECONDS = Number(process.env.IPMGR_BENCH_OUTAGE_SECONDS ?? 120);
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function until(check: () => Promise<boolean>, what: string, timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`bench: never happened: ${what}`);
+    await sleep(10);
+  }
+}
+
+async function ready(lab: Lab, pod: string): Promise<boolean> {
+  return (await lab.podGet(pod, "http://127.0.0.1:9180/readyz")).status === 200;
+}
+
+async function holders(lab: Lab, address: string): Promise<Pod[]> {
+  const state = await lab.state();
+  return (["a", "b"] as const).filter((pod) => {
+    const eni = state.enis.find((e) => e.eniId === ENI_OF[pod]);
+    return eni?.ipv4s.includes(address) === true || eni?.ipv6s.includes(address) === true;
+  });
+}
+
+/** A lab with the pair, A carrying `address` (with `prefix`); both sidecars started and ready. */
+async function pairLab(
+  address: string,
+  prefix: number,
+  faults: Record<string, unknown> = {},
+  env: Record<string, string> = {},
+): Promise<{ lab: Lab; pids: Record<Pod, number> }> {
+  const lab = await Lab.start(floatingPairWorld({ faults }), [
+    {
+      name: "a",
+      instanceId: NODE1,
+      interfaces: [
+        { name: "net1", mac: MAC.node1A1, addresses: ["198.51.100.70/25", `${address}/${prefix}`] },
+      ],
+    },
+    {
+      name: "b",
+      instanceId: NODE2,
+      interfaces: [{ name: "net1", mac: MAC.node2A1, addresses: ["198.51.100.90/25"] }],
+    },
+  ]);
+  const pids: Partial<Record<Pod, number>> = {};
+  for (const pod of ["a", "b"] as const) {
+    const child = lab.spawn(
+      pod,
+      ["sidecar"],
+      lab.env(pod, {
+        IPMGR_ALLOWED_CIDRS: "198.51.100.64/26,2001:db8:100:1::100/120",
+        IPMGR_LOG_LEVEL: "warn",
+        ...env,
+      }),
+    );
+    pids[pod] = child.pid ?? 0;
+  }
+  try {
+    await until(async () => (await ready(lab, "a")) && (await ready(lab, "b")), "both ready", 60_000);
+  } catch (error) {
+    await lab.close();
+    throw error;
+  }
+  return { lab, pids: pids as Record<Pod, number> };
+}
+
+async function splitBrain(seconds: number): Promise<BenchResult[]> {
+  const { lab } = await pairLab(FLOAT4, 25);
+  try {
+    await lab.clearCalls();
+    await lab.addAddress("b", "net1", `${FLOAT4}/25`);
+    await sleep(seconds * 1000);
+    const moves = (await lab.calls()).filter(
+      (c) =>
+        c.action === "AssignPrivateIpAddresses" &&
+        c.outcome === "ok" &&
+        Object.values(c.params).includes(FLOAT4),
+    ).length;
+    const [holder] = await holders(lab, FLOAT4);
+    const leaving: Pod = holder ?? "b";
+    const survivor: Pod = leaving === "a" ? "b" : "a";
+    const started = Date.now();
+    await lab.removeAddress(leaving, "net1", `${FLOAT4}/25`);
+    await until(async () => {
+      const now = await holders(lab, FLOAT4);
+      return now.length === 1 && now[0] === survivor;
+    }, `the survivor alone holds it after a ${seconds} s split brain`);
+    const blackout = Date.now() - started;
+    return [
+      {
+        name: `sidecar split brain of ${seconds} s, then the holder lets go: until the survivor's ENI alone holds it`,
+        value: blackout,
+        unit: "ms",
+        target: "<= 1000 ms",
+        ok: blackout <= 1000,
+      },
+      {
+        name: `sidecar moves of the address during the ${seconds} s split brain`,
+        value: moves,
+        unit: "calls",
+        target: seconds === 30 ? "<= 6" : "informational",
+        ok: seconds !== 30 || moves <= 6,
+      },
+    ];
+  } finally {
+    await lab.close();
+  }
+}
+
+/** Failovers back and forth with reads lagging 2 s; ms from `ip addr add` to the accepted assign. */
+async function laggingFailovers(address: string, prefix: number): Promise<number[]> {
+  const { lab } = await pairLab(address, prefix, { staleReadsMs: 2_000 });
+  const action = address.includes(":") ? "AssignIpv6Addresses" : "AssignPrivateIpAddresses";
+  const latencies: number[] = [];
+  try {
+    let holder: Pod = "a";
+    for (let i = 0; i < LAG_MOVES; i++) {
+      const standby: Pod = holder === "a" ? "b" : "a";
+      const seq = (await lab.calls()).at(-1)?.seq ?? 0;
+      await lab.removeAddress(holder, "net1", `${address}/${prefix}`);
+      const started = Date.now();
+      await lab.addAddress(standby, "net1", `${address}/${prefix}`);
+      let assign: SimCallView | undefined;
+      await until(
+        async () => {
+          assign = (await lab.calls()).find(
+            (c) =>
+              c.seq > seq &&
+              c.action === action &&
+              c.outcome === "ok" &&
+              c.params.NetworkInterfaceId === ENI_OF[standby] &&
+              Object.values(c.params).includes(address),
+          );
+          return assign !== undefined;
+        },
+        `lagging move ${i + 1} of ${address}`,
+      );
+      latencies.push(Date.parse(String(assign?.time)) - started);
+      await until(
+        async () => {
+          const now = await holders(lab, address);
+          return now.length === 1 && now[0] === standby;
+        },
+        `settle after lagging move ${i + 1}`,
+      );
+      await until(() => ready(lab, standby), `${standby} ready after lagging move ${i + 1}`);
+      holder = standby;
+    }
+    return latencies;
+  } finally {
+    await lab.close();
+  }
+}
+
+async function outage(): Promise<BenchResult[]> {
+  const { lab } = await pairLab(FLOAT4, 25);
+  try {
+    await lab.setFaults({ deny: ["AssignPrivateIpAddresses"] });
+    await lab.clearCalls();
+    await lab.removeAddress("a", "net1", `${FLOAT4}/25`);
+    await lab.addAddress("b", "net1", `${FLOAT4}/25`);
+    await sleep(OUTAGE_SECONDS * 1000);
+    const attempts = (await lab.calls()).filter((c) => c.action === "AssignPrivateIpAddresses").length;
+    await lab.setFaults({ deny: [] });
+    const recovered = Date.now();
+    await until(async () => (await holders(lab, FLOAT4)).includes("b"), "converged after the outage");
+    const converged = Date.now() - recovered;
+    return [
+      {
+        name: `sidecar EC2 recovery after a ${OUTAGE_SECONDS} s outage: until converged`,
+        value: converged / 1000,
+        unit: "s",
+        target: "<= 10 s",
+        ok: converged <= 10_000,
+      },
+      {
+        name: `sidecar assign attempts during the ${OUTAGE_SECONDS} s outage`,
+        value: attempts,
+        unit: "calls",
+        target: "informational (bounded: about 12 a minute)",
+        ok: true,
+      },
+    ];
+  } finally {
+    await lab.close();
+  }
+}
+
+async function sigtermWhileEc2Hangs(graceMs: number | undefined): Promise<BenchResult> {
+  const env: Record<string, string> =
+    graceMs === undefined ? {} : { IPMGR_SHUTDOWN_GRACE_MS: String(graceMs) };
+  const { lab, pids } = await pairLab(FLOAT4, 25, {}, env);
+  try {
+    await lab.setFaults({ ec2LatencyMs: 60_000 });
+    await lab.removeAddress("a", "net1", `${FLOAT4}/25`);
+    await lab.addAddress("b", "net1", `${FLOAT4}/25`);
+    await sleep(500);
+    const started = Date.now();
+    process.kill(pids.b, "SIGTERM");
+    await until(
+      async () => {
+        try {
+          process.kill(pids.b, 0);
+          return false;
+        } catch {
+          return true;
+        }
+      },
+      "the sidecar exits",
+      90_000,
+    );
+    const ms = Date.now() - started;
+    const grace = graceMs ?? 10_000;
+    return {
+      name: `sidecar SIGTERM to exit with EC2 hanging, grace ${grace} ms${graceMs === undefined ? " (default)" : ""}`,
+      value: ms,
+      unit: "ms",
+      target: `<= ${grace + 1000} ms`,
+      ok: ms <= grace + 1000,
+    };
+  } finally {
+    await lab.close();
+  }
+}
+
+export async function benchSidecarScenarios(): Promise<BenchResult[]> {
+  const results: BenchResult[] = [];
+  for (const seconds of SPLITS) results.push(...(await splitBrain(seconds)));
+  const v4 = percentile(await laggingFailovers(FLOAT4, 25), 50);
+  const v6 = percentile(await laggingFailovers(FLOAT6, 64), 50);
+  results.push(
+    {
+      name: `sidecar failover with EC2 reads lagging 2 s, IPv4 p50 (${LAG_MOVES} moves)`,
+      value: v4,
+      unit: "ms",
+      target: "informational",
+      ok: true,
+    },
+    {
+      name: `sidecar failover with EC2 reads lagging 2 s, IPv6 p50 (${LAG_MOVES} moves)`,
+      value: v6,
+      unit: "ms",
+      target: `<= 2 x IPv4's (${(2 * v4).toFixed(0)} ms)`,
+      ok: v6 <= 2 * v4,
+    },
+  );
+  results.push(...(await outage()));
+  results.push(await sigtermWhileEc2Hangs(1_000));
+  results.push(await sigtermWhileEc2Hangs(undefined));
+  return results;
+}
