@@ -2,7 +2,9 @@ import { mkdtemp, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import { defaultZoneId, ipName, regionShortName, resourceName } from "../src/sim/aws-names.js";
 import { loadWorldFile, parseWorld, WorldError } from "../src/sim/index.js";
+import { topologyOf } from "../src/sim/topology.js";
 
 const base = () => ({
   region: "us-east-1",
@@ -49,6 +51,11 @@ function problemsOf(change: (w: Base) => void): string[] {
 }
 
 const eni = (w: Base) => w.instances[0]?.enis[0] as Base["instances"][number]["enis"][number];
+/** The same object, open to the optional fields `base()` leaves out. */
+const loose = (value: unknown) => value as Record<string, unknown>;
+/** A second subnet, in us-east-1b. */
+const second = () =>
+  ({ id: "subnet-0b", cidr: "198.51.100.128/25", availabilityZone: "us-east-1b" }) as Base["subnets"][number];
 
 describe("world validation", () => {
   it("fills defaults and canonicalizes IPv6", () => {
@@ -141,6 +148,65 @@ describe("world validation", () => {
       },
       "instances[0].enis[0]: holds more addresses than the 10 per ENI of m5.large",
     ],
+    [
+      "an ENI in a security group the world does not list",
+      (w) => {
+        loose(eni(w)).securityGroups = ["sg-0nowhere"];
+      },
+      "instances[0].enis[0].securityGroups[0]: unknown security group sg-0nowhere: list it under securityGroups",
+    ],
+    [
+      "a listed group with the default group's id",
+      (w) => {
+        loose(w).securityGroups = [{ id: "sg-0w", name: "nodes" }];
+      },
+      "securityGroups[0].id: duplicate security group id sg-0w",
+    ],
+    [
+      "a listed group named default",
+      (w) => {
+        loose(w).securityGroups = [{ id: "sg-0nodes", name: "default" }];
+      },
+      "securityGroups[0].name: the VPC's own group is named default: set vpc.defaultSecurityGroupId instead",
+    ],
+    [
+      "two subnets of one zone with different zone ids",
+      (w) => {
+        loose(w.subnets[0]).availabilityZoneId = "use1-az4";
+        w.subnets.push({ ...second(), availabilityZone: "us-east-1a" });
+        loose(w.subnets[1]).availabilityZoneId = "use1-az5";
+      },
+      "subnets[1].availabilityZoneId: use1-az5 differs from use1-az4, the id another subnet gives us-east-1a",
+    ],
+    [
+      "two zones with one zone id",
+      (w) => {
+        loose(w.subnets[0]).availabilityZoneId = "use1-az2";
+        w.subnets.push(second());
+      },
+      "subnets[1].availabilityZoneId: zones us-east-1a and us-east-1b would both have the id use1-az2; set availabilityZoneId on their subnets",
+    ],
+    [
+      "a malformed zone id",
+      (w) => {
+        loose(w.subnets[0]).availabilityZoneId = "us-east-1a";
+      },
+      "subnets[0].availabilityZoneId: must be a zone id such as use1-az1",
+    ],
+    [
+      "a launch time that is not ISO 8601",
+      (w) => {
+        loose(w.instances[0]).launchTime = "yesterday";
+      },
+      'instances[0].launchTime: must be an ISO 8601 time such as 2024-01-01T00:00:00Z, got "yesterday"',
+    ],
+    [
+      "an interface type an instance cannot carry",
+      (w) => {
+        loose(eni(w)).interfaceType = "nat_gateway";
+      },
+      "instances[0].enis[0].interfaceType: Invalid option",
+    ],
   ])("refuses %s, naming the field", (_, change, expected) => {
     const problems = problemsOf(change);
     expect(problems.some((p) => p.startsWith(expected))).toBe(true);
@@ -163,6 +229,101 @@ describe("world validation", () => {
     expect(() => parseWorld(w)).toThrow(
       /^world is invalid: region: must be an AWS region such as us-east-1; /,
     );
+  });
+});
+
+describe("the attributes EC2 derives or defaults", () => {
+  it("gives an ENI, its subnet and its instance EC2's defaults when the world is silent", () => {
+    const topology = topologyOf(parseWorld(base()));
+    expect(topology.enis.get("eni-0w0")).toEqual({
+      id: "eni-0w0",
+      description: "",
+      securityGroups: [{ id: "sg-0w", name: "default" }],
+      sourceDestCheck: true,
+      interfaceType: "interface",
+      requesterId: undefined,
+      requesterManaged: false,
+      deleteOnTermination: true,
+      attachTime: "2024-01-01T00:00:00.000Z",
+    });
+    expect(topology.subnets.get("subnet-0a")).toMatchObject({
+      availabilityZoneId: "use1-az1",
+      defaultForAz: false,
+      mapPublicIpOnLaunch: false,
+      enableDns64: false,
+      privateDnsNameOptionsOnLaunch: {
+        hostnameType: "ip-name",
+        enableResourceNameDnsARecord: false,
+        enableResourceNameDnsAAAARecord: false,
+      },
+      tags: {},
+    });
+    expect(topology.instances.get("i-0w")).toMatchObject({
+      availabilityZoneId: "use1-az1",
+      architecture: "x86_64",
+      imageId: "ami-0123456789abcdef0",
+      launchTime: "2024-01-01T00:00:00.000Z",
+      tags: {},
+    });
+  });
+
+  it("takes what the world sets, launch time in EC2's form and ENI attach time from it", () => {
+    const w = base();
+    loose(w.vpc).defaultSecurityGroupId = "sg-0vpcdefault";
+    loose(w).securityGroups = [{ id: "sg-0nodes", name: "eks-nodes" }];
+    loose(w.instances[0]).launchTime = "2025-03-04T05:06:07+01:00";
+    Object.assign(eni(w), {
+      description: "aws-K8S-i-0w",
+      securityGroups: ["sg-0nodes", "sg-0vpcdefault"],
+      sourceDestCheck: false,
+      interfaceType: "efa",
+      requesterId: "AROAEXAMPLE:i-0w",
+      requesterManaged: true,
+      deleteOnTermination: false,
+    });
+    expect(topologyOf(parseWorld(w)).enis.get("eni-0w0")).toEqual({
+      id: "eni-0w0",
+      description: "aws-K8S-i-0w",
+      securityGroups: [
+        { id: "sg-0nodes", name: "eks-nodes" },
+        { id: "sg-0vpcdefault", name: "default" },
+      ],
+      sourceDestCheck: false,
+      interfaceType: "efa",
+      requesterId: "AROAEXAMPLE:i-0w",
+      requesterManaged: true,
+      deleteOnTermination: false,
+      attachTime: "2025-03-04T04:06:07.000Z",
+    });
+  });
+
+  it("gives every subnet of a zone the zone id one of them sets", () => {
+    const w = base();
+    w.subnets.push({ ...second(), availabilityZone: "us-east-1a" });
+    loose(w.subnets[1]).availabilityZoneId = "use1-az6";
+    const topology = topologyOf(parseWorld(w));
+    expect([...topology.subnets.values()].map((s) => s.availabilityZoneId)).toEqual(["use1-az6", "use1-az6"]);
+  });
+
+  it.each([
+    ["us-east-1", "use1"],
+    ["us-west-2", "usw2"],
+    ["eu-central-1", "euc1"],
+    ["ap-southeast-2", "apse2"],
+    ["ap-northeast-3", "apne3"],
+    ["sa-east-1", "sae1"],
+    ["us-gov-west-1", "usgw1"],
+  ])("shortens region %s to %s, as zone ids do", (region, short) => {
+    expect(regionShortName(region)).toBe(short);
+    expect(defaultZoneId(region, `${region}c`)).toBe(`${short}-az3`);
+  });
+
+  it.each([
+    ["us-east-1", "ip-198-51-100-10.ec2.internal", "i-0w.ec2.internal"],
+    ["eu-west-1", "ip-198-51-100-10.eu-west-1.compute.internal", "i-0w.eu-west-1.compute.internal"],
+  ])("names hosts in %s as EC2 does", (region, ip, resource) => {
+    expect(ipName("198.51.100.10", region)).toBe(ip);
+    expect(resourceName("i-0w", region)).toBe(resource);
   });
 });
 

@@ -1,6 +1,7 @@
+import { defaultSecurityGroupIdOf } from "./aws-names.js";
 import { type Cidr, mustParseCidr } from "./ip-math.js";
 import type { SimState } from "./sim-state.js";
-import { addressLimitOf, type World } from "./world.js";
+import { addressLimitOf, type World, zoneIdsOf } from "./world.js";
 
 /** The parts of the world that never change while the simulator runs. */
 export interface Topology {
@@ -11,7 +12,14 @@ export interface Topology {
   readonly subnets: ReadonlyMap<string, TopologySubnet>;
   /** By instance id, in world order. */
   readonly instances: ReadonlyMap<string, TopologyInstance>;
+  /** The attributes of each ENI that no simulated call changes, by ENI id. */
+  readonly enis: ReadonlyMap<string, TopologyEni>;
   readonly httpTokens: "required" | "optional";
+}
+
+export interface SecurityGroupRef {
+  readonly id: string;
+  readonly name: string;
 }
 
 export interface TopologySubnet {
@@ -19,6 +27,23 @@ export interface TopologySubnet {
   readonly cidr: Cidr;
   readonly ipv6Cidr: Cidr | undefined;
   readonly availabilityZone: string;
+  /** Set in the world, or derived from the region and zone letter (use1-az1 for us-east-1a). */
+  readonly availabilityZoneId: string;
+  /** Default false. */
+  readonly defaultForAz: boolean;
+  /** Default false. */
+  readonly mapPublicIpOnLaunch: boolean;
+  /** Default false. */
+  readonly enableDns64: boolean;
+  /** What instances launched here get as privateDnsNameOptions; default ip-name, no resource-name records. */
+  readonly privateDnsNameOptionsOnLaunch: PrivateDnsNameOptions;
+  readonly tags: Readonly<Record<string, string>>;
+}
+
+export interface PrivateDnsNameOptions {
+  readonly hostnameType: "ip-name" | "resource-name";
+  readonly enableResourceNameDnsARecord: boolean;
+  readonly enableResourceNameDnsAAAARecord: boolean;
 }
 
 export interface TopologyInstance {
@@ -26,28 +51,110 @@ export interface TopologyInstance {
   readonly instanceType: string;
   /** Addresses per ENI and family, the primary counted. */
   readonly addressLimit: number;
+  /** The zone of the primary ENI's subnet. */
   readonly availabilityZone: string;
+  readonly availabilityZoneId: string;
+  /** Default x86_64. */
+  readonly architecture: string;
+  /** Default ami-0123456789abcdef0. */
+  readonly imageId: string;
+  /** ISO 8601, milliseconds, UTC; default 2024-01-01T00:00:00.000Z. */
+  readonly launchTime: string;
+  /** The primary ENI's subnet options at launch. */
+  readonly privateDnsNameOptions: PrivateDnsNameOptions;
+  readonly tags: Readonly<Record<string, string>>;
 }
 
+export interface TopologyEni {
+  readonly id: string;
+  /** Default "" (EC2's for an ENI launched with its instance). */
+  readonly description: string;
+  /** Default: the VPC's `default` group. */
+  readonly securityGroups: readonly SecurityGroupRef[];
+  /** Default true. */
+  readonly sourceDestCheck: boolean;
+  /** Default `interface`. */
+  readonly interfaceType: string;
+  /** Default none: EC2 shows requesterId only for ENIs created on your behalf. */
+  readonly requesterId: string | undefined;
+  /** Default false. */
+  readonly requesterManaged: boolean;
+  /** Default true on device 0 only, as for ENIs launched with the instance. */
+  readonly deleteOnTermination: boolean;
+  /** The instance's launch time. */
+  readonly attachTime: string;
+}
+
+const defaultImageId = "ami-0123456789abcdef0";
+/** The same instant as IMDS's identity document `pendingTime`. */
+const defaultLaunchTime = "2024-01-01T00:00:00.000Z";
+
 export function topologyOf(world: World): Topology {
+  const zoneIds = zoneIdsOf(world);
   const subnets = new Map<string, TopologySubnet>();
   for (const s of world.subnets) {
+    const dns = s.privateDnsNameOptionsOnLaunch;
     subnets.set(s.id, {
       id: s.id,
       cidr: mustParseCidr(s.cidr),
       ipv6Cidr: s.ipv6Cidr === undefined ? undefined : mustParseCidr(s.ipv6Cidr),
       availabilityZone: s.availabilityZone,
+      availabilityZoneId: zoneIds.get(s.availabilityZone) ?? "",
+      defaultForAz: s.defaultForAz ?? false,
+      mapPublicIpOnLaunch: s.mapPublicIpOnLaunch ?? false,
+      enableDns64: s.enableDns64 ?? false,
+      privateDnsNameOptionsOnLaunch: {
+        hostnameType: dns?.hostnameType ?? "ip-name",
+        enableResourceNameDnsARecord: dns?.enableResourceNameDnsARecord ?? false,
+        enableResourceNameDnsAAAARecord: dns?.enableResourceNameDnsAAAARecord ?? false,
+      },
+      tags: { ...s.tags },
     });
   }
+  const defaultGroup: SecurityGroupRef = {
+    id: world.vpc.defaultSecurityGroupId ?? defaultSecurityGroupIdOf(world.vpc.id),
+    name: "default",
+  };
+  const groups = new Map<string, SecurityGroupRef>([[defaultGroup.id, defaultGroup]]);
+  for (const group of world.securityGroups ?? []) groups.set(group.id, { id: group.id, name: group.name });
+
   const instances = new Map<string, TopologyInstance>();
+  const enis = new Map<string, TopologyEni>();
   for (const instance of world.instances) {
     const primary = instance.enis.find((e) => e.deviceIndex === 0) ?? instance.enis[0];
+    const subnet = subnets.get(primary?.subnet ?? "");
+    const launchTime = instance.launchTime ?? defaultLaunchTime;
     instances.set(instance.id, {
       id: instance.id,
       instanceType: instance.instanceType,
       addressLimit: addressLimitOf(instance),
-      availabilityZone: subnets.get(primary?.subnet ?? "")?.availabilityZone ?? `${world.region}a`,
+      availabilityZone: subnet?.availabilityZone ?? `${world.region}a`,
+      availabilityZoneId: subnet?.availabilityZoneId ?? "",
+      architecture: instance.architecture ?? "x86_64",
+      imageId: instance.imageId ?? defaultImageId,
+      launchTime,
+      privateDnsNameOptions: subnet?.privateDnsNameOptionsOnLaunch ?? {
+        hostnameType: "ip-name",
+        enableResourceNameDnsARecord: false,
+        enableResourceNameDnsAAAARecord: false,
+      },
+      tags: { ...instance.tags },
     });
+    for (const eni of instance.enis) {
+      enis.set(eni.id, {
+        id: eni.id,
+        description: eni.description ?? "",
+        securityGroups: (eni.securityGroups ?? [defaultGroup.id]).map(
+          (id) => groups.get(id) ?? { id, name: "" },
+        ),
+        sourceDestCheck: eni.sourceDestCheck ?? true,
+        interfaceType: eni.interfaceType ?? "interface",
+        requesterId: eni.requesterId,
+        requesterManaged: eni.requesterManaged ?? false,
+        deleteOnTermination: eni.deleteOnTermination ?? eni.deviceIndex === 0,
+        attachTime: launchTime,
+      });
+    }
   }
   return {
     region: world.region,
@@ -59,6 +166,7 @@ export function topologyOf(world: World): Topology {
     },
     subnets,
     instances,
+    enis,
     httpTokens: world.imds.httpTokens,
   };
 }

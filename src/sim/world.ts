@@ -1,6 +1,7 @@
 import { readFile } from "node:fs/promises";
 import { parse as parseYaml } from "yaml";
 import { z } from "zod";
+import { defaultSecurityGroupIdOf, defaultZoneId } from "./aws-names.js";
 import { WorldError } from "./errors/world-error.js";
 import { partialFaultsSchema } from "./faults.js";
 import { addressesPerEniOf, knownInstanceTypes } from "./instance-limits.js";
@@ -63,6 +64,10 @@ const id = (prefix: string) =>
 /** Tag values: YAML users write `no_manage: true`; EC2 only knows strings. */
 const tagValue = z.union([z.string(), z.number(), z.boolean()]).transform(String);
 
+/**
+ * The attributes below the addresses are optional: existing world files load unchanged, and topologyOf fills
+ * in what EC2 gives an ENI launched with its instance (see TopologyEni for each default).
+ */
 const eniSchema = z.strictObject({
   id: id("eni"),
   mac: z
@@ -75,7 +80,34 @@ const eniSchema = z.strictObject({
   secondaryIpv4s: z.array(address(4)).default([]),
   ipv6s: z.array(address(6)).default([]),
   tags: z.record(z.string().min(1), tagValue).default({}),
+  description: z.string().max(255).optional(),
+  /** Ids listed under `securityGroups`, or the VPC's default group. */
+  securityGroups: z.array(id("sg")).min(1).max(16).optional(),
+  sourceDestCheck: z.boolean().optional(),
+  /** The types an ENI attached to an instance can have. */
+  interfaceType: z.enum(["interface", "efa", "efa-only", "trunk"]).optional(),
+  /** E.g. the account or role that created the ENI on your behalf; EC2 shows it only when set. */
+  requesterId: z.string().min(1).optional(),
+  requesterManaged: z.boolean().optional(),
+  deleteOnTermination: z.boolean().optional(),
 });
+
+/** An ISO 8601 time such as 2024-01-01T00:00:00Z, kept in EC2's form (milliseconds, UTC). */
+const isoTime = z.string().transform((text, ctx) => {
+  const time = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})$/.test(text)
+    ? new Date(text)
+    : undefined;
+  if (time === undefined || Number.isNaN(time.getTime())) {
+    ctx.addIssue({
+      code: "custom",
+      message: `must be an ISO 8601 time such as 2024-01-01T00:00:00Z, got ${JSON.stringify(text)}`,
+    });
+    return z.NEVER;
+  }
+  return time.toISOString();
+});
+
+const tags = z.record(z.string().min(1), tagValue);
 
 const worldObjectSchema = z.strictObject({
   region: z.string().regex(/^[a-z]{2}(-[a-z]+)+-\d+$/, "must be an AWS region such as us-east-1"),
@@ -84,7 +116,15 @@ const worldObjectSchema = z.strictObject({
     .transform(String)
     .pipe(z.string().regex(/^\d{12}$/, "must be 12 digits (quote it in YAML)"))
     .default("123456789012"),
-  vpc: z.strictObject({ id: id("vpc"), cidr: cidr(4), ipv6Cidr: cidr(6).optional() }),
+  vpc: z.strictObject({
+    id: id("vpc"),
+    cidr: cidr(4),
+    ipv6Cidr: cidr(6).optional(),
+    /** The id of the VPC's security group named `default`; default `sg-` and the VPC id's suffix. */
+    defaultSecurityGroupId: id("sg").optional(),
+  }),
+  /** Security groups beside the VPC's default one, for the ENIs' `securityGroups`. */
+  securityGroups: z.array(z.strictObject({ id: id("sg"), name: z.string().min(1).max(255) })).optional(),
   subnets: z
     .array(
       z.strictObject({
@@ -94,6 +134,22 @@ const worldObjectSchema = z.strictObject({
         availabilityZone: z
           .string()
           .regex(/^[a-z]{2}(-[a-z]+)+-\d+[a-z]$/, "must be a zone such as us-east-1a"),
+        /** Default: the region's short form and the zone letter's rank, e.g. use1-az1 for us-east-1a. */
+        availabilityZoneId: z
+          .string()
+          .regex(/^[a-z]+\d+(-[a-z]+\d+)?-az\d+$/, "must be a zone id such as use1-az1")
+          .optional(),
+        defaultForAz: z.boolean().optional(),
+        mapPublicIpOnLaunch: z.boolean().optional(),
+        enableDns64: z.boolean().optional(),
+        privateDnsNameOptionsOnLaunch: z
+          .strictObject({
+            hostnameType: z.enum(["ip-name", "resource-name"]).optional(),
+            enableResourceNameDnsARecord: z.boolean().optional(),
+            enableResourceNameDnsAAAARecord: z.boolean().optional(),
+          })
+          .optional(),
+        tags: tags.optional(),
       }),
     )
     .min(1),
@@ -104,6 +160,11 @@ const worldObjectSchema = z.strictObject({
         instanceType: z.string().min(1).default("m5.large"),
         /** Overrides the instance type's limit; counts the primary; also bounds IPv6 addresses. */
         ipv4AddressesPerEni: z.number().int().min(1).max(100).optional(),
+        architecture: z.enum(["x86_64", "arm64", "i386"]).optional(),
+        imageId: id("ami").optional(),
+        /** Also the attach time of its ENIs. Default 2024-01-01T00:00:00.000Z, IMDS's pendingTime. */
+        launchTime: isoTime.optional(),
+        tags: tags.optional(),
         enis: z.array(eniSchema).min(1),
       }),
     )
@@ -126,9 +187,74 @@ const worldObjectSchema = z.strictObject({
 
 type WorldShape = z.output<typeof worldObjectSchema>;
 
+type Problem = (path: (string | number)[], message: string) => void;
+
+/** One id per zone name and one zone name per id, whether set or derived. */
+function checkZoneIds(world: WorldShape, problem: Problem): void {
+  const idOfZone = zoneIdsOf(world);
+  const zoneOfId = new Map<string, string>();
+  for (const [zone, zoneId] of idOfZone) {
+    const other = zoneOfId.get(zoneId);
+    if (other !== undefined) {
+      const i = world.subnets.findIndex((s) => s.availabilityZone === zone);
+      problem(
+        ["subnets", i, "availabilityZoneId"],
+        `zones ${other} and ${zone} would both have the id ${zoneId}; set availabilityZoneId on their subnets`,
+      );
+    }
+    zoneOfId.set(zoneId, zone);
+  }
+  world.subnets.forEach((subnet, i) => {
+    const wanted = idOfZone.get(subnet.availabilityZone);
+    if (subnet.availabilityZoneId !== undefined && subnet.availabilityZoneId !== wanted) {
+      problem(
+        ["subnets", i, "availabilityZoneId"],
+        `${subnet.availabilityZoneId} differs from ${wanted}, the id another subnet gives ${subnet.availabilityZone}`,
+      );
+    }
+  });
+}
+
+/** The VPC's default group and the listed ones, by id; duplicate ids and names are problems. */
+function checkSecurityGroups(world: WorldShape, problem: Problem): Set<string> {
+  const ids = new Set([world.vpc.defaultSecurityGroupId ?? defaultSecurityGroupIdOf(world.vpc.id)]);
+  const names = new Set(["default"]);
+  world.securityGroups?.forEach((group, i) => {
+    if (ids.has(group.id)) problem(["securityGroups", i, "id"], `duplicate security group id ${group.id}`);
+    if (names.has(group.name)) {
+      problem(
+        ["securityGroups", i, "name"],
+        group.name === "default"
+          ? "the VPC's own group is named default: set vpc.defaultSecurityGroupId instead"
+          : `duplicate security group name ${group.name}`,
+      );
+    }
+    ids.add(group.id);
+    names.add(group.name);
+  });
+  return ids;
+}
+
+/**
+ * The id of every zone the subnets use: the first availabilityZoneId a subnet of the zone sets, or the
+ * derived one (defaultZoneId).
+ */
+export function zoneIdsOf(world: Pick<WorldShape, "region" | "subnets">): Map<string, string> {
+  const ids = new Map<string, string>();
+  for (const subnet of world.subnets) {
+    if (subnet.availabilityZoneId !== undefined && !ids.has(subnet.availabilityZone))
+      ids.set(subnet.availabilityZone, subnet.availabilityZoneId);
+  }
+  for (const subnet of world.subnets) {
+    if (!ids.has(subnet.availabilityZone))
+      ids.set(subnet.availabilityZone, defaultZoneId(world.region, subnet.availabilityZone));
+  }
+  return ids;
+}
+
 /** Cross-field rules zod cannot express field by field. Each problem is reported with its path. */
 function checkConsistency(world: WorldShape, ctx: z.RefinementCtx): void {
-  const problem = (path: (string | number)[], message: string): void => {
+  const problem: Problem = (path, message) => {
     ctx.addIssue({ code: "custom", path, message });
   };
   const vpcCidr = mustParseCidr(world.vpc.cidr);
@@ -157,6 +283,8 @@ function checkConsistency(world: WorldShape, ctx: z.RefinementCtx): void {
     }
     subnets.set(subnet.id, { v4, v6, az: subnet.availabilityZone });
   });
+  checkZoneIds(world, problem);
+  const groups = checkSecurityGroups(world, problem);
 
   const instanceIds = new Set<string>();
   const eniIds = new Set<string>();
@@ -205,6 +333,10 @@ function checkConsistency(world: WorldShape, ctx: z.RefinementCtx): void {
         if (holder !== undefined) problem(path, `${value} is already held by ${holder}`);
         addresses.set(value, eni.id);
       };
+      eni.securityGroups?.forEach((group, k) => {
+        if (!groups.has(group))
+          problem(at("securityGroups", k), `unknown security group ${group}: list it under securityGroups`);
+      });
       if (eni.primaryIpv4 !== undefined) check(eni.primaryIpv4, at("primaryIpv4"), subnet.v4);
       eni.secondaryIpv4s.forEach((a, k) => {
         check(a, at("secondaryIpv4s", k), subnet.v4);

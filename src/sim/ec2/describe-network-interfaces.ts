@@ -1,28 +1,20 @@
 import { Ec2ApiError } from "../errors/ec2-api-error.js";
-import type { SimEni } from "../sim-state.js";
 import { itemSet } from "../xml.js";
+import { documentedNetworkInterfaceFilters } from "./documented-filters.js";
 import type { Ec2Handler } from "./ec2-context.js";
-import { applyFilters, type FilterFields } from "./filters.js";
+import { type EniView, eniViewOf, networkInterfaceFields } from "./eni-view.js";
+import { applyFilters, type FilterCatalogue } from "./filters.js";
 import { checkEniId, eniNotFound } from "./lookups.js";
 import { paginate } from "./paging.js";
 import { renderNetworkInterface } from "./render-network-interface.js";
 
-const eniFields: FilterFields<SimEni> = {
-  "network-interface-id": (e) => [e.eniId],
-  "attachment.instance-id": (e) => [e.instanceId],
-  "attachment.device-index": (e) => [String(e.deviceIndex)],
-  "attachment.status": () => ["attached"],
-  "attachment.attachment-id": (e) => [`eni-attach-${e.eniId.slice(4)}`],
-  "mac-address": (e) => [e.mac],
-  "subnet-id": (e) => [e.subnetId],
-  "addresses.private-ip-address": (e) => e.ipv4s,
-  "private-ip-address": (e) => (e.primaryIpv4 === null ? [] : [e.primaryIpv4]),
-  "ipv6-addresses.ipv6-address": (e) => e.ipv6s,
-  status: () => ["in-use"],
-  "interface-type": () => ["interface"],
+export const networkInterfaceFilters: FilterCatalogue<EniView> = {
+  documented: documentedNetworkInterfaceFilters,
+  fields: networkInterfaceFields,
+  tags: (v) => v.eni.tags,
 };
 
-/** DescribeNetworkInterfaces: ids, filters (see eniFields, plus vpc-id, availability-zone, tag:KEY), paging. */
+/** DescribeNetworkInterfaces: ids, the filters of networkInterfaceFilters, paging. */
 export const describeNetworkInterfaces: Ec2Handler = (ctx) => {
   const { params, topology } = ctx;
   const ids = params.list("NetworkInterfaceId").map(checkEniId);
@@ -38,18 +30,8 @@ export const describeNetworkInterfaces: Ec2Handler = (ctx) => {
     if (unknown !== undefined) throw eniNotFound(unknown);
     enis = enis.filter((e) => ids.includes(e.eniId));
   }
-  const fields: FilterFields<SimEni> = {
-    ...eniFields,
-    "vpc-id": () => [topology.vpc.id],
-    "availability-zone": (e) => [topology.subnets.get(e.subnetId)?.availabilityZone ?? ""],
-    "owner-id": () => [topology.accountId],
-  };
-  const matching = applyFilters(enis, params.filters(), fields, (e) => e.tags);
+  const views = enis.map((e) => eniViewOf(e, topology));
+  const matching = applyFilters(views, params.filters(), networkInterfaceFilters);
   const page = paginate("DescribeNetworkInterfaces", matching, params);
-  return (
-    itemSet(
-      "networkInterfaceSet",
-      page.items.map((e) => renderNetworkInterface(e, topology)),
-    ) + page.nextTokenXml
-  );
+  return itemSet("networkInterfaceSet", page.items.map(renderNetworkInterface)) + page.nextTokenXml;
 };

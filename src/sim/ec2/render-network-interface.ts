@@ -1,38 +1,63 @@
-import type { SimEni } from "../sim-state.js";
-import type { Topology } from "../topology.js";
+import { ipName } from "../aws-names.js";
+import type { SecurityGroupRef } from "../topology.js";
 import { itemSet, leaf, node, tagSet } from "../xml.js";
+import { attachmentIdOf, type EniView, privateDnsNameOf } from "./eni-view.js";
 
-const attachmentIdOf = (eni: SimEni): string => `eni-attach-${eni.eniId.slice(4)}`;
+/** `groupSet` of `{groupId, groupName}` items, as on ENIs and instances. */
+export function groupSet(groups: readonly SecurityGroupRef[]): string {
+  return itemSet(
+    "groupSet",
+    groups.map((g) => leaf("groupId", g.id) + leaf("groupName", g.name)),
+  );
+}
 
-function privateIpSet(eni: SimEni): string {
+function privateIpSet(view: EniView): string {
+  const { eni, topology } = view;
   return itemSet(
     "privateIpAddressesSet",
-    eni.ipv4s.map((a) => leaf("privateIpAddress", a) + leaf("primary", a === eni.primaryIpv4)),
+    eni.ipv4s.map(
+      (a) =>
+        leaf("privateIpAddress", a) +
+        leaf("privateDnsName", ipName(a, topology.region)) +
+        leaf("primary", a === eni.primaryIpv4),
+    ),
   );
 }
 
-function ipv6Set(eni: SimEni): string {
+function ipv6Set(view: EniView): string {
   return itemSet(
     "ipv6AddressesSet",
-    eni.ipv6s.map((a) => leaf("ipv6Address", a) + leaf("isPrimaryIpv6", false)),
+    view.eni.ipv6s.map((a) => leaf("ipv6Address", a) + leaf("isPrimaryIpv6", false)),
   );
 }
 
-/** One `networkInterfaceSet/item` of DescribeNetworkInterfaces. */
-export function renderNetworkInterface(eni: SimEni, topology: Topology): string {
+/** The members both forms share, in EC2's order. */
+function common(view: EniView): string {
+  const { eni, attrs, topology } = view;
   return (
     leaf("networkInterfaceId", eni.eniId) +
     leaf("subnetId", eni.subnetId) +
     leaf("vpcId", topology.vpc.id) +
-    leaf("availabilityZone", topology.subnets.get(eni.subnetId)?.availabilityZone) +
-    leaf("description", "") +
-    leaf("ownerId", topology.accountId) +
-    leaf("requesterManaged", false) +
+    leaf("description", attrs.description) +
+    leaf("ownerId", topology.accountId)
+  );
+}
+
+/** One `networkInterfaceSet/item` of DescribeNetworkInterfaces. */
+export function renderNetworkInterface(view: EniView): string {
+  const { eni, attrs, subnet, topology } = view;
+  return (
+    common(view) +
+    leaf("availabilityZone", subnet.availabilityZone) +
+    leaf("availabilityZoneId", subnet.availabilityZoneId) +
+    leaf("requesterId", attrs.requesterId) +
+    leaf("requesterManaged", attrs.requesterManaged) +
     leaf("status", "in-use") +
     leaf("macAddress", eni.mac) +
     leaf("privateIpAddress", eni.primaryIpv4) +
-    leaf("sourceDestCheck", true) +
-    "<groupSet/>" +
+    leaf("privateDnsName", privateDnsNameOf(view)) +
+    leaf("sourceDestCheck", attrs.sourceDestCheck) +
+    groupSet(attrs.securityGroups) +
     node(
       "attachment",
       leaf("attachmentId", attachmentIdOf(eni)) +
@@ -41,38 +66,39 @@ export function renderNetworkInterface(eni: SimEni, topology: Topology): string 
         leaf("deviceIndex", eni.deviceIndex) +
         leaf("networkCardIndex", 0) +
         leaf("status", "attached") +
-        leaf("deleteOnTermination", eni.deviceIndex === 0),
+        leaf("attachTime", attrs.attachTime) +
+        leaf("deleteOnTermination", attrs.deleteOnTermination),
     ) +
     tagSet(eni.tags) +
-    privateIpSet(eni) +
-    ipv6Set(eni) +
-    leaf("interfaceType", "interface")
+    privateIpSet(view) +
+    ipv6Set(view) +
+    leaf("interfaceType", attrs.interfaceType) +
+    leaf("ipv6Native", eni.primaryIpv4 === null)
   );
 }
 
 /** One `networkInterfaceSet/item` of a DescribeInstances instance. */
-export function renderInstanceNetworkInterface(eni: SimEni, topology: Topology): string {
+export function renderInstanceNetworkInterface(view: EniView): string {
+  const { eni, attrs } = view;
   return (
-    leaf("networkInterfaceId", eni.eniId) +
-    leaf("subnetId", eni.subnetId) +
-    leaf("vpcId", topology.vpc.id) +
-    leaf("description", "") +
-    leaf("ownerId", topology.accountId) +
+    common(view) +
     leaf("status", "in-use") +
     leaf("macAddress", eni.mac) +
     leaf("privateIpAddress", eni.primaryIpv4) +
-    leaf("sourceDestCheck", true) +
-    "<groupSet/>" +
+    leaf("privateDnsName", privateDnsNameOf(view)) +
+    leaf("sourceDestCheck", attrs.sourceDestCheck) +
+    groupSet(attrs.securityGroups) +
     node(
       "attachment",
       leaf("attachmentId", attachmentIdOf(eni)) +
         leaf("deviceIndex", eni.deviceIndex) +
         leaf("networkCardIndex", 0) +
         leaf("status", "attached") +
-        leaf("deleteOnTermination", eni.deviceIndex === 0),
+        leaf("attachTime", attrs.attachTime) +
+        leaf("deleteOnTermination", attrs.deleteOnTermination),
     ) +
-    privateIpSet(eni) +
-    ipv6Set(eni) +
-    leaf("interfaceType", "interface")
+    privateIpSet(view) +
+    ipv6Set(view) +
+    leaf("interfaceType", attrs.interfaceType)
   );
 }

@@ -5,7 +5,7 @@ import type { SimReservation } from "../sim-state.js";
 import type { Topology, TopologySubnet } from "../topology.js";
 import { itemSet, leaf, node, tagSet } from "../xml.js";
 import type { Ec2Handler } from "./ec2-context.js";
-import { applyFilters, type FilterFields } from "./filters.js";
+import { applyFilters, type FilterCatalogue, type FilterFields } from "./filters.js";
 import { paginate } from "./paging.js";
 
 function requireSubnet(params: QueryParams, topology: Topology): TopologySubnet {
@@ -108,6 +108,14 @@ const reservationFields: FilterFields<SimReservation> = {
   cidr: (r) => [r.cidr],
   "owner-id": (r) => [r.ownerId],
   "subnet-cidr-reservation-id": (r) => [r.reservationId],
+  "tag-key": (r) => Object.keys(r.tags),
+};
+
+/** EC2 documents reservationType, subnet-id, tag:KEY and tag-key; the other names are the simulator's own. */
+const reservationFilters: FilterCatalogue<SimReservation> = {
+  documented: [...Object.keys(reservationFields), "tag:"],
+  fields: reservationFields,
+  tags: (r) => r.tags,
 };
 
 /** GetSubnetCidrReservations: both families, paged together (IPv4 first). */
@@ -116,7 +124,7 @@ export const getSubnetCidrReservations: Ec2Handler = (ctx) => {
   const subnet = requireSubnet(params, topology);
   const mine = ctx.readState().reservations.filter((r) => r.subnetId === subnet.id);
   const ordered = [...mine.filter((r) => !r.cidr.includes(":")), ...mine.filter((r) => r.cidr.includes(":"))];
-  const matching = applyFilters(ordered, params.filters(), reservationFields, (r) => r.tags);
+  const matching = applyFilters(ordered, params.filters(), reservationFilters);
   const page = paginate("GetSubnetCidrReservations", matching, params);
   const ipv4 = page.items.filter((r) => !r.cidr.includes(":")).map(renderReservation);
   const ipv6 = page.items.filter((r) => r.cidr.includes(":")).map(renderReservation);
