@@ -3,20 +3,24 @@
  * namespace of its own. Every test checks the simulator's state (and its call log), not only the exit code.
  */
 
-import { mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { Lab, type LabPodSpec, labUnavailableReason, type SimCallView } from "./helpers/netns.js";
+import { makeTempDir, removeTempDir } from "./helpers/temp-dirs.js";
 import { ALLOWED_CIDRS, ENI, MAC, NODE1, twoNodeWorld, type WorldOverrides } from "./helpers/worlds.js";
 
 const unavailable = labUnavailableReason();
 if (unavailable !== undefined) console.warn(`init end-to-end tests skipped: ${unavailable}`);
 
 let lab: Lab | undefined;
+/** A downward API directory of the test, if it made one. */
+let podinfo: string | undefined;
 afterEach(async () => {
   await lab?.close();
   lab = undefined;
+  removeTempDir(podinfo);
+  podinfo = undefined;
 });
 
 function pod(interfaces: LabPodSpec["interfaces"], instanceId = NODE1): LabPodSpec {
@@ -184,7 +188,8 @@ describe.skipIf(unavailable !== undefined)("multus-ipmgr init in a pod namespace
 
   it("reads addresses from the Multus network-status annotation file when told to", async () => {
     const l = await start(pod([{ name: "net1", mac: MAC.node1A1, addresses: ["198.51.100.40/26"] }]));
-    const dir = mkdtempSync(join(tmpdir(), "ipmgr-podinfo-"));
+    const dir = makeTempDir("ipmgr-podinfo-");
+    podinfo = dir;
     const status = JSON.stringify([
       { name: "cnf/ipvlan", interface: "net1", ips: ["198.51.100.40"], mac: MAC.node1A1 },
     ]);
