@@ -7,10 +7,16 @@ import { loadWorldFile } from "./world.js";
 
 const usageExit = 2;
 
-function fail(message: string): number {
-  process.stderr.write(`multus-ipmgr sim: ${message}\n`);
-  return usageExit;
+/** Where the command writes. Stdout gets the ready line (or the help) only; stderr everything else. */
+export interface SimOutput {
+  readonly stdout: (text: string) => void;
+  readonly stderr: (text: string) => void;
 }
+
+const processOutput: SimOutput = {
+  stdout: (text) => process.stdout.write(text),
+  stderr: (text) => process.stderr.write(text),
+};
 
 /** Resolves on the first SIGTERM or SIGINT. */
 function untilSignal(): Promise<NodeJS.Signals> {
@@ -29,7 +35,11 @@ function untilSignal(): Promise<NodeJS.Signals> {
  * `multus-ipmgr sim`: runs until SIGTERM/SIGINT. Stdout carries exactly one line, the ready line, so that
  * scripts can read the endpoints; everything else goes to stderr.
  */
-export async function main(argv: readonly string[]): Promise<number> {
+export async function main(argv: readonly string[], output: SimOutput = processOutput): Promise<number> {
+  const fail = (message: string): number => {
+    output.stderr(`multus-ipmgr sim: ${message}\n`);
+    return usageExit;
+  };
   let parsed: ReturnType<typeof parseSimArgs>;
   try {
     parsed = parseSimArgs(argv, process.env);
@@ -38,20 +48,21 @@ export async function main(argv: readonly string[]): Promise<number> {
     throw error;
   }
   if (parsed.kind === "help") {
-    process.stdout.write(`${simUsage}\n`);
+    output.stdout(`${simUsage}\n`);
     return 0;
   }
   const { args } = parsed;
   let handle: SimulatorHandle;
   try {
     const world = await loadWorldFile(args.world);
-    const log = args.verbose ? (line: string) => process.stderr.write(`${line}\n`) : undefined;
+    const log = args.verbose ? (line: string) => output.stderr(`${line}\n`) : undefined;
     handle = await startSimulator(world, {
       host: args.host,
       ec2Port: args.ec2Port,
       controlPort: args.controlPort,
       imdsPortBase: args.imdsPortBase,
       ...(log === undefined ? {} : { log }),
+      errorLog: (line) => output.stderr(`multus-ipmgr sim: ${line}\n`),
     });
   } catch (error) {
     if (error instanceof WorldError) return fail(error.message);
@@ -64,9 +75,9 @@ export async function main(argv: readonly string[]): Promise<number> {
     }
     throw error;
   }
-  process.stdout.write(`${readyLine(handle)}\n`);
+  output.stdout(`${readyLine(handle)}\n`);
   const signal = await untilSignal();
-  process.stderr.write(`multus-ipmgr sim: ${signal}, closing\n`);
+  output.stderr(`multus-ipmgr sim: ${signal}, closing\n`);
   await handle.close();
   return 0;
 }
