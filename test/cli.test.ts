@@ -4,8 +4,10 @@
  */
 import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
+import { createServer, type Server } from "node:net";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import { closedPortUrl } from "./helpers/closed-port.js";
 import { BINARY, collect, type RunResult } from "./helpers/netns.js";
 import { makeTempDir, removeTempDir } from "./helpers/temp-dirs.js";
 
@@ -51,4 +53,42 @@ describe("a failure before the command's logger exists", () => {
       expect(lines[0]?.err).toMatchObject({ type: "ConfigError" });
     },
   );
+});
+
+describe("sidecar: an HTTP server that cannot listen", () => {
+  let taken: Server | undefined;
+  afterEach(async () => {
+    await new Promise<void>((resolve) => (taken === undefined ? resolve() : taken.close(() => resolve())));
+    taken = undefined;
+  });
+
+  it("exits 2 naming IPMGR_HTTP_PORT when its port is in use, before any IMDS or EC2 call", async () => {
+    const server = createServer();
+    taken = server;
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const address = server.address();
+    const port = typeof address === "object" && address !== null ? address.port : 0;
+    const result = await runBinary(["sidecar"], {
+      IPMGR_ALLOWED_CIDRS: "198.51.100.64/27",
+      IPMGR_ADDRESS_EVENTS: "poll",
+      IPMGR_HTTP_HOST: "127.0.0.1",
+      IPMGR_HTTP_PORT: String(port),
+      AWS_EC2_METADATA_SERVICE_ENDPOINT: await closedPortUrl(),
+    });
+    const sentence = `IPMGR_HTTP_PORT="${port}": port ${port} on 127.0.0.1 is already in use (EADDRINUSE); set IPMGR_HTTP_PORT to a free port, and the probes' port with it`;
+    expect(result.code).toBe(2);
+    expect(result.stderr).toBe(`multus-ipmgr sidecar: ${sentence}\n`);
+    expect(logLines(result.stdout).at(-1)).toMatchObject({ level: 50, msg: sentence, exitCode: 2 });
+  });
+
+  it("exits 2 naming IPMGR_HTTP_HOST when it is not an IP address", async () => {
+    const result = await runBinary(["sidecar"], {
+      IPMGR_ALLOWED_CIDRS: "198.51.100.64/27",
+      IPMGR_HTTP_HOST: "not-an-ip",
+    });
+    expect(result.code).toBe(2);
+    expect(result.stderr).toBe(
+      'multus-ipmgr sidecar: IPMGR_HTTP_HOST="not-an-ip": expected an IP address, e.g. 0.0.0.0 (every IPv4 address), :: (every address) or one of the pod\'s addresses\n',
+    );
+  });
 });

@@ -127,6 +127,15 @@ describe("configuration from environment and flags", () => {
     expect(error.message).toBe('IPMGR_RELEASE_ON_REMOVE="yes": expected true or false');
   });
 
+  it("takes the sidecar's listen address only as an IP address, never a host name", () => {
+    expect(loadSidecarConfig([], { ...base, IPMGR_HTTP_HOST: "::" }).httpHost).toBe("::");
+    expect(loadSidecarConfig(["--http-host", "192.0.2.10"], base).httpHost).toBe("192.0.2.10");
+    const error = configError(() => loadSidecarConfig([], { ...base, IPMGR_HTTP_HOST: "localhost" }));
+    expect(error.message).toBe(
+      `IPMGR_HTTP_HOST="localhost": expected an IP address, e.g. 0.0.0.0 (every IPv4 address), :: (every address) or one of the pod's addresses`,
+    );
+  });
+
   it("takes positional arguments as a mistake", () => {
     expect(() => parseFlags(["init"])).toThrow(ConfigError);
   });

@@ -273,8 +273,8 @@ export const sidecarSettings = {
     env: "IPMGR_HTTP_HOST",
     flag: "--http-host",
     default: "0.0.0.0",
-    doc: "Address the HTTP server listens on.",
-    schema: field.text(),
+    doc: "Address the HTTP server listens on: an IP address, e.g. 0.0.0.0 (every IPv4 address) or :: (every address).",
+    schema: field.ipAddress(),
   }),
 };
 

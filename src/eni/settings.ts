@@ -1,6 +1,7 @@
 // zod/mini, not classic zod: it tree-shakes to ~20 KB where classic pulls ~580 KB into every start of `init`.
 import * as z from "zod/mini";
 import { ConfigError } from "./errors/config-error.js";
+import { tryCanonical } from "./ip.js";
 
 /**
  * One configuration value: read from an environment variable (the Kubernetes way), overridden by a flag.
@@ -153,4 +154,14 @@ export const field = {
   enumOf: <const T extends readonly [string, ...string[]]>(values: T) =>
     z.enum(values, { error: `expected one of: ${values.join(", ")}` }),
   text: () => z.string().check(z.minLength(1, "must not be empty")),
+  /** An IP address literal in the strict form of ip.ts (no host name: nothing is looked up). */
+  ipAddress: () =>
+    z
+      .string()
+      .check(
+        z.refine(
+          (s) => tryCanonical(s) !== undefined,
+          "expected an IP address, e.g. 0.0.0.0 (every IPv4 address), :: (every address) or one of the pod's addresses",
+        ),
+      ),
 };
