@@ -55,6 +55,10 @@ describe("sim command-line arguments", () => {
     ],
     [["--world"], "--world needs a value, e.g. --world=world.yaml."],
     [
+      ["--world", "w.yaml", "--host", "not-an-ip"],
+      '--host "not-an-ip" is not an IP address; pass the address to listen on, e.g. 127.0.0.1 (the default), 0.0.0.0 or ::1.',
+    ],
+    [
       ["--wrold", "w.yaml"],
       'unknown flag "--wrold"; the flags are --world, --host, --ec2-port, --control-port, --imds-port-base, --verbose, --help.',
     ],
@@ -74,6 +78,30 @@ describe("sim command-line arguments", () => {
       "multus-ipmgr sim: world file examples/no-such-world.yaml is invalid: cannot be read (no such file); pass an existing file with --world\n",
     ]);
     expect([...badFlag.out, ...badWorld.out]).toEqual([]);
+  });
+
+  it("main returns 2 when the IMDS ports of the world's instances would run past 65535", async () => {
+    const output = captureOutput();
+    const argv = ["--world", "examples/world-two-nodes.yaml", "--imds-port-base", "65535"];
+    expect(await main(argv, output)).toBe(2);
+    expect(output.err).toEqual([
+      "multus-ipmgr sim: --imds-port-base 65535 gives the world's 2 instances the ports 65535 to 65536, past 65535; pass at most 65534, or 0 for free ports.\n",
+    ]);
+  });
+
+  it("main returns 2 with one sentence when a port is taken", async () => {
+    const taken = await startSimulator(await loadWorldFile("examples/world-demo.yaml"));
+    try {
+      const port = new URL(taken.ec2Endpoint).port;
+      const output = captureOutput();
+      expect(await main(["--world", "examples/world-demo.yaml", "--ec2-port", port], output)).toBe(2);
+      expect(output.err).toEqual([
+        `multus-ipmgr sim: cannot listen (listen EADDRINUSE: address already in use 127.0.0.1:${port}); pick other ports (--ec2-port, --control-port, --imds-port-base; 0 picks free ones).\n`,
+      ]);
+      expect(output.out).toEqual([]);
+    } finally {
+      await taken.close();
+    }
   });
 });
 

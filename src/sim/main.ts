@@ -1,4 +1,4 @@
-import { parseSimArgs, simUsage } from "./cli-args.js";
+import { checkImdsPorts, listenUsageError, parseSimArgs, simUsage } from "./cli-args.js";
 import { UsageError } from "./errors/usage-error.js";
 import { WorldError } from "./errors/world-error.js";
 import { readyLine } from "./ready-line.js";
@@ -55,6 +55,7 @@ export async function main(argv: readonly string[], output: SimOutput = processO
   let handle: SimulatorHandle;
   try {
     const world = await loadWorldFile(args.world);
+    checkImdsPorts(args, world.instances.length);
     const log = args.verbose ? (line: string) => output.stderr(`${line}\n`) : undefined;
     handle = await startSimulator(world, {
       host: args.host,
@@ -65,14 +66,9 @@ export async function main(argv: readonly string[], output: SimOutput = processO
       errorLog: (line) => output.stderr(`multus-ipmgr sim: ${line}\n`),
     });
   } catch (error) {
-    if (error instanceof WorldError) return fail(error.message);
-    const code = (error as NodeJS.ErrnoException).code;
-    if (code === "EADDRINUSE" || code === "EADDRNOTAVAIL" || code === "EACCES") {
-      return fail(
-        `cannot listen on ${args.host} (${code}: ${(error as Error).message}); pick other ports ` +
-          "(--ec2-port, --control-port, --imds-port-base; 0 picks free ones) or another --host.",
-      );
-    }
+    if (error instanceof WorldError || error instanceof UsageError) return fail(error.message);
+    const usage = listenUsageError(error);
+    if (usage !== undefined) return fail(usage.message);
     throw error;
   }
   output.stdout(`${readyLine(handle)}\n`);
