@@ -125,22 +125,11 @@ export const field = {
     z.pipe(
       z.string(),
       z.transform((s, ctx) => {
-        const v = s.toLowerCase();
-        if (v === "true" || v === "1") return true;
-        if (v === "false" || v === "0") return false;
+        if (s === "true") return true;
+        if (s === "false") return false;
         ctx.issues.push({ code: "custom", message: "expected true or false", input: s });
         return z.NEVER;
       }),
-    ),
-  list: () =>
-    z.pipe(
-      z.string(),
-      z.transform((s) =>
-        s
-          .split(",")
-          .map((x) => x.trim())
-          .filter((x) => x.length > 0),
-      ),
     ),
   url: () =>
     z
