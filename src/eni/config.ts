@@ -115,7 +115,7 @@ export const podSettings = {
     env: "IPMGR_EXCLUDE_INTERFACES",
     flag: "--exclude-interfaces",
     default: "lo,eth0",
-    doc: "Comma-separated interface names never managed (a trailing * matches a prefix). eth0 belongs to the VPC CNI.",
+    doc: "Comma-separated interface names never managed (a trailing * matches a prefix). eth0 belongs to the VPC CNI. lo is never managed, whatever this says.",
     schema: interfaceList,
   }),
   addressSource: setting({
