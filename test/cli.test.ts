@@ -92,3 +92,15 @@ describe("sidecar: an HTTP server that cannot listen", () => {
     );
   });
 });
+
+describe("--version", () => {
+  const { version } = JSON.parse(readFileSync("package.json", "utf8")) as { version: string };
+
+  it.each([["--version"], ["-V"], ["init", "--version"], ["sidecar", "--version"], ["sim", "-V"]])(
+    "%s prints the version of package.json and exits 0",
+    async (...args) => {
+      const result = await runBinary(args);
+      expect(result).toMatchObject({ code: 0, stdout: `multus-ipmgr ${version}\n`, stderr: "" });
+    },
+  );
+});
