@@ -125,6 +125,10 @@ describe("Multus network-status", () => {
     expect(refusal(JSON.stringify([entry]), "f")).toBe(`f: ${problem}; ${MALFORMED_FIX}`);
   });
 
+  it("refuses text that is not JSON, with the same fix", () => {
+    expect(refusal("[{", "f")).toBe(`f: network-status is not valid JSON; ${MALFORMED_FIX}`);
+  });
+
   it("refuses JSON that is not a list, saying what it is", () => {
     expect(refusal('{"interface":"net1"}', "f")).toBe(
       `f: network-status is an object, not a list of network entries; ${MALFORMED_FIX}`,

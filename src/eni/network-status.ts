@@ -111,7 +111,7 @@ export function parseNetworkStatus(json: string, context: NetworkStatusContext):
   try {
     raw = JSON.parse(json);
   } catch (cause) {
-    throw new NetworkStatusError(source, "network-status is not valid JSON", undefined, { cause });
+    throw new NetworkStatusError(source, "network-status is not valid JSON", MALFORMED_FIX, { cause });
   }
   if (!Array.isArray(raw)) {
     throw new NetworkStatusError(
