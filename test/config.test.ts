@@ -51,6 +51,13 @@ describe("configuration from environment and flags", () => {
     expect(loadInitConfig([], { ...base, AWS_REGION: "" }).region).toBeUndefined();
   });
 
+  it("takes an empty IPMGR_TERMINATION_LOG as documented: no termination log, not the default file", () => {
+    expect(loadInitConfig([], base).terminationLog).toBe("/dev/termination-log");
+    expect(loadInitConfig([], { ...base, IPMGR_TERMINATION_LOG: "" }).terminationLog).toBe("");
+    expect(loadSidecarConfig([], { ...base, IPMGR_TERMINATION_LOG: "" }).terminationLog).toBe("");
+    expect(loadInitConfig(["--termination-log", ""], base).terminationLog).toBe("");
+  });
+
   it("refuses to start without allowed CIDRs and says what to set", () => {
     const error = configError(() => loadInitConfig([], {}));
     expect(error.exitCode).toBe(ExitCode.config);

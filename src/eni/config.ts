@@ -229,6 +229,7 @@ export const podSettings = {
     env: "IPMGR_TERMINATION_LOG",
     flag: "--termination-log",
     default: "/dev/termination-log",
+    emptyIsValue: true,
     doc: "File that receives the final error sentence, so that kubectl describe pod shows it. Empty string: none.",
     schema: z.string(),
   }),

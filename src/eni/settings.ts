@@ -14,6 +14,11 @@ export interface Setting<T> {
   /** Text default, parsed like a user value; undefined means required (or optional when `optional`). */
   readonly default: string | undefined;
   readonly optional?: boolean;
+  /**
+   * Whether an empty environment variable is a value of its own (e.g. "no file"). Otherwise an empty
+   * variable counts as unset, as Kubernetes manifests often leave one empty.
+   */
+  readonly emptyIsValue?: boolean;
   readonly unit?: string;
   readonly doc: string;
   readonly schema: z.ZodMiniType<T, string>;
@@ -67,7 +72,8 @@ export function loadSettings<S extends SettingTable>(
   for (const [key, setting] of Object.entries(table)) {
     const fromFlag = flags.get(setting.flag);
     const fromEnv = env[setting.env];
-    const raw = fromFlag ?? (fromEnv === "" ? undefined : fromEnv) ?? setting.default;
+    const raw =
+      fromFlag ?? (fromEnv === "" && setting.emptyIsValue !== true ? undefined : fromEnv) ?? setting.default;
     const name = fromFlag === undefined ? setting.env : setting.flag;
     if (raw === undefined) {
       if (setting.optional === true) {
