@@ -51,11 +51,18 @@ describe("configuration from environment and flags", () => {
     expect(loadInitConfig([], { ...base, AWS_REGION: "" }).region).toBeUndefined();
   });
 
+  it("takes an empty IPMGR_TERMINATION_LOG as documented: no termination log, not the default file", () => {
+    expect(loadInitConfig([], base).terminationLog).toBe("/dev/termination-log");
+    expect(loadInitConfig([], { ...base, IPMGR_TERMINATION_LOG: "" }).terminationLog).toBe("");
+    expect(loadSidecarConfig([], { ...base, IPMGR_TERMINATION_LOG: "" }).terminationLog).toBe("");
+    expect(loadInitConfig(["--termination-log", ""], base).terminationLog).toBe("");
+  });
+
   it("refuses to start without allowed CIDRs and says what to set", () => {
     const error = configError(() => loadInitConfig([], {}));
     expect(error.exitCode).toBe(ExitCode.config);
     expect(error.message).toBe(
-      "IPMGR_ALLOWED_CIDRS=(unset): required: Comma-separated CIDRs of your Multus pod ranges. Only addresses inside them are ever assigned or released; others are refused.",
+      "IPMGR_ALLOWED_CIDRS=(unset): required: Comma-separated CIDRs of your Multus pod ranges, written as networks (no host bits set, no /0). Only addresses inside them are ever assigned or released; others are refused.",
     );
   });
 
@@ -119,12 +126,92 @@ describe("configuration from environment and flags", () => {
   });
 
   it("parses sidecar booleans and ports", () => {
-    const config = loadSidecarConfig(["--release-on-exit"], { ...base, IPMGR_RELEASE_ON_REMOVE: "FALSE" });
+    const config = loadSidecarConfig(["--release-on-exit"], { ...base, IPMGR_RELEASE_ON_REMOVE: "false" });
     expect(config.releaseOnExit).toBe(true);
     expect(config.releaseOnRemove).toBe(false);
     expect(config.httpPort).toBe(9180);
-    const error = configError(() => loadSidecarConfig([], { ...base, IPMGR_RELEASE_ON_REMOVE: "yes" }));
-    expect(error.message).toBe('IPMGR_RELEASE_ON_REMOVE="yes": expected true or false');
+  });
+
+  it.each(["yes", "1", "0", "TRUE", "False", ""])(
+    "accepts exactly true and false as a boolean, not %j",
+    (value) => {
+      const error = configError(() => loadSidecarConfig(["--release-on-remove", value], base));
+      expect(error.message).toBe(`--release-on-remove=${JSON.stringify(value)}: expected true or false`);
+    },
+  );
+
+  it.each(["us-east-1", "eu-west-3", "us-gov-west-1", "cn-north-1", "ap-southeast-5", "il-central-1"])(
+    "accepts the region %s",
+    (region) => {
+      expect(loadInitConfig([], { ...base, AWS_REGION: region }).region).toBe(region);
+    },
+  );
+
+  it.each(["moon", "US-EAST-1", "us-east1", "us-east-1a"])(
+    "refuses the region %j with an example",
+    (region) => {
+      const error = configError(() => loadInitConfig([], { ...base, AWS_REGION: region }));
+      expect(error.message).toBe(
+        `AWS_REGION=${JSON.stringify(region)}: expected an AWS region such as us-east-1 or eu-west-3`,
+      );
+    },
+  );
+
+  it("takes interface names and prefix patterns", () => {
+    const config = loadInitConfig([], {
+      ...base,
+      IPMGR_INTERFACES: " net1, net* ,abcdefghijklmno,abcdefghijklmno*",
+      IPMGR_EXCLUDE_INTERFACES: "eth0,veth*,*",
+    });
+    expect(config.interfaces).toEqual(["net1", "net*", "abcdefghijklmno", "abcdefghijklmno*"]);
+    expect(config.excludeInterfaces).toEqual(["eth0", "veth*", "*"]);
+  });
+
+  it.each([
+    ["IPMGR_INTERFACES", "a b"],
+    ["IPMGR_INTERFACES", "net1,abcdefghijklmnop"],
+    ["IPMGR_INTERFACES", "net/1"],
+    ["IPMGR_INTERFACES", "net1:0"],
+    ["IPMGR_INTERFACES", "n*t"],
+    ["IPMGR_INTERFACES", "net**"],
+    ["IPMGR_EXCLUDE_INTERFACES", "lo,eth\t0"],
+    ["IPMGR_EXCLUDE_INTERFACES", ".."],
+  ])("refuses %s=%j naming the bad item and the rules", (variable, value) => {
+    const error = configError(() => loadInitConfig([], { ...base, [variable]: value }));
+    const bad = value.split(",").find((item) => item !== "net1" && item !== "lo") ?? "";
+    expect(error.message).toBe(
+      `${variable}=${JSON.stringify(value)}: ${JSON.stringify(bad)} is not an interface name or pattern: Linux names have 1 to 15 characters, none of them whitespace, "/" or ":", and a trailing * matches a prefix (e.g. net*)`,
+    );
+  });
+
+  it.each(["0.0.0.0/0", "::/0"])(
+    "refuses %s among the allowed CIDRs: it would cover node addresses",
+    (cidr) => {
+      const value = `198.51.100.64/27,${cidr}`;
+      const error = configError(() => loadInitConfig([], { IPMGR_ALLOWED_CIDRS: value }));
+      expect(error.message).toBe(
+        `IPMGR_ALLOWED_CIDRS=${JSON.stringify(value)}: "${cidr}" covers every address and would let multus-ipmgr move any address in the VPC, node addresses included; list only your Multus pod ranges, e.g. 198.51.100.64/27`,
+      );
+    },
+  );
+
+  it.each([
+    ["198.51.100.33/27", "198.51.100.32/27"],
+    ["2001:db8:100:1::5/64", "2001:db8:100:1::/64"],
+  ])("refuses an allowed CIDR with host bits set (%s), suggesting %s", (cidr, network) => {
+    const error = configError(() => loadInitConfig([], { IPMGR_ALLOWED_CIDRS: cidr }));
+    expect(error.message).toBe(
+      `IPMGR_ALLOWED_CIDRS=${JSON.stringify(cidr)}: ${JSON.stringify(cidr)} has host bits set; did you mean ${network}?`,
+    );
+  });
+
+  it("takes the sidecar's listen address only as an IP address, never a host name", () => {
+    expect(loadSidecarConfig([], { ...base, IPMGR_HTTP_HOST: "::" }).httpHost).toBe("::");
+    expect(loadSidecarConfig(["--http-host", "192.0.2.10"], base).httpHost).toBe("192.0.2.10");
+    const error = configError(() => loadSidecarConfig([], { ...base, IPMGR_HTTP_HOST: "localhost" }));
+    expect(error.message).toBe(
+      `IPMGR_HTTP_HOST="localhost": expected an IP address, e.g. 0.0.0.0 (every IPv4 address), :: (every address) or one of the pod's addresses`,
+    );
   });
 
   it("takes positional arguments as a mistake", () => {

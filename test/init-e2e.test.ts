@@ -3,11 +3,11 @@
  * namespace of its own. Every test checks the simulator's state (and its call log), not only the exit code.
  */
 
-import { mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { ip, Lab, type LabPodSpec, labUnavailableReason, type SimCallView } from "./helpers/netns.js";
+import { makeTempDir, removeTempDir } from "./helpers/temp-dirs.js";
 import {
   ALLOWED_CIDRS,
   ENI,
@@ -22,9 +22,13 @@ const unavailable = labUnavailableReason();
 if (unavailable !== undefined) console.warn(`init end-to-end tests skipped: ${unavailable}`);
 
 let lab: Lab | undefined;
+/** A downward API directory of the test, if it made one. */
+let podinfo: string | undefined;
 afterEach(async () => {
   await lab?.close();
   lab = undefined;
+  removeTempDir(podinfo);
+  podinfo = undefined;
 });
 
 function pod(interfaces: LabPodSpec["interfaces"], instanceId = NODE1): LabPodSpec {
@@ -264,19 +268,42 @@ describe.skipIf(unavailable !== undefined)("multus-ipmgr init in a pod namespace
     expect(await l.calls()).toEqual([]);
   });
 
+  /** Writes a downward API annotations file holding `status` as Multus's network-status annotation. */
+  function annotationsFile(status: unknown): string {
+    const dir = makeTempDir("ipmgr-podinfo-");
+    podinfo = dir;
+    const path = join(dir, "annotations");
+    const json = JSON.stringify(status);
+    writeFileSync(path, `k8s.v1.cni.cncf.io/network-status=${JSON.stringify(json)}\n`);
+    return path;
+  }
+
   it("reads addresses from the Multus network-status annotation file when told to", async () => {
     const l = await start(pod([{ name: "net1", mac: MAC.node1A1, addresses: ["198.51.100.40/26"] }]));
-    const dir = mkdtempSync(join(tmpdir(), "ipmgr-podinfo-"));
-    const status = JSON.stringify([
+    const path = annotationsFile([
       { name: "cnf/ipvlan", interface: "net1", ips: ["198.51.100.40"], mac: MAC.node1A1 },
     ]);
-    writeFileSync(join(dir, "annotations"), `k8s.v1.cni.cncf.io/network-status=${JSON.stringify(status)}\n`);
-    const result = await init({
-      IPMGR_ADDRESS_SOURCE: "network-status",
-      IPMGR_NETWORK_STATUS_FILE: join(dir, "annotations"),
-    });
+    const result = await init({ IPMGR_ADDRESS_SOURCE: "network-status", IPMGR_NETWORK_STATUS_FILE: path });
     expect(result.code).toBe(0);
     expect((await l.eni(ENI.node1A1)).ipv4s).toContain("198.51.100.40");
+  });
+
+  it("exits 2 at once, assigning nothing, when network-status names an interface the pod does not have", async () => {
+    const l = await start(pod([{ name: "net1", mac: MAC.node1A1, addresses: ["198.51.100.40/26"] }]));
+    const path = annotationsFile([
+      { name: "cnf/ipvlan", interface: "net1", ips: ["198.51.100.40"], mac: MAC.node1A1 },
+      { name: "cnf/other", interface: "net2", ips: ["198.51.100.41"], mac: MAC.node1A1 },
+    ]);
+    const result = await init({ IPMGR_ADDRESS_SOURCE: "network-status", IPMGR_NETWORK_STATUS_FILE: path });
+    expect(result.code).toBe(2);
+    expect(result.stderr).toBe(
+      `multus-ipmgr init: ${path}: network-status entry 1 ("cnf/other", interface net2): this pod has no ` +
+        "interface net2 with an address (it has: eth0, lo, net1), so nothing here carries the entry's " +
+        "addresses; the file describes another pod or is out of date: check IPMGR_NETWORK_STATUS_FILE and " +
+        "the downward API volume (fieldPath: metadata.annotations)\n",
+    );
+    expect(await l.calls()).toEqual([]);
+    expect((await l.eni(ENI.node1A1)).ipv4s).not.toContain("198.51.100.41");
   });
 
   it("exits 2 with the variable's name when the configuration is bad", async () => {

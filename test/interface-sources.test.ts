@@ -28,6 +28,10 @@ describe("interface selection", () => {
     [{ include: ["net*"], exclude: ["lo", "eth0"] }, "net12", true],
     [{ include: ["net*"], exclude: ["lo", "eth0"] }, "eth1", false],
     [{ include: ["net1"], exclude: ["net1"] }, "net1", false],
+    [{ include: [], exclude: ["eth0"] }, "lo", false],
+    [{ include: ["lo"], exclude: [] }, "lo", false],
+    [{ include: ["l*"], exclude: [] }, "lo", false],
+    [{ include: ["l*"], exclude: [] }, "lo1", true],
   ])("%o manages %s: %s", (selection, name, expected) => {
     expect(isManagedInterface(selection, name)).toBe(expected);
   });
@@ -54,6 +58,10 @@ describe("OsInterfaceSource", () => {
         addresses: ["198.51.100.70", "198.51.100.71", "2001:db8:100:1::70", "fe80::aa:ff:fe00:a01"],
       },
     ]);
+  });
+  it("leaves lo out when IPMGR_EXCLUDE_INTERFACES no longer names it: loopback is never a pod interface", () => {
+    const source = new OsInterfaceSource({ include: [], exclude: ["eth0"] }, () => table);
+    expect(source.readSync().map((i) => i.name)).toEqual(["net1"]);
   });
 });
 

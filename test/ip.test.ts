@@ -14,6 +14,7 @@ import {
   cidrsOverlap,
   compareAddresses,
   family,
+  hasHostBits,
   offsetInCidr,
   parseCidr,
   tryCanonical,
@@ -163,6 +164,18 @@ describe("parseCidr and canonicalCidr", () => {
     ["empty", ""],
   ])("rejects %s: %j", (_name, input) => {
     expect(() => parseCidr(input)).toThrow(InvalidCidrError);
+  });
+
+  it.each([
+    ["198.51.100.33/27", true],
+    ["198.51.100.32/27", false],
+    ["198.51.100.7/32", false],
+    ["0.0.0.0/0", false],
+    ["0.0.0.1/0", true],
+    ["2001:db8::1/64", true],
+    ["2001:DB8:0::/64", false],
+  ])("hasHostBits(%s) is %s", (input, expected) => {
+    expect(hasHostBits(input)).toBe(expected);
   });
 
   it("InvalidCidrError names the value and the allowed prefix range", () => {

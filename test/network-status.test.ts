@@ -1,11 +1,35 @@
-import { describe, expect, it } from "vitest";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { NetworkStatusError } from "../src/eni/errors/network-status-error.js";
+import { ExitCode } from "../src/eni/exit-codes.js";
 import {
   extractNetworkStatusJson,
-  NetworkStatusError,
+  type NetworkStatusContext,
   parseNetworkStatus,
 } from "../src/eni/network-status.js";
+import { NetworkStatusSource } from "../src/eni/network-status-source.js";
+import { makeTempDir, removeTempDir } from "./helpers/temp-dirs.js";
 
 const selection = { include: [], exclude: ["lo", "eth0"] };
+const localInterfaces = new Set(["lo", "eth0", "net1"]);
+const context = (source = "file"): NetworkStatusContext => ({ selection, source, localInterfaces });
+
+/** The message of the NetworkStatusError the parse throws; fails when it throws something else or nothing. */
+function refusal(json: string, source = "/etc/podinfo/annotations"): string {
+  try {
+    parseNetworkStatus(json, context(source));
+  } catch (error) {
+    if (!(error instanceof NetworkStatusError)) throw error;
+    expect(error.exitCode).toBe(ExitCode.config);
+    return error.message;
+  }
+  throw new Error("expected a NetworkStatusError");
+}
+
+const MALFORMED_FIX =
+  "Multus writes a JSON list of entries with string fields name, interface and mac, a list of strings ips " +
+  "and a boolean default: correct the annotation (or the file), or set IPMGR_ADDRESS_SOURCE=interfaces";
 
 const status = JSON.stringify(
   [
@@ -50,13 +74,13 @@ describe("Multus network-status", () => {
   });
 
   it("keeps Multus interfaces with a MAC, lowercases the MAC and canonicalises addresses", () => {
-    expect(parseNetworkStatus(status, selection, "file")).toEqual([
+    expect(parseNetworkStatus(status, context())).toEqual([
       { name: "net1", mac: "02:aa:00:00:0a:01", addresses: ["198.51.100.70", "2001:db8:100:1::70"] },
     ]);
   });
 
   it("drops the default network and excluded interfaces", () => {
-    const only = parseNetworkStatus(status, { include: ["net2"], exclude: [] }, "file");
+    const only = parseNetworkStatus(status, { ...context(), selection: { include: ["net2"], exclude: [] } });
     expect(only).toEqual([]);
   });
 
@@ -64,20 +88,129 @@ describe("Multus network-status", () => {
     const withPrefix = JSON.stringify([
       { interface: "net1", mac: "02:aa:00:00:0a:01", ips: ["198.51.100.70/25"] },
     ]);
-    expect(parseNetworkStatus(withPrefix, selection, "file")[0]?.addresses).toEqual(["198.51.100.70"]);
+    expect(parseNetworkStatus(withPrefix, context())[0]?.addresses).toEqual(["198.51.100.70"]);
   });
 
   it("names the file and the bad entry when an address is not an IP", () => {
     const bad = JSON.stringify([{ interface: "net1", mac: "02:aa:00:00:0a:01", ips: ["not-an-ip"] }]);
-    expect(() => parseNetworkStatus(bad, selection, "/etc/podinfo/annotations")).toThrow(
-      new NetworkStatusError(
-        "/etc/podinfo/annotations",
-        'interface net1 lists "not-an-ip", not an IP address',
-      ),
+    expect(refusal(bad)).toBe(
+      '/etc/podinfo/annotations: network-status entry 0 (interface net1): "ips" lists "not-an-ip", not an IP address; ' +
+        MALFORMED_FIX,
     );
   });
 
-  it("refuses JSON that is not a list", () => {
-    expect(() => parseNetworkStatus('{"interface":"net1"}', selection, "f")).toThrow(NetworkStatusError);
+  it("refuses a malformed entry in one sentence naming the entry (index from 0, name, interface) and the field", () => {
+    const bad = JSON.stringify([
+      { name: "aws-cni", interface: "eth0", ips: ["192.0.2.40"], mac: "02:aa:00:00:00:01", default: true },
+      { name: "cnf/ipvlan-a", interface: "net1", ips: ["198.51.100.70"], mac: "02:aa:00:00:0a:01" },
+      { name: "default/macvlan", interface: "net1", ips: "198.51.100.71" },
+    ]);
+    const message = refusal(bad);
+    expect(message).toBe(
+      '/etc/podinfo/annotations: network-status entry 2 ("default/macvlan", interface net1): "ips" must be a list of strings; ' +
+        MALFORMED_FIX,
+    );
+    expect(message).not.toContain("\n");
+  });
+
+  it.each<[unknown, string]>([
+    [{ interface: "net1", mac: 2 }, 'network-status entry 0 (interface net1): "mac" must be a string'],
+    [{ name: "x", default: "yes" }, 'network-status entry 0 ("x"): "default" must be true or false'],
+    [{ name: 7 }, 'network-status entry 0: "name" must be a string'],
+    [{ interface: ["net1"] }, 'network-status entry 0: "interface" must be a string'],
+    [{ ips: [1] }, 'network-status entry 0: "ips" must be a list of strings'],
+    ["net1", "network-status entry 0 is a string, not an object"],
+    [null, "network-status entry 0 is null, not an object"],
+  ])("refuses the entry %j", (entry, problem) => {
+    expect(refusal(JSON.stringify([entry]), "f")).toBe(`f: ${problem}; ${MALFORMED_FIX}`);
+  });
+
+  it("refuses text that is not JSON, with the same fix", () => {
+    expect(refusal("[{", "f")).toBe(`f: network-status is not valid JSON; ${MALFORMED_FIX}`);
+  });
+
+  it("refuses JSON that is not a list, saying what it is", () => {
+    expect(refusal('{"interface":"net1"}', "f")).toBe(
+      `f: network-status is an object, not a list of network entries; ${MALFORMED_FIX}`,
+    );
+    expect(refusal('"net1"', "f")).toBe(
+      `f: network-status is a string, not a list of network entries; ${MALFORMED_FIX}`,
+    );
+  });
+
+  it("refuses a managed interface without a MAC at once, naming the entry", () => {
+    const noMac = JSON.stringify([{ name: "cnf/ipvlan-a", interface: "net1", ips: ["198.51.100.70"] }]);
+    expect(refusal(noMac)).toBe(
+      '/etc/podinfo/annotations: network-status entry 0 ("cnf/ipvlan-a", interface net1) has no "mac", and ENIs ' +
+        "are matched by MAC; set IPMGR_ADDRESS_SOURCE=interfaces to read the MAC from the interface itself, " +
+        "or exclude the interface with IPMGR_EXCLUDE_INTERFACES",
+    );
+  });
+
+  it("still skips without a word entries without an interface, default entries and excluded interfaces", () => {
+    const json = JSON.stringify([
+      { name: "aws-cni", ips: ["192.0.2.40"], default: true },
+      { name: "other", interface: "net7", ips: ["192.0.2.41"], default: true },
+      { name: "cnf/ipvlan-b", ips: ["203.0.113.9"] },
+      { name: "excluded", interface: "eth0", ips: ["192.0.2.42"] },
+    ]);
+    expect(parseNetworkStatus(json, context())).toEqual([]);
+  });
+
+  it("refuses an entry naming an interface the pod does not have, naming it and the pod's interfaces", () => {
+    const json = JSON.stringify([
+      { name: "cnf/ipvlan-a", interface: "net3", ips: ["198.51.100.70"], mac: "02:aa:00:00:0a:01" },
+    ]);
+    expect(refusal(json)).toBe(
+      '/etc/podinfo/annotations: network-status entry 0 ("cnf/ipvlan-a", interface net3): this pod has no ' +
+        "interface net3 with an address (it has: eth0, lo, net1), so nothing here carries the entry's " +
+        "addresses; the file describes another pod or is out of date: check IPMGR_NETWORK_STATUS_FILE and " +
+        "the downward API volume (fieldPath: metadata.annotations)",
+    );
+  });
+});
+
+describe("NetworkStatusSource", () => {
+  let dir: string | undefined;
+  afterEach(() => {
+    removeTempDir(dir);
+    dir = undefined;
+  });
+
+  function fileWith(text: string): string {
+    dir = makeTempDir("ipmgr-podinfo-");
+    const path = join(dir, "annotations");
+    writeFileSync(path, text);
+    return path;
+  }
+
+  it("checks the file's interfaces against the pod's, read through the function it is given", async () => {
+    const status = JSON.stringify([
+      { name: "cnf/ipvlan-a", interface: "net1", ips: ["198.51.100.70"], mac: "02:aa:00:00:0a:01" },
+    ]);
+    const path = fileWith(`k8s.v1.cni.cncf.io/network-status=${JSON.stringify(status)}\n`);
+    const here = new NetworkStatusSource(path, selection, () => new Set(["lo", "eth0", "net1"]));
+    expect(await here.read()).toEqual([
+      { name: "net1", mac: "02:aa:00:00:0a:01", addresses: ["198.51.100.70"] },
+    ]);
+    const elsewhere = new NetworkStatusSource(path, selection, () => new Set(["lo", "eth0"]));
+    await expect(elsewhere.read()).rejects.toThrow(
+      `${path}: network-status entry 0 ("cnf/ipvlan-a", interface net1): this pod has no interface net1 with an address (it has: eth0, lo)`,
+    );
+  });
+
+  it("refuses at once a file holding a JSON object, instead of waiting for an annotation", async () => {
+    const path = fileWith('{"name":"cnf/ipvlan-a","interface":"net1","mac":"02:aa:00:00:0a:01"}\n');
+    const source = new NetworkStatusSource(path, selection, () => localInterfaces);
+    await expect(source.read()).rejects.toThrow(
+      `${path}: network-status is an object, not a list of network entries`,
+    );
+  });
+
+  it("reports nothing yet while the file or its annotation is missing", async () => {
+    const path = fileWith('kubernetes.io/config.seen="x"\n');
+    expect(await new NetworkStatusSource(path, selection, () => localInterfaces).read()).toEqual([]);
+    const missing = new NetworkStatusSource(join(dir ?? "", "none"), selection, () => localInterfaces);
+    expect(await missing.read()).toEqual([]);
   });
 });

@@ -16,7 +16,7 @@ import { IpMonitor, type SpawnMonitor } from "../src/sidecar/address-events.js";
 import { startAddressEvents } from "../src/sidecar/address-events-mode.js";
 import { AddressEventsUnavailableError } from "../src/sidecar/errors/address-events-unavailable-error.js";
 import { FakeClock } from "./helpers/fake-clock.js";
-import { captureLogger, silentLogger } from "./helpers/loggers.js";
+import { captureLogger, captureRawLogger, silentLogger } from "./helpers/loggers.js";
 import { flush } from "./helpers/manual-clock.js";
 import { labUnavailableReason, NS_PREFIX } from "./helpers/netns.js";
 
@@ -270,6 +270,21 @@ describe("startAddressEvents (IPMGR_ADDRESS_EVENTS)", () => {
     expect(lines.map((l) => l.msg)).toEqual([
       'watching pod addresses through "ip -o monitor address" events, with a safety-net poll every 1000 ms',
     ]);
+    await events?.stop();
+  });
+
+  it("names the monitor's command line monitorCommand, leaving the logger's own command field alone", async () => {
+    const { logger, raw } = captureRawLogger({ command: "sidecar" });
+    const { spawn } = scriptedSpawn(["ok"]);
+    const events = await startAddressEvents({ ...base, logger, mode: "auto", spawn, clock: new FakeClock() });
+    expect(raw).toHaveLength(1);
+    expect(raw[0]?.match(/"command":/g)).toHaveLength(1);
+    expect(JSON.parse(raw[0] ?? "")).toMatchObject({
+      command: "sidecar",
+      addressEvents: "ip-monitor",
+      monitorCommand: "ip -o monitor address",
+      fallbackPollMs: 1000,
+    });
     await events?.stop();
   });
 

@@ -2,6 +2,8 @@
 import { EventEmitter } from "node:events";
 import { pino } from "pino";
 import { afterEach, describe, expect, it } from "vitest";
+import { ConfigError } from "../src/eni/errors/config-error.js";
+import { ExitCode } from "../src/eni/exit-codes.js";
 import { type ProbeResult, type RunningHttpServer, startHttpServer } from "../src/sidecar/http-server.js";
 import { SidecarMetrics } from "../src/sidecar/metrics.js";
 import { type SignalSource, shutdownSignals } from "../src/sidecar/shutdown.js";
@@ -178,18 +180,44 @@ describe("the HTTP server", () => {
     expect(post.headers.get("allow")).toBe("GET, HEAD");
   });
 
-  it("fails to start on a port already taken", async () => {
+  function startOn(host: string, port: number): Promise<RunningHttpServer> {
+    return startHttpServer({
+      host,
+      port,
+      status: { health: () => ({ ok: true, lines: [] }), readiness: () => ({ ok: true, lines: [] }) },
+      metrics: new SidecarMetrics(),
+      logger: silent,
+    });
+  }
+
+  async function failureOf(promise: Promise<RunningHttpServer>): Promise<ConfigError> {
+    const error = await promise.then(
+      async (started) => {
+        await started.close();
+        throw new Error("expected the server not to start");
+      },
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(ConfigError);
+    return error as ConfigError;
+  }
+
+  it("fails to start on a port already taken, as a configuration error naming IPMGR_HTTP_PORT and the fix", async () => {
     await serve({ ok: true, lines: [] }, { ok: true, lines: [] });
     const taken = server?.port ?? 0;
-    await expect(
-      startHttpServer({
-        host: "127.0.0.1",
-        port: taken,
-        status: { health: () => ({ ok: true, lines: [] }), readiness: () => ({ ok: true, lines: [] }) },
-        metrics: new SidecarMetrics(),
-        logger: silent,
-      }),
-    ).rejects.toThrow(/EADDRINUSE/);
+    const error = await failureOf(startOn("127.0.0.1", taken));
+    expect(error.exitCode).toBe(ExitCode.config);
+    expect(error.message).toBe(
+      `IPMGR_HTTP_PORT="${taken}": port ${taken} on 127.0.0.1 is already in use (EADDRINUSE); set IPMGR_HTTP_PORT to a free port, and the probes' port with it`,
+    );
+  });
+
+  it("fails to start on an address no interface has, as a configuration error naming IPMGR_HTTP_HOST", async () => {
+    // A documentation address: binding to it fails before anything is sent.
+    const error = await failureOf(startOn("192.0.2.99", 0));
+    expect(error.message).toBe(
+      `IPMGR_HTTP_HOST="192.0.2.99": no interface of this pod has this address (EADDRNOTAVAIL); use 0.0.0.0 (every IPv4 address), :: (every address) or one of the pod's addresses`,
+    );
   });
 });
 

@@ -1,10 +1,10 @@
-import { mkdtemp, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it } from "vitest";
 import { defaultZoneId, ipName, regionShortName, resourceName } from "../src/sim/aws-names.js";
 import { loadWorldFile, parseWorld, WorldError } from "../src/sim/index.js";
 import { topologyOf } from "../src/sim/topology.js";
+import { makeTempDir, removeTempDir } from "./helpers/temp-dirs.js";
 
 const base = () => ({
   region: "us-east-1",
@@ -328,6 +328,12 @@ describe("the attributes EC2 derives or defaults", () => {
 });
 
 describe("world files", () => {
+  let dir: string | undefined;
+  afterEach(() => {
+    removeTempDir(dir);
+    dir = undefined;
+  });
+
   it("loads both example worlds", async () => {
     const demo = await loadWorldFile("examples/world-demo.yaml");
     expect(demo.instances.map((i) => i.id)).toEqual(["i-0demo1"]);
@@ -336,7 +342,7 @@ describe("world files", () => {
   });
 
   it("reads JSON as well as YAML, and names the file in errors", async () => {
-    const dir = await mkdtemp(join(tmpdir(), "sim-world-"));
+    dir = makeTempDir("sim-world-");
     const json = join(dir, "world.json");
     await writeFile(json, JSON.stringify(base()));
     expect((await loadWorldFile(json)).region).toBe("us-east-1");

@@ -1,6 +1,15 @@
 import { ExitCode } from "../eni/exit-codes.js";
 
+/**
+ * The version in package.json, written into the bundle by scripts/build.mjs (esbuild `define`); "unknown"
+ * when this file runs from source.
+ */
+declare const __IPMGR_VERSION__: string | undefined;
+const VERSION = typeof __IPMGR_VERSION__ === "string" ? __IPMGR_VERSION__ : "unknown";
+const VERSION_FLAGS: readonly string[] = ["--version", "-V"];
+
 const USAGE = `usage: multus-ipmgr <command> [flags]
+       multus-ipmgr --version
 
 commands:
   init      assign this pod's Multus addresses to the worker ENIs that carry them, then exit
@@ -30,6 +39,10 @@ const commands: Record<string, () => Promise<CommandMain>> = {
 
 async function run(argv: readonly string[]): Promise<number> {
   const [name, ...rest] = argv;
+  if (name !== undefined && VERSION_FLAGS.includes(name)) {
+    process.stdout.write(`multus-ipmgr ${VERSION}\n`);
+    return ExitCode.ok;
+  }
   if (name === undefined || name === "--help" || name === "-h" || name === "help") {
     process.stdout.write(`${USAGE}\n`);
     return name === undefined ? ExitCode.config : ExitCode.ok;
@@ -38,6 +51,11 @@ async function run(argv: readonly string[]): Promise<number> {
   if (load === undefined) {
     process.stderr.write(`multus-ipmgr: unknown command ${JSON.stringify(name)}\n${USAGE}\n`);
     return ExitCode.config;
+  }
+  // `multus-ipmgr init --version` answers too, without loading the command.
+  if (rest.some((arg) => VERSION_FLAGS.includes(arg))) {
+    process.stdout.write(`multus-ipmgr ${VERSION}\n`);
+    return ExitCode.ok;
   }
   const main = await load();
   return main(rest);

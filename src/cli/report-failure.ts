@@ -1,11 +1,13 @@
 import { writeFileSync } from "node:fs";
 import { IpmgrError } from "../eni/errors/ipmgr-error.js";
 import { ExitCode, type ExitCodeValue } from "../eni/exit-codes.js";
-import type { Logger } from "../eni/logger.js";
+import { createLogger, type Logger } from "../eni/logger.js";
 
 /**
- * Tells the user why the command failed, in one sentence, on stderr and in the Kubernetes termination log
- * (so `kubectl describe pod` shows it), and returns the exit code of the error's class.
+ * Tells the user why the command failed, in one sentence, on stderr, in the JSON log on stdout (what a log
+ * collector reads) and in the Kubernetes termination log (so `kubectl describe pod` shows it), and returns
+ * the exit code of the error's class. Without a logger yet (the configuration failed before one could be
+ * made), the sentence is logged through one of the same shape at level info.
  */
 export function reportFailure(
   command: string,
@@ -18,14 +20,15 @@ export function reportFailure(
     ? error.message
     : `unexpected error: ${error instanceof Error ? error.message : String(error)}`;
   const exitCode = known ? error.exitCode : ExitCode.internal;
-  logger?.error({ err: error, exitCode }, message);
+  const log = logger ?? createLogger("info", { command });
+  log.error({ err: error, exitCode }, message);
   process.stderr.write(`multus-ipmgr ${command}: ${message}\n`);
   if (terminationLog !== undefined && terminationLog !== "") {
     try {
       writeFileSync(terminationLog, `${message}\n`);
     } catch (cause) {
       // Outside Kubernetes the file usually does not exist; the message is on stderr already.
-      logger?.debug({ err: cause, terminationLog }, "termination log not written");
+      log.debug({ err: cause, terminationLog }, "termination log not written");
     }
   }
   return exitCode;

@@ -1,8 +1,67 @@
 import * as z from "zod/mini";
 import type { InterfaceSelection } from "./interface-selector.js";
-import { canonicalCidr } from "./ip.js";
+import { canonicalCidr, hasHostBits, parseCidr } from "./ip.js";
 import { LOG_LEVELS } from "./logger.js";
 import { field, loadSettings, type Setting, type SettingValues } from "./settings.js";
+
+/** Why one item of IPMGR_ALLOWED_CIDRS is refused, with the fix; undefined when it is a pod range. */
+function cidrProblem(item: string): string | undefined {
+  let prefix: number;
+  try {
+    prefix = parseCidr(item).prefix;
+  } catch {
+    return `${JSON.stringify(item)} is not a CIDR; write it like 198.51.100.64/27`;
+  }
+  if (prefix === 0) {
+    return (
+      `${JSON.stringify(item)} covers every address and would let multus-ipmgr move any address in the VPC, ` +
+      "node addresses included; list only your Multus pod ranges, e.g. 198.51.100.64/27"
+    );
+  }
+  if (hasHostBits(item)) {
+    return `${JSON.stringify(item)} has host bits set; did you mean ${canonicalCidr(item)}?`;
+  }
+  return undefined;
+}
+
+/** Linux interface names (IFNAMSIZ 16, so at most 15 bytes) exclude whitespace, "/" and ":". */
+const INTERFACE_NAME = /^[^\s/:*]{1,15}$/;
+
+/** Why one item of an interface list is refused; undefined for a name, or a prefix with a trailing `*`. */
+function interfacePatternProblem(item: string): string | undefined {
+  const name = item.endsWith("*") ? item.slice(0, -1) : item;
+  if ((name === "" && item === "*") || (INTERFACE_NAME.test(name) && name !== "." && name !== "..")) {
+    return undefined;
+  }
+  return (
+    `${JSON.stringify(item)} is not an interface name or pattern: Linux names have 1 to 15 characters, ` +
+    'none of them whitespace, "/" or ":", and a trailing * matches a prefix (e.g. net*)'
+  );
+}
+
+/** A comma-separated list of interface names and `prefix*` patterns. */
+const interfaceList = z.pipe(
+  z.string(),
+  z.transform((text, ctx) => {
+    const items = text
+      .split(",")
+      .map((x) => x.trim())
+      .filter((x) => x.length > 0);
+    for (const item of items) {
+      const problem = interfacePatternProblem(item);
+      if (problem !== undefined) {
+        ctx.issues.push({ input: text, code: "custom", message: problem });
+        return z.NEVER;
+      }
+    }
+    return items;
+  }),
+);
+
+/** AWS region names: us-east-1, eu-west-3, us-gov-west-1, cn-north-1, il-central-1, ... */
+const awsRegion = z
+  .string()
+  .check(z.regex(/^[a-z]{2}(-[a-z]+)+-\d+$/, "expected an AWS region such as us-east-1 or eu-west-3"));
 
 const cidrList = z.pipe(
   z.string(),
@@ -21,16 +80,12 @@ const cidrList = z.pipe(
     }
     const out: string[] = [];
     for (const item of items) {
-      try {
-        out.push(canonicalCidr(item));
-      } catch {
-        ctx.issues.push({
-          input: text,
-          code: "custom",
-          message: `${JSON.stringify(item)} is not a CIDR; write it like 198.51.100.64/27`,
-        });
+      const problem = cidrProblem(item);
+      if (problem !== undefined) {
+        ctx.issues.push({ input: text, code: "custom", message: problem });
         return z.NEVER;
       }
+      out.push(canonicalCidr(item));
     }
     return out;
   }),
@@ -46,7 +101,7 @@ export const podSettings = {
     env: "IPMGR_ALLOWED_CIDRS",
     flag: "--allowed-cidrs",
     default: undefined,
-    doc: "Comma-separated CIDRs of your Multus pod ranges. Only addresses inside them are ever assigned or released; others are refused.",
+    doc: "Comma-separated CIDRs of your Multus pod ranges, written as networks (no host bits set, no /0). Only addresses inside them are ever assigned or released; others are refused.",
     schema: cidrList,
   }),
   interfaces: setting({
@@ -54,14 +109,14 @@ export const podSettings = {
     flag: "--interfaces",
     default: "",
     doc: "Comma-separated interface names to manage (a trailing * matches a prefix, e.g. net*). Empty: every interface not excluded.",
-    schema: field.list(),
+    schema: interfaceList,
   }),
   excludeInterfaces: setting({
     env: "IPMGR_EXCLUDE_INTERFACES",
     flag: "--exclude-interfaces",
     default: "lo,eth0",
-    doc: "Comma-separated interface names never managed. eth0 belongs to the VPC CNI.",
-    schema: field.list(),
+    doc: "Comma-separated interface names never managed (a trailing * matches a prefix). eth0 belongs to the VPC CNI. lo is never managed, whatever this says.",
+    schema: interfaceList,
   }),
   addressSource: setting({
     env: "IPMGR_ADDRESS_SOURCE",
@@ -82,8 +137,8 @@ export const podSettings = {
     flag: "--region",
     default: undefined,
     optional: true,
-    doc: "AWS region. Unset: read from IMDS (placement/region).",
-    schema: field.text(),
+    doc: "AWS region, e.g. us-east-1. Unset: read from IMDS (placement/region).",
+    schema: awsRegion,
   }),
   ec2Endpoint: setting({
     env: "AWS_ENDPOINT_URL_EC2",
@@ -174,6 +229,7 @@ export const podSettings = {
     env: "IPMGR_TERMINATION_LOG",
     flag: "--termination-log",
     default: "/dev/termination-log",
+    emptyIsValue: true,
     doc: "File that receives the final error sentence, so that kubectl describe pod shows it. Empty string: none.",
     schema: z.string(),
   }),
@@ -289,8 +345,8 @@ export const sidecarSettings = {
     env: "IPMGR_HTTP_HOST",
     flag: "--http-host",
     default: "0.0.0.0",
-    doc: "Address the HTTP server listens on.",
-    schema: field.text(),
+    doc: "Address the HTTP server listens on: an IP address, e.g. 0.0.0.0 (every IPv4 address) or :: (every address).",
+    schema: field.ipAddress(),
   }),
 };
 

@@ -1,11 +1,12 @@
 /**
- * Which pod interfaces are ours to manage. eth0 belongs to the VPC CNI and lo to nobody, so both are
- * excluded by default. A name ending in `*` matches by prefix (`net*`).
+ * Which pod interfaces are ours to manage. eth0 belongs to the VPC CNI, so it is excluded by default;
+ * lo is never a pod interface, so it is excluded whatever the selection says. A name ending in `*`
+ * matches by prefix (`net*`).
  */
 export interface InterfaceSelection {
   /** Names to manage; empty means every interface not excluded. */
   readonly include: readonly string[];
-  /** Names never managed, even if included. Default `lo`, `eth0`. */
+  /** Names never managed, even if included. Default `lo`, `eth0`; `lo` is never managed anyway. */
   readonly exclude: readonly string[];
 }
 
@@ -13,7 +14,10 @@ function matches(pattern: string, name: string): boolean {
   return pattern.endsWith("*") ? name.startsWith(pattern.slice(0, -1)) : pattern === name;
 }
 
+/** The loopback interface: its addresses (127.0.0.1, ::1) are never an ENI's. */
+const LOOPBACK = "lo";
+
 export function isManagedInterface(selection: InterfaceSelection, name: string): boolean {
-  if (selection.exclude.some((p) => matches(p, name))) return false;
+  if (name === LOOPBACK || selection.exclude.some((p) => matches(p, name))) return false;
   return selection.include.length === 0 || selection.include.some((p) => matches(p, name));
 }

@@ -180,6 +180,17 @@ export function canonicalCidr(text: string): string {
   return `${cidr.network}/${cidr.prefix}`;
 }
 
+/**
+ * Whether the address part of `address/prefix` has bits set past the prefix ("198.51.100.33/27"): written
+ * as an interface address, not as a block.
+ * @throws InvalidCidrError, as parseCidr.
+ */
+export function hasHostBits(text: string): boolean {
+  const cidr = parseCidrInternal(text);
+  const address = parse(text.slice(0, text.indexOf("/")));
+  return address !== undefined && address.value !== cidr.network;
+}
+
 /** Whether `address` lies in `cidr`; always false across families (an IPv4-mapped IPv6 address is IPv6). */
 export function cidrContains(cidr: string, address: string): boolean {
   return containsParsed(parseCidrInternal(cidr), parseOrThrow(address));

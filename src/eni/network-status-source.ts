@@ -1,8 +1,19 @@
 import { readFile } from "node:fs/promises";
+import { networkInterfaces } from "node:os";
+import { NetworkStatusError } from "./errors/network-status-error.js";
 import type { InterfaceSelection } from "./interface-selector.js";
 import type { InterfaceSource } from "./interface-source.js";
-import { extractNetworkStatusJson, NetworkStatusError, parseNetworkStatus } from "./network-status.js";
+import { extractNetworkStatusJson, parseNetworkStatus } from "./network-status.js";
 import type { PodInterface } from "./types.js";
+
+/**
+ * Names of the interfaces of the network namespace we run in: the pod's. os.networkInterfaces() lists
+ * only interfaces that have an address, which is what matters here: an address Multus recorded on an
+ * interface must be on it.
+ */
+export function osInterfaceNames(): ReadonlySet<string> {
+  return new Set(Object.keys(networkInterfaces()));
+}
 
 /**
  * Reads addresses from the Multus network-status annotation in a downward API file. Until the annotation
@@ -11,10 +22,17 @@ import type { PodInterface } from "./types.js";
 export class NetworkStatusSource implements InterfaceSource {
   readonly #path: string;
   readonly #selection: InterfaceSelection;
+  readonly #localInterfaceNames: () => ReadonlySet<string>;
 
-  constructor(path: string, selection: InterfaceSelection) {
+  /** `localInterfaceNames`: the pod's interfaces, checked against the file's (tests inject a set). */
+  constructor(
+    path: string,
+    selection: InterfaceSelection,
+    localInterfaceNames: () => ReadonlySet<string> = osInterfaceNames,
+  ) {
     this.#path = path;
     this.#selection = selection;
+    this.#localInterfaceNames = localInterfaceNames;
   }
 
   async read(): Promise<PodInterface[]> {
@@ -22,17 +40,33 @@ export class NetworkStatusSource implements InterfaceSource {
     try {
       text = await readFile(this.#path, "utf8");
     } catch (cause) {
-      if ((cause as NodeJS.ErrnoException).code === "ENOENT") return [];
-      throw new NetworkStatusError(this.#path, "the file cannot be read", { cause });
+      const code = (cause as NodeJS.ErrnoException).code;
+      if (code === "ENOENT") return [];
+      throw new NetworkStatusError(
+        this.#path,
+        `the file cannot be read (${code ?? String(cause)})`,
+        undefined,
+        {
+          cause,
+        },
+      );
     }
     let json: string | undefined;
     try {
       json = extractNetworkStatusJson(text);
     } catch (cause) {
-      throw new NetworkStatusError(this.#path, "the network-status annotation is not a quoted string", {
-        cause,
-      });
+      throw new NetworkStatusError(
+        this.#path,
+        "the network-status annotation is not a quoted string",
+        undefined,
+        { cause },
+      );
     }
-    return json === undefined ? [] : parseNetworkStatus(json, this.#selection, this.#path);
+    if (json === undefined) return [];
+    return parseNetworkStatus(json, {
+      selection: this.#selection,
+      source: this.#path,
+      localInterfaces: this.#localInterfaceNames(),
+    });
   }
 }

@@ -1,7 +1,4 @@
-// zod/mini: the classic API would pull all of zod into every start of `init` (see settings.ts).
-import * as z from "zod/mini";
-import { IpmgrError } from "./errors/ipmgr-error.js";
-import { ExitCode } from "./exit-codes.js";
+import { NetworkStatusError } from "./errors/network-status-error.js";
 import { type InterfaceSelection, isManagedInterface } from "./interface-selector.js";
 import { compareAddresses, tryCanonical } from "./ip.js";
 import type { PodInterface } from "./types.js";
@@ -12,39 +9,77 @@ export const NETWORK_STATUS_ANNOTATIONS = [
   "k8s.v1.cni.cncf.io/networks-status",
 ] as const;
 
-const networkStatusEntry = z.looseObject({
-  name: z.optional(z.string()),
-  interface: z.optional(z.string()),
-  ips: z.optional(z.array(z.string())),
-  mac: z.optional(z.string()),
-  default: z.optional(z.boolean()),
-});
-const networkStatus = z.array(networkStatusEntry);
+/** The fix for an annotation that is not as Multus writes it. */
+const MALFORMED_FIX =
+  "Multus writes a JSON list of entries with string fields name, interface and mac, a list of strings ips " +
+  "and a boolean default: correct the annotation (or the file), or set IPMGR_ADDRESS_SOURCE=interfaces";
 
-/** The network-status annotation (or a file holding it) could not be read as Multus writes it. */
-export class NetworkStatusError extends IpmgrError {
-  override name = "NetworkStatusError";
-  readonly source: string;
+/** The fields we read, what each must be, and the check. Other fields (dns, device-info) are ignored. */
+const FIELDS: readonly (readonly [string, string, (value: unknown) => boolean])[] = [
+  ["name", "a string", (v) => typeof v === "string"],
+  ["interface", "a string", (v) => typeof v === "string"],
+  ["ips", "a list of strings", (v) => Array.isArray(v) && v.every((ip) => typeof ip === "string")],
+  ["mac", "a string", (v) => typeof v === "string"],
+  ["default", "true or false", (v) => typeof v === "boolean"],
+];
 
-  constructor(source: string, problem: string, options?: { cause?: unknown }) {
-    super(
-      `${source}: ${problem}. Mount the pod's annotations with the downward API ` +
-        "(fieldPath: metadata.annotations) or use IPMGR_ADDRESS_SOURCE=interfaces.",
-      { ...options, exitCode: ExitCode.config },
+interface Entry {
+  readonly name?: string;
+  readonly interface?: string;
+  readonly ips?: readonly string[];
+  readonly mac?: string;
+  readonly default?: boolean;
+}
+
+function kindOf(value: unknown): string {
+  if (value === null) return "null";
+  if (Array.isArray(value)) return "a list";
+  return typeof value === "object" ? "an object" : `a ${typeof value}`;
+}
+
+/** `network-status entry 2 ("default/macvlan", interface net1)`: the index (from 0) and what is known. */
+function describeEntry(index: number, raw: unknown): string {
+  const fields = typeof raw === "object" && raw !== null ? (raw as Record<string, unknown>) : {};
+  const known = [
+    ...(typeof fields.name === "string" ? [JSON.stringify(fields.name)] : []),
+    ...(typeof fields.interface === "string" ? [`interface ${fields.interface}`] : []),
+  ];
+  return `network-status entry ${index}${known.length === 0 ? "" : ` (${known.join(", ")})`}`;
+}
+
+/** The entry, checked field by field: a problem names the entry and the first field that is wrong. */
+function checkEntry(index: number, raw: unknown, source: string): Entry {
+  if (typeof raw !== "object" || raw === null || Array.isArray(raw)) {
+    throw new NetworkStatusError(
+      source,
+      `${describeEntry(index, raw)} is ${kindOf(raw)}, not an object`,
+      MALFORMED_FIX,
     );
-    this.source = source;
   }
+  const fields = raw as Record<string, unknown>;
+  for (const [field, expected, valid] of FIELDS) {
+    if (fields[field] !== undefined && !valid(fields[field])) {
+      throw new NetworkStatusError(
+        source,
+        `${describeEntry(index, raw)}: "${field}" must be ${expected}`,
+        MALFORMED_FIX,
+      );
+    }
+  }
+  return fields as Entry;
 }
 
 /**
  * Extracts the network-status JSON from a downward API annotations file, whose lines are
- * `key="value"` with the value quoted Go-style (%q). A file that is itself a JSON array is taken as is.
+ * `key="value"` with the value quoted Go-style (%q). A file that is itself JSON is taken as is (and refused
+ * by parseNetworkStatus unless it is a list).
  * Returns undefined when the file has no network-status annotation yet (written after CNI ADD, refreshed
  * on a later kubelet sync).
  */
 export function extractNetworkStatusJson(fileText: string): string | undefined {
   const trimmed = fileText.trim();
-  if (trimmed.startsWith("[")) return trimmed;
+  // Annotation lines start with a key, never with a bracket.
+  if (trimmed.startsWith("[") || trimmed.startsWith("{")) return trimmed;
   for (const annotation of NETWORK_STATUS_ANNOTATIONS) {
     const prefix = `${annotation}=`;
     const line = fileText.split("\n").find((l) => l.startsWith(prefix));
@@ -55,39 +90,67 @@ export function extractNetworkStatusJson(fileText: string): string | undefined {
   return undefined;
 }
 
+export interface NetworkStatusContext {
+  readonly selection: InterfaceSelection;
+  /** The file the JSON came from, for messages. */
+  readonly source: string;
+  /** Names of the interfaces this pod has (we run in its network namespace). */
+  readonly localInterfaces: ReadonlySet<string>;
+}
+
 /**
- * Parses the network-status JSON into pod interfaces. Entries without an interface name or MAC (the
- * default network, usually) and interfaces not selected are left out.
+ * Parses the network-status JSON into pod interfaces. Entries without an interface name (the default
+ * network, usually), entries marked default and interfaces not selected are left out. A selected entry
+ * must have a MAC (ENIs are matched by MAC) and name an interface this pod has: an address on an interface
+ * the pod does not have is carried by nothing here, and the file is not this pod's.
+ * @throws NetworkStatusError (exit 2), one sentence naming the entry, the field and the fix.
  */
-export function parseNetworkStatus(
-  json: string,
-  selection: InterfaceSelection,
-  source: string,
-): PodInterface[] {
+export function parseNetworkStatus(json: string, context: NetworkStatusContext): PodInterface[] {
+  const { selection, source, localInterfaces } = context;
   let raw: unknown;
   try {
     raw = JSON.parse(json);
   } catch (cause) {
-    throw new NetworkStatusError(source, "network-status is not valid JSON", { cause });
+    throw new NetworkStatusError(source, "network-status is not valid JSON", MALFORMED_FIX, { cause });
   }
-  const parsed = networkStatus.safeParse(raw);
-  if (!parsed.success) {
+  if (!Array.isArray(raw)) {
     throw new NetworkStatusError(
       source,
-      `network-status is not a list of network entries (${parsed.error.message})`,
+      `network-status is ${kindOf(raw)}, not a list of network entries`,
+      MALFORMED_FIX,
     );
   }
+  const entries = raw.map((item: unknown, index) => checkEntry(index, item, source));
   const result: PodInterface[] = [];
-  for (const entry of parsed.data) {
-    if (entry.interface === undefined || entry.mac === undefined || entry.default === true) continue;
+  for (const [index, entry] of entries.entries()) {
+    if (entry.interface === undefined || entry.interface === "" || entry.default === true) continue;
     if (!isManagedInterface(selection, entry.interface)) continue;
+    if (!localInterfaces.has(entry.interface)) {
+      const here = [...localInterfaces].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)).join(", ");
+      throw new NetworkStatusError(
+        source,
+        `${describeEntry(index, entry)}: this pod has no interface ${entry.interface} with an address ` +
+          `(it has: ${here || "none"}), so nothing here carries the entry's addresses`,
+        "the file describes another pod or is out of date: check IPMGR_NETWORK_STATUS_FILE and the " +
+          "downward API volume (fieldPath: metadata.annotations)",
+      );
+    }
+    if (entry.mac === undefined || entry.mac === "") {
+      throw new NetworkStatusError(
+        source,
+        `${describeEntry(index, entry)} has no "mac", and ENIs are matched by MAC`,
+        "set IPMGR_ADDRESS_SOURCE=interfaces to read the MAC from the interface itself, " +
+          "or exclude the interface with IPMGR_EXCLUDE_INTERFACES",
+      );
+    }
     const addresses = new Set<string>();
     for (const ip of entry.ips ?? []) {
       const address = tryCanonical(ip.split("/")[0] ?? ip);
       if (address === undefined) {
         throw new NetworkStatusError(
           source,
-          `interface ${entry.interface} lists ${JSON.stringify(ip)}, not an IP address`,
+          `${describeEntry(index, entry)}: "ips" lists ${JSON.stringify(ip)}, not an IP address`,
+          MALFORMED_FIX,
         );
       }
       addresses.add(address);

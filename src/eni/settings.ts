@@ -1,6 +1,7 @@
 // zod/mini, not classic zod: it tree-shakes to ~20 KB where classic pulls ~580 KB into every start of `init`.
 import * as z from "zod/mini";
 import { ConfigError } from "./errors/config-error.js";
+import { tryCanonical } from "./ip.js";
 
 /**
  * One configuration value: read from an environment variable (the Kubernetes way), overridden by a flag.
@@ -13,6 +14,11 @@ export interface Setting<T> {
   /** Text default, parsed like a user value; undefined means required (or optional when `optional`). */
   readonly default: string | undefined;
   readonly optional?: boolean;
+  /**
+   * Whether an empty environment variable is a value of its own (e.g. "no file"). Otherwise an empty
+   * variable counts as unset, as Kubernetes manifests often leave one empty.
+   */
+  readonly emptyIsValue?: boolean;
   readonly unit?: string;
   readonly doc: string;
   readonly schema: z.ZodMiniType<T, string>;
@@ -66,7 +72,8 @@ export function loadSettings<S extends SettingTable>(
   for (const [key, setting] of Object.entries(table)) {
     const fromFlag = flags.get(setting.flag);
     const fromEnv = env[setting.env];
-    const raw = fromFlag ?? (fromEnv === "" ? undefined : fromEnv) ?? setting.default;
+    const raw =
+      fromFlag ?? (fromEnv === "" && setting.emptyIsValue !== true ? undefined : fromEnv) ?? setting.default;
     const name = fromFlag === undefined ? setting.env : setting.flag;
     if (raw === undefined) {
       if (setting.optional === true) {
@@ -124,22 +131,11 @@ export const field = {
     z.pipe(
       z.string(),
       z.transform((s, ctx) => {
-        const v = s.toLowerCase();
-        if (v === "true" || v === "1") return true;
-        if (v === "false" || v === "0") return false;
+        if (s === "true") return true;
+        if (s === "false") return false;
         ctx.issues.push({ code: "custom", message: "expected true or false", input: s });
         return z.NEVER;
       }),
-    ),
-  list: () =>
-    z.pipe(
-      z.string(),
-      z.transform((s) =>
-        s
-          .split(",")
-          .map((x) => x.trim())
-          .filter((x) => x.length > 0),
-      ),
     ),
   url: () =>
     z
@@ -153,4 +149,14 @@ export const field = {
   enumOf: <const T extends readonly [string, ...string[]]>(values: T) =>
     z.enum(values, { error: `expected one of: ${values.join(", ")}` }),
   text: () => z.string().check(z.minLength(1, "must not be empty")),
+  /** An IP address literal in the strict form of ip.ts (no host name: nothing is looked up). */
+  ipAddress: () =>
+    z
+      .string()
+      .check(
+        z.refine(
+          (s) => tryCanonical(s) !== undefined,
+          "expected an IP address, e.g. 0.0.0.0 (every IPv4 address), :: (every address) or one of the pod's addresses",
+        ),
+      ),
 };

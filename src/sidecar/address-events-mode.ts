@@ -64,7 +64,11 @@ export async function startAddressEvents(options: StartAddressEventsOptions): Pr
     return polling(`${error.message}; install iproute2 in the image for event-driven detection`);
   }
   logger.info(
-    { addressEvents: "ip-monitor", command: monitor.commandLine, fallbackPollMs: options.fallbackPollMs },
+    {
+      addressEvents: "ip-monitor",
+      monitorCommand: monitor.commandLine,
+      fallbackPollMs: options.fallbackPollMs,
+    },
     `watching pod addresses through "${monitor.commandLine}" events, with a safety-net poll every ${options.fallbackPollMs} ms`,
   );
   return monitor;

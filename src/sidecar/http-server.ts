@@ -1,5 +1,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import { ConfigError } from "../eni/errors/config-error.js";
 import type { Logger } from "../eni/logger.js";
 
 /** Default port of the sidecar's HTTP server (IPMGR_HTTP_PORT). */
@@ -84,7 +85,51 @@ async function handle(
   }
 }
 
-/** Starts the probe and metrics server; resolves once it listens (rejects if the port is taken). */
+/**
+ * Why the server cannot listen, as the setting to change: these are configuration errors (exit 2), not
+ * bugs. Other errors are returned as they are.
+ */
+function listenError(error: unknown, host: string, port: number): unknown {
+  const code = (error as NodeJS.ErrnoException).code;
+  const options = { cause: error };
+  switch (code) {
+    case "EADDRINUSE":
+      return new ConfigError(
+        "IPMGR_HTTP_PORT",
+        String(port),
+        `port ${port} on ${host} is already in use (EADDRINUSE); set IPMGR_HTTP_PORT to a free port, and the probes' port with it`,
+        options,
+      );
+    case "EACCES":
+      return new ConfigError(
+        "IPMGR_HTTP_PORT",
+        String(port),
+        `listening on port ${port} is not permitted (EACCES); use a port from 1024 up, or give the container NET_BIND_SERVICE`,
+        options,
+      );
+    case "EADDRNOTAVAIL":
+      return new ConfigError(
+        "IPMGR_HTTP_HOST",
+        host,
+        "no interface of this pod has this address (EADDRNOTAVAIL); use 0.0.0.0 (every IPv4 address), :: (every address) or one of the pod's addresses",
+        options,
+      );
+    case "EAFNOSUPPORT":
+      return new ConfigError(
+        "IPMGR_HTTP_HOST",
+        host,
+        "this pod has no IPv6 (EAFNOSUPPORT); use 0.0.0.0 (every IPv4 address) or one of the pod's IPv4 addresses",
+        options,
+      );
+    default:
+      return error;
+  }
+}
+
+/**
+ * Starts the probe and metrics server; resolves once it listens.
+ * @throws ConfigError when the port is taken or not permitted, or the address is not this pod's.
+ */
 export async function startHttpServer(options: HttpServerOptions): Promise<RunningHttpServer> {
   const server: Server = createServer((request, response) => {
     handle(options, request, response).catch((error: unknown) => {
@@ -96,9 +141,10 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
   // Probes are short; never let a slow client hold the process at exit.
   server.keepAliveTimeout = 5_000;
   await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
+    const onError = (error: Error): void => reject(listenError(error, options.host, options.port));
+    server.once("error", onError);
     server.listen(options.port, options.host, () => {
-      server.off("error", reject);
+      server.off("error", onError);
       resolve();
     });
   });

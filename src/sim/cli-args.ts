@@ -1,3 +1,4 @@
+import { tryCanonical } from "../eni/ip.js";
 import { UsageError } from "./errors/usage-error.js";
 
 /** The parsed flags of `multus-ipmgr sim`. */
@@ -95,6 +96,13 @@ export function parseSimArgs(
     );
   }
   const host = read("--host") || "127.0.0.1";
+  // A host name would be looked up, and fail late with a resolver error; the listen address is an address.
+  if (tryCanonical(host) === undefined) {
+    throw new UsageError(
+      "--host",
+      `--host ${JSON.stringify(host)} is not an IP address; pass the address to listen on, e.g. 127.0.0.1 (the default), 0.0.0.0 or ::1.`,
+    );
+  }
   return {
     kind: "run",
     args: {
@@ -106,4 +114,40 @@ export function parseSimArgs(
       verbose,
     },
   };
+}
+
+/**
+ * Checks that every instance of the world gets an IMDS port: the Nth (from 0) listens on base + N.
+ * @throws UsageError when the last one would be past 65535.
+ */
+export function checkImdsPorts(args: SimArgs, instanceCount: number): void {
+  const last = args.imdsPortBase + instanceCount - 1;
+  if (args.imdsPortBase === 0 || last <= 65_535) return;
+  throw new UsageError(
+    "--imds-port-base",
+    `--imds-port-base ${args.imdsPortBase} gives the world's ${instanceCount} instances the ports ${args.imdsPortBase} to ${last}, ` +
+      `past 65535; pass at most ${65_536 - instanceCount}, or 0 for free ports.`,
+  );
+}
+
+/**
+ * A listen error as the flags to change, or undefined for an error that is not about them. Node's message
+ * names the address and port.
+ */
+export function listenUsageError(error: unknown): UsageError | undefined {
+  const code = (error as NodeJS.ErrnoException).code;
+  if (code === "EADDRINUSE" || code === "EACCES") {
+    return new UsageError(
+      "--ec2-port",
+      `cannot listen (${(error as Error).message}); pick other ports (--ec2-port, --control-port, ` +
+        "--imds-port-base; 0 picks free ones).",
+    );
+  }
+  if (code === "EADDRNOTAVAIL" || code === "EAFNOSUPPORT") {
+    return new UsageError(
+      "--host",
+      `cannot listen (${(error as Error).message}); pass an address of this machine with --host, e.g. 127.0.0.1.`,
+    );
+  }
+  return undefined;
 }

@@ -1,4 +1,4 @@
-import { parseSimArgs, simUsage } from "./cli-args.js";
+import { checkImdsPorts, listenUsageError, parseSimArgs, simUsage } from "./cli-args.js";
 import { UsageError } from "./errors/usage-error.js";
 import { WorldError } from "./errors/world-error.js";
 import { readyLine } from "./ready-line.js";
@@ -7,10 +7,16 @@ import { loadWorldFile } from "./world.js";
 
 const usageExit = 2;
 
-function fail(message: string): number {
-  process.stderr.write(`multus-ipmgr sim: ${message}\n`);
-  return usageExit;
+/** Where the command writes. Stdout gets the ready line (or the help) only; stderr everything else. */
+export interface SimOutput {
+  readonly stdout: (text: string) => void;
+  readonly stderr: (text: string) => void;
 }
+
+const processOutput: SimOutput = {
+  stdout: (text) => process.stdout.write(text),
+  stderr: (text) => process.stderr.write(text),
+};
 
 /** Resolves on the first SIGTERM or SIGINT. */
 function untilSignal(): Promise<NodeJS.Signals> {
@@ -29,7 +35,11 @@ function untilSignal(): Promise<NodeJS.Signals> {
  * `multus-ipmgr sim`: runs until SIGTERM/SIGINT. Stdout carries exactly one line, the ready line, so that
  * scripts can read the endpoints; everything else goes to stderr.
  */
-export async function main(argv: readonly string[]): Promise<number> {
+export async function main(argv: readonly string[], output: SimOutput = processOutput): Promise<number> {
+  const fail = (message: string): number => {
+    output.stderr(`multus-ipmgr sim: ${message}\n`);
+    return usageExit;
+  };
   let parsed: ReturnType<typeof parseSimArgs>;
   try {
     parsed = parseSimArgs(argv, process.env);
@@ -38,35 +48,32 @@ export async function main(argv: readonly string[]): Promise<number> {
     throw error;
   }
   if (parsed.kind === "help") {
-    process.stdout.write(`${simUsage}\n`);
+    output.stdout(`${simUsage}\n`);
     return 0;
   }
   const { args } = parsed;
   let handle: SimulatorHandle;
   try {
     const world = await loadWorldFile(args.world);
-    const log = args.verbose ? (line: string) => process.stderr.write(`${line}\n`) : undefined;
+    checkImdsPorts(args, world.instances.length);
+    const log = args.verbose ? (line: string) => output.stderr(`${line}\n`) : undefined;
     handle = await startSimulator(world, {
       host: args.host,
       ec2Port: args.ec2Port,
       controlPort: args.controlPort,
       imdsPortBase: args.imdsPortBase,
       ...(log === undefined ? {} : { log }),
+      errorLog: (line) => output.stderr(`multus-ipmgr sim: ${line}\n`),
     });
   } catch (error) {
-    if (error instanceof WorldError) return fail(error.message);
-    const code = (error as NodeJS.ErrnoException).code;
-    if (code === "EADDRINUSE" || code === "EADDRNOTAVAIL" || code === "EACCES") {
-      return fail(
-        `cannot listen on ${args.host} (${code}: ${(error as Error).message}); pick other ports ` +
-          "(--ec2-port, --control-port, --imds-port-base; 0 picks free ones) or another --host.",
-      );
-    }
+    if (error instanceof WorldError || error instanceof UsageError) return fail(error.message);
+    const usage = listenUsageError(error);
+    if (usage !== undefined) return fail(usage.message);
     throw error;
   }
-  process.stdout.write(`${readyLine(handle)}\n`);
+  output.stdout(`${readyLine(handle)}\n`);
   const signal = await untilSignal();
-  process.stderr.write(`multus-ipmgr sim: ${signal}, closing\n`);
+  output.stderr(`multus-ipmgr sim: ${signal}, closing\n`);
   await handle.close();
   return 0;
 }

@@ -29,6 +29,11 @@ export interface SimulatorOptions {
   clock?: Clock;
   /** Called with one line per EC2 and IMDS request (e.g. to stderr for --verbose). Default none. */
   log?: (line: string) => void;
+  /**
+   * Called with one line per request the simulator failed to answer (its own bug, with the stack).
+   * Default: stderr, as `multus-ipmgr sim: <line>`. Tests that provoke one capture it here.
+   */
+  errorLog?: (line: string) => void;
 }
 
 export interface SimulatorHandle {
@@ -62,6 +67,8 @@ export async function startSimulator(world: World, options: SimulatorOptions = {
   const faults = new FaultState(mergeFaults(defaultFaults, (world.faults ?? {}) as Partial<Faults>));
   const calls = new CallLog();
   const state = (): SimState => structuredClone(store.current());
+  const errorLog =
+    options.errorLog ?? ((line: string) => process.stderr.write(`multus-ipmgr sim: ${line}\n`));
 
   const servers: Server[] = [];
   const start = async (server: Server, port: number): Promise<string> => {
@@ -82,6 +89,7 @@ export async function startSimulator(world: World, options: SimulatorOptions = {
         clock,
         nextId,
         log: options.log,
+        errorLog,
       }),
       options.ec2Port ?? 0,
     );
@@ -94,7 +102,7 @@ export async function startSimulator(world: World, options: SimulatorOptions = {
     for (const instance of topology.instances.values()) {
       const base = options.imdsPortBase ?? 0;
       imdsEndpoints[instance.id] = await start(
-        createImdsServer({ instance, topology, store, faults, clock, log: options.log }),
+        createImdsServer({ instance, topology, store, faults, clock, log: options.log, errorLog }),
         base === 0 ? 0 : base + index,
       );
       index += 1;

@@ -7,12 +7,12 @@
  */
 import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { accessSync, constants, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { accessSync, constants, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { createInterface } from "node:readline";
 import { promisify } from "node:util";
 import type { SimCall, SimEni, SimState } from "../../src/sim/index.js";
+import { makeTempDir, removeTempDir } from "./temp-dirs.js";
 
 const run = promisify(execFile);
 export const BINARY = resolve("dist/multus-ipmgr.mjs");
@@ -78,7 +78,7 @@ export class Lab {
   private constructor() {
     this.id = randomBytes(3).toString("hex");
     this.simNs = `${NS_PREFIX}${process.pid}-${this.id}-sim`;
-    this.#tmp = mkdtempSync(join(tmpdir(), "ipmgr-lab-"));
+    this.#tmp = makeTempDir("ipmgr-lab-");
   }
 
   /** Builds the lab; on any failure it removes what it made and rethrows. */
@@ -331,7 +331,7 @@ export class Lab {
     this.#simProcess?.kill("SIGTERM");
     for (const pod of this.pods.values()) await ip("netns", "del", pod.ns).catch(() => undefined);
     await ip("netns", "del", this.simNs).catch(() => undefined);
-    rmSync(this.#tmp, { recursive: true, force: true });
+    removeTempDir(this.#tmp);
   }
 }
 

@@ -7,4 +7,5 @@ export { ImdsHopLimitError } from "./imds-hop-limit-error.js";
 export { InvalidAddressError } from "./invalid-address-error.js";
 export { InvalidCidrError } from "./invalid-cidr-error.js";
 export { IpmgrError } from "./ipmgr-error.js";
+export { NetworkStatusError } from "./network-status-error.js";
 export { TimeoutError } from "./timeout-error.js";

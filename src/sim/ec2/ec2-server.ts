@@ -22,6 +22,8 @@ export interface Ec2ServerDeps {
   readonly nextId: (prefix: string) => string;
   /** Called with one line per request (for --verbose); default none. */
   readonly log?: ((line: string) => void) | undefined;
+  /** Called with one line per request the server failed to answer (an internal error, with its stack). */
+  readonly errorLog: (line: string) => void;
 }
 
 const namespace = "http://ec2.amazonaws.com/doc/2016-11-15/";
@@ -108,9 +110,7 @@ async function handle(deps: Ec2ServerDeps, req: IncomingMessage, res: ServerResp
       error = new Ec2ApiError("RequestEntityTooLarge", caught.message, 413);
     } else {
       error = new Ec2ApiError("InternalError", "An internal error has occurred", 500);
-      process.stderr.write(
-        `multus-ipmgr sim: internal error: ${(caught as Error).stack ?? String(caught)}\n`,
-      );
+      deps.errorLog(`internal error: ${(caught as Error).stack ?? String(caught)}`);
     }
     status = error.status;
     outcome = error.code;
@@ -130,7 +130,7 @@ async function handle(deps: Ec2ServerDeps, req: IncomingMessage, res: ServerResp
 export function createEc2Server(deps: Ec2ServerDeps): Server {
   return createServer((req, res) => {
     handle(deps, req, res).catch((error: unknown) => {
-      process.stderr.write(`multus-ipmgr sim: ${String(error)}\n`);
+      deps.errorLog(String(error));
       res.destroy();
     });
   });

@@ -16,6 +16,8 @@ export interface ImdsServerDeps {
   readonly clock: Clock;
   /** Called with one line per request (for --verbose); default none. */
   readonly log?: ((line: string) => void) | undefined;
+  /** Called with one line per request the server failed to answer. */
+  readonly errorLog: (line: string) => void;
 }
 
 const maxTtlSeconds = 21_600;
@@ -96,7 +98,7 @@ export function createImdsServer(deps: ImdsServerDeps): Server {
     handle(deps, tokens, req, res).then(
       (status) => deps.log?.(`imds ${deps.instance.id} ${req.method} ${req.url} ${status ?? "(hanging)"}`),
       (error: unknown) => {
-        process.stderr.write(`multus-ipmgr sim: imds: ${String(error)}\n`);
+        deps.errorLog(`imds: ${String(error)}`);
         res.destroy();
       },
     );
