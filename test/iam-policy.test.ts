@@ -295,8 +295,10 @@ describe("the commands", () => {
     expect(commands.get("sidecar")).toContain(join(SRC, "sidecar", "main.ts"));
   });
 
-  it("sim sends no EC2 call", () => {
-    expect(sorted(actionsOf(sendsOf(methodsOfCommand("sim"))))).toEqual([]);
+  it("sim sends no EC2 call: its bundle (src/sim/main.ts, scripts/build.mjs) never loads an EC2 adapter", () => {
+    expect(commands.get("sim")).toEqual([]);
+    const simModules = reachableModules([join(SRC, "sim", "main.ts")]);
+    expect(adapters.map((a) => join(ROOT, a.file)).filter((f) => simModules.has(f))).toEqual([]);
   });
 });
 
