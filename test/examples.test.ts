@@ -278,7 +278,8 @@ describe("examples/*.yaml", () => {
     const failures: string[] = [];
     for (const doc of objects.filter((d) => !isNad(d))) {
       const { apiVersion, kind } = doc.object as { apiVersion: string; kind: string };
-      const module = (await import(`kubernetes-models/${apiVersion}/${kind}`)) as Record<
+      const specifier = `kubernetes-models/${apiVersion}/${kind}`;
+      const module = (await import(/* @vite-ignore */ specifier)) as Record<
         string,
         new (
           data: unknown,
