@@ -5,7 +5,7 @@
  */
 
 import type { PermissionVerdict } from "../eni/ec2-api.js";
-import { readEnis } from "../eni/eni-discovery.js";
+import { readInstanceEnis } from "../eni/eni-discovery.js";
 import { Ec2Error } from "../eni/errors/ec2-error.js";
 import { IpmgrError } from "../eni/errors/ipmgr-error.js";
 import type { Imds } from "../eni/imds.js";
@@ -156,7 +156,11 @@ export async function runDoctor(deps: DoctorDeps, options: DoctorOptions): Promi
   if (identity !== undefined) add(instanceCheck(identity, options.region));
   else if (noImds !== undefined) add(skipped("instance", noImds));
   // Every ENI in full: the pod's for the MAC match, the others' subnets for the allowed CIDRs.
-  const enis = noImds === undefined ? await attempt("enis", add, () => readEnis(deps.imds)) : undefined;
+  // (readInstanceEnis with every MAC, not readEnis: the same reads, and no code of doctor's on init's path.)
+  const enis =
+    noImds === undefined
+      ? await attempt("enis", add, async () => readInstanceEnis(deps.imds, await deps.imds.macs()))
+      : undefined;
   const noInterfaces = managed.length === 0 ? SEE_INTERFACES : undefined;
   const noEnis = blocked(
     noImds,
