@@ -3,6 +3,9 @@
  * on 127.0.0.1, the pod's interfaces and links scripted. One test per problem doctor reports, each made by
  * the simulator's world or its faults. The built binary in a namespace lab: doctor-e2e.test.ts.
  */
+
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import type { CheckResult, CheckStatus } from "../src/doctor/check.js";
 import { HttpImdsProbe } from "../src/doctor/imds-probe.js";
@@ -12,18 +15,24 @@ import { type DoctorDeps, type DoctorOptions, runDoctor } from "../src/doctor/ru
 import { systemClock } from "../src/eni/clock.js";
 import { createEc2Api } from "../src/eni/ec2-client.js";
 import { ImdsClient } from "../src/eni/imds-client.js";
+import type { InterfaceSource } from "../src/eni/interface-source.js";
+import { NetworkStatusSource } from "../src/eni/network-status-source.js";
 import type { PodInterface } from "../src/eni/types.js";
 import { parseWorld, type SimulatorHandle, startSimulator } from "../src/sim/index.js";
 import { closedPortUrl } from "./helpers/closed-port.js";
 import { silentLogger } from "./helpers/loggers.js";
 import { ScriptedInterfaces } from "./helpers/scripted-interfaces.js";
 import { credentials } from "./helpers/sim-fixtures.js";
+import { makeTempDir, removeTempDir } from "./helpers/temp-dirs.js";
 import { ENI, MAC, NODE1, NODE2, twoNodeWorld } from "./helpers/worlds.js";
 
 let sim: SimulatorHandle | undefined;
+let podinfo: string | undefined;
 afterEach(async () => {
   await sim?.close();
   sim = undefined;
+  removeTempDir(podinfo);
+  podinfo = undefined;
 });
 
 const NO_MANAGE = "node.k8s.amazonaws.com/no_manage";
@@ -99,6 +108,8 @@ const IP_OK = { probe: async () => ({ ok: true as const, command: "ip -o monitor
 
 interface SetUp {
   interfaces?: PodInterface[];
+  /** Replaces the scripted interfaces, e.g. with a network-status file. */
+  source?: InterfaceSource;
   links?: LinkSource;
   ipCommand?: DoctorDeps["ipCommand"];
   imdsEndpoint?: string;
@@ -121,7 +132,7 @@ async function doctor(world: World, setUp: SetUp = {}): Promise<CheckResult[]> {
       requestTimeoutMs: 1000,
       logger,
     }),
-    interfaces: new ScriptedInterfaces(interfaces),
+    interfaces: setUp.source ?? new ScriptedInterfaces(interfaces),
     clock: systemClock,
     logger,
     imdsProbe: new HttpImdsProbe({ endpoint: imdsEndpoint, timeoutMs: 300, clock: systemClock }),
@@ -274,6 +285,22 @@ describe("doctor against the simulator", () => {
       const interfaces = only(results, "interfaces");
       expect(interfaces.status).toBe("problem");
       expect(interfaces.detail).toContain("this pod's links: eth0, lo");
+      expect(only(results, "eni-match").status).toBe("skipped");
+    });
+
+    it("reports a network-status file that cannot be used, with init's sentence", async () => {
+      podinfo = makeTempDir("ipmgr-podinfo-");
+      const file = join(podinfo, "annotations");
+      writeFileSync(file, 'k8s.v1.cni.cncf.io/network-status="[{\\"name\\": "\n');
+      const source = new NetworkStatusSource(
+        file,
+        { include: [], exclude: ["lo", "eth0"] },
+        () => new Set(["net1"]),
+      );
+      const results = await doctor(healthyWorld(), { source, options: { addressSource: "network-status" } });
+      const interfaces = only(results, "interfaces");
+      expect(interfaces.status).toBe("problem");
+      expect(interfaces.detail).toContain(file);
       expect(only(results, "eni-match").status).toBe("skipped");
     });
 
