@@ -32,6 +32,8 @@ type Mode = "pod" | "bridge";
 const COMMAND_MODE: Readonly<Record<string, Mode | "none">> = {
   init: "pod",
   sidecar: "pod",
+  // Run in the pod's container (kubectl exec), with the pod's role.
+  doctor: "pod",
   bridge: "bridge",
   sim: "none",
 };

@@ -61,7 +61,7 @@ export interface Ec2Api {
   /** IAM: ec2:DeleteSubnetCidrReservation. */
   deleteSubnetCidrReservation(reservationId: string): Promise<void>;
   /**
-   * IAM: the probed action (ec2:DescribeNetworkInterfaces or ec2:GetSubnetCidrReservations), called with
+   * IAM: ec2:DescribeNetworkInterfaces, ec2:GetSubnetCidrReservations (the probed one), called with
    * DryRun: nothing is read or changed. Resolves with the verdict (EC2 answers `DryRunOperation` when the
    * caller may, `UnauthorizedOperation` when not); any other failure rejects with Ec2Error.
    */
