@@ -24,6 +24,8 @@ export interface SimulatorOptions {
   controlPort?: number;
   /** Port of the Kubernetes API, served when the world has a `kubernetes` section. Default 0 (an ephemeral port). */
   kubePort?: number;
+  /** A watch client that leaves more than this many bytes unread is cut off. Default 16 MiB. */
+  kubeWatchBufferBytes?: number;
   /**
    * IMDS port of the first instance; the Nth instance (world order, from 0) listens on base + N.
    * Default 0: each instance gets an ephemeral port.
@@ -96,7 +98,12 @@ export async function startSimulator(world: World, options: SimulatorOptions = {
   const kube =
     world.kubernetes === undefined
       ? undefined
-      : new KubeCluster(world, { clock, log: options.log, errorLog: errorLogEarly });
+      : new KubeCluster(world, {
+          clock,
+          log: options.log,
+          errorLog: errorLogEarly,
+          maxWatchBufferBytes: options.kubeWatchBufferBytes,
+        });
   const state = (): SimState => ({
     ...structuredClone(store.current()),
     ...(kube === undefined ? {} : { kubernetes: kube.state() }),

@@ -37,12 +37,13 @@ export interface KubeClusterOptions {
   readonly clock: Clock;
   readonly log?: ((line: string) => void) | undefined;
   readonly errorLog: (line: string) => void;
+  /** A watch client that leaves more than this many bytes unread is cut off. Default 16 MiB. */
+  readonly maxWatchBufferBytes?: number | undefined;
 }
 
 /** Watches without timeoutSeconds end after 30 minutes, kube-apiserver's minimum request timeout. */
 const defaultWatchTimeoutMs = 30 * 60_000;
-/** A watch client more than this far behind is cut off. */
-const maxWatchBufferBytes = 16 * 1024 * 1024;
+const defaultMaxWatchBufferBytes = 16 * 1024 * 1024;
 
 function badInput(message: string): KubeApiError {
   return new KubeApiError(400, "BadRequest", message);
@@ -92,7 +93,7 @@ export class KubeCluster {
         clock: this.#options.clock,
         bookmarkIntervalMs: this.#bookmarkIntervalMs,
         defaultTimeoutMs: defaultWatchTimeoutMs,
-        maxBufferedBytes: maxWatchBufferBytes,
+        maxBufferedBytes: this.#options.maxWatchBufferBytes ?? defaultMaxWatchBufferBytes,
         errorLog: this.#options.errorLog,
       },
       serverAddress,

@@ -93,9 +93,7 @@ export const kubernetesSchema = z.strictObject({
         name: z.string().min(1).optional(),
         range: z.string().min(1),
         /** Decimal offset from the range's first address -> the allocation. */
-        allocations: z
-          .record(z.string().regex(/^\d+$/, "must be a decimal offset such as 5"), allocation)
-          .default({}),
+        allocations: z.record(z.string(), allocation).default({}),
       }),
     )
     .default([]),
@@ -442,6 +440,14 @@ export function checkKubernetes(
         ["kubernetes", "ipPools", i, "range"],
         `must be a CIDR such as 198.51.100.192/27, got ${JSON.stringify(pool.range)}`,
       );
+    }
+    for (const offset of Object.keys(pool.allocations)) {
+      if (!/^\d+$/.test(offset)) {
+        problem(
+          ["kubernetes", "ipPools", i, "allocations", offset],
+          "must be a decimal offset from the range's first address, such as 5",
+        );
+      }
     }
   });
   k.overlappingRangeIPReservations.forEach((r, i) => {

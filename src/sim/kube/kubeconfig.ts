@@ -6,13 +6,15 @@ export const kubeconfigName = "multus-ipmgr-sim";
 
 /**
  * A kubeconfig for the simulated API server: one cluster (plain HTTP), one user with a dummy bearer token
- * (the simulator accepts any), one context, current, with namespace `default`.
+ * (the simulator accepts any), one context, current, with namespace `default`. The cluster says
+ * `insecure-skip-tls-verify: true`: @kubernetes/client-node 1.x refuses an `http:` server without it
+ * ("HTTP protocol is not allowed when skipTLSVerify is not set or false"); kubectl ignores it for `http:`.
  */
 export function kubeconfigYaml(server: string): string {
   return stringify({
     apiVersion: "v1",
     kind: "Config",
-    clusters: [{ name: kubeconfigName, cluster: { server } }],
+    clusters: [{ name: kubeconfigName, cluster: { server, "insecure-skip-tls-verify": true } }],
     users: [{ name: kubeconfigName, user: { token: "multus-ipmgr-sim-token" } }],
     contexts: [
       {

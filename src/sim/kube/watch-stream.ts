@@ -173,7 +173,10 @@ export class WatchStream {
       this.#settings.errorLog(
         `kubernetes: cutting off a watch of ${this.#request.resource.plural}: the client left ${this.#res.writableLength} bytes unread`,
       );
-      this.end();
+      // Destroyed, not ended: ending would keep the unread bytes until the client reads them, maybe never.
+      // The client sees a broken connection and resumes from the last resourceVersion it processed.
+      this.#cleanup();
+      this.#res.destroy();
     }
   }
 
