@@ -93,7 +93,7 @@ export async function startSimulator(world: World, options: SimulatorOptions = {
   const store = new StateStore(initialStateOf(world, nextId), clock);
   const faults = new FaultState(mergeFaults(defaultFaults, (world.faults ?? {}) as Partial<Faults>));
   const calls = new CallLog();
-  const errorLogEarly =
+  const errorLog =
     options.errorLog ?? ((line: string) => process.stderr.write(`multus-ipmgr sim: ${line}\n`));
   const kube =
     world.kubernetes === undefined
@@ -101,14 +101,13 @@ export async function startSimulator(world: World, options: SimulatorOptions = {
       : new KubeCluster(world, {
           clock,
           log: options.log,
-          errorLog: errorLogEarly,
+          errorLog,
           maxWatchBufferBytes: options.kubeWatchBufferBytes,
         });
   const state = (): SimState => ({
     ...structuredClone(store.current()),
     ...(kube === undefined ? {} : { kubernetes: kube.state() }),
   });
-  const errorLog = errorLogEarly;
 
   const servers: Server[] = [];
   const start = async (server: Server, port: number): Promise<string> => {

@@ -82,29 +82,29 @@ export function parseQuery(
   labelSelector: string,
   fieldSelector: string,
 ): ListQuery {
+  let labels: LabelSelector;
+  let fields: FieldSelector;
   try {
-    const labels = parseLabelSelector(labelSelector);
-    const fields = parseFieldSelector(fieldSelector);
-    const unsupported = unsupportedField(fields, selectableFields(resource));
-    if (unsupported !== undefined) {
-      throw badRequest(
-        resource.custom
-          ? `"${unsupported}" is not a known field selector: only "metadata.name", "metadata.namespace"`
-          : `field label not supported: ${unsupported}`,
-      );
-    }
-    return { namespace, labelSelector: labels, fieldSelector: fields };
+    labels = parseLabelSelector(labelSelector);
   } catch (error) {
-    if (error instanceof SelectorError) {
-      const which = error.message.startsWith("invalid") ? "field" : "label";
-      throw badRequest(
-        which === "label"
-          ? `couldn't parse the selector string "${labelSelector}": ${error.message}`
-          : `invalid field selector ${JSON.stringify(fieldSelector)}: ${error.message}`,
-      );
-    }
-    throw error;
+    if (!(error instanceof SelectorError)) throw error;
+    throw badRequest(`couldn't parse the selector string "${labelSelector}": ${error.message}`);
   }
+  try {
+    fields = parseFieldSelector(fieldSelector);
+  } catch (error) {
+    if (!(error instanceof SelectorError)) throw error;
+    throw badRequest(`invalid field selector ${JSON.stringify(fieldSelector)}: ${error.message}`);
+  }
+  const unsupported = unsupportedField(fields, selectableFields(resource));
+  if (unsupported !== undefined) {
+    throw badRequest(
+      resource.custom
+        ? `"${unsupported}" is not a known field selector: only "metadata.name", "metadata.namespace"`
+        : `field label not supported: ${unsupported}`,
+    );
+  }
+  return { namespace, labelSelector: labels, fieldSelector: fields };
 }
 
 /** Whether a stored object is in the query's namespace and matches its selectors. */

@@ -299,8 +299,8 @@ export function parseFieldSelector(input: string): FieldSelector {
 }
 
 /**
- * Whether the object's selectable fields satisfy every term. A field the resource does not offer throws
- * SelectorError (the API server's 400), whatever the objects.
+ * Whether the object's selectable fields satisfy every term; a field missing from `fields` is "". Check
+ * the fields against what the resource offers first (unsupportedField): the API server refuses the others.
  */
 export function matchesFields(selector: FieldSelector, fields: Readonly<Record<string, string>>): boolean {
   return selector.every((term) => {
