@@ -14,6 +14,7 @@ export const TEMP_DIR_PREFIXES = [
   "ipmgr-lab-",
   "ipmgr-cli-",
   "ipmgr-sysfs-",
+  "ipmgr-kube-",
 ] as const;
 export type TempDirPrefix = (typeof TEMP_DIR_PREFIXES)[number];
 
