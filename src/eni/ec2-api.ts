@@ -1,4 +1,4 @@
-import type { Ec2NetworkInterface, Ec2Subnet, SubnetCidrReservation } from "./types.js";
+import type { Ec2ElasticIp, Ec2NetworkInterface, Ec2Subnet, SubnetCidrReservation } from "./types.js";
 
 /** Filters for DescribeNetworkInterfaces; each set field becomes one EC2 filter. */
 export interface NetworkInterfaceFilter {
@@ -46,6 +46,22 @@ export interface Ec2Api {
   ): Promise<SubnetCidrReservation>;
   /** IAM: ec2:DeleteSubnetCidrReservation. */
   deleteSubnetCidrReservation(reservationId: string): Promise<void>;
+  /**
+   * IAM: ec2:DescribeAddresses. The Elastic IPs among `allocationIds`, in one call (filter `allocation-id`):
+   * an allocation that does not exist is absent from the answer, not an error for the others.
+   */
+  describeElasticIps(allocationIds: readonly string[]): Promise<Ec2ElasticIp[]>;
+  /**
+   * IAM: ec2:AssociateAddress. Points the Elastic IP at `privateIp` on `eniId`; returns the association id.
+   * Without `allowReassociation` EC2 refuses an Elastic IP associated elsewhere (Resource.AlreadyAssociated),
+   * so a race never moves it; one already associated with exactly this ENI and address counts as done.
+   */
+  associateElasticIp(
+    allocationId: string,
+    eniId: string,
+    privateIp: string,
+    allowReassociation: boolean,
+  ): Promise<string>;
 }
 
 /** One EC2 API call as the instrumentation wrapper saw it (after our retries). */

@@ -7,13 +7,18 @@
  * refused, we re-read the ENI: if it is already in the wanted state the call is a success; if only part of
  * the addresses still needs the change, we repeat the call once with that part (EC2 is all or nothing, so the
  * first refusal may have come from the part already done); otherwise the refusal stands.
- * A subnet CIDR reservation that is already gone counts as deleted.
+ * A subnet CIDR reservation that is already gone counts as deleted. An AssociateAddress refused with
+ * Resource.AlreadyAssociated re-reads the Elastic IP: already pointing at the wanted ENI and address (our own
+ * earlier attempt, applied before its answer was lost) is success.
  */
 import {
+  type Address,
   AssignIpv6AddressesCommand,
   AssignPrivateIpAddressesCommand,
+  AssociateAddressCommand,
   CreateSubnetCidrReservationCommand,
   DeleteSubnetCidrReservationCommand,
+  DescribeAddressesCommand,
   DescribeNetworkInterfacesCommand,
   DescribeSubnetsCommand,
   EC2Client,
@@ -34,7 +39,13 @@ import { Ec2Error } from "./errors/ec2-error.js";
 import { canonicalAddressText } from "./ip.js";
 import type { Logger } from "./logger.js";
 import type { RetryOptions } from "./retry.js";
-import type { Ec2NetworkInterface, Ec2Subnet, IpFamily, SubnetCidrReservation } from "./types.js";
+import type {
+  Ec2ElasticIp,
+  Ec2NetworkInterface,
+  Ec2Subnet,
+  IpFamily,
+  SubnetCidrReservation,
+} from "./types.js";
 
 export interface Ec2ApiOptions {
   /** AWS region, e.g. `eu-west-1`. Required: the adapter never guesses it. */
@@ -127,6 +138,24 @@ function toReservation(r: SdkReservation): SubnetCidrReservation {
     tags: tagsOf(r.Tags),
   };
 }
+
+function toElasticIp(address: Address): Ec2ElasticIp {
+  const associationId = address.AssociationId;
+  return {
+    allocationId: address.AllocationId ?? "",
+    publicIp: address.PublicIp ?? "",
+    association:
+      associationId === undefined || associationId === ""
+        ? undefined
+        : {
+            associationId,
+            eniId: address.NetworkInterfaceId ?? "",
+            privateIp: canonicalAddressText(address.PrivateIpAddress ?? ""),
+          },
+  };
+}
+
+const ALREADY_ASSOCIATED = "Resource.AlreadyAssociated";
 
 /** EC2 filters for a NetworkInterfaceFilter, or undefined when a field is an empty list (matches nothing). */
 function filtersOf(filter: NetworkInterfaceFilter): Filter[] | undefined {
@@ -339,6 +368,71 @@ class Ec2ApiClient implements Ec2Api {
         { reservationId },
         "subnet CIDR reservation already gone; treating the delete as done",
       );
+    }
+  }
+
+  async describeElasticIps(allocationIds: readonly string[]): Promise<Ec2ElasticIp[]> {
+    if (allocationIds.length === 0) return [];
+    const out = await this.instrument(
+      "DescribeAddresses",
+      { target: `Elastic IP ${allocationIds.join(", ")}` },
+      (sendOptions) =>
+        this.client.send(
+          new DescribeAddressesCommand({ Filters: [{ Name: "allocation-id", Values: [...allocationIds] }] }),
+          sendOptions,
+        ),
+    );
+    return (out.Addresses ?? []).map(toElasticIp);
+  }
+
+  async associateElasticIp(
+    allocationId: string,
+    eniId: string,
+    privateIp: string,
+    allowReassociation: boolean,
+  ): Promise<string> {
+    const address = canonicalAddressText(privateIp);
+    try {
+      const out = await this.instrument(
+        "AssociateAddress",
+        { eniId, addresses: [address], target: `Elastic IP ${allocationId}` },
+        (sendOptions) =>
+          this.client.send(
+            new AssociateAddressCommand({
+              AllocationId: allocationId,
+              NetworkInterfaceId: eniId,
+              PrivateIpAddress: address,
+              AllowReassociation: allowReassociation,
+            }),
+            sendOptions,
+          ),
+      );
+      return out.AssociationId ?? "";
+    } catch (err) {
+      if (!(err instanceof Ec2Error) || err.code !== ALREADY_ASSOCIATED) throw err;
+      let current: Ec2ElasticIp | undefined;
+      try {
+        [current] = await this.describeElasticIps([allocationId]);
+      } catch (readErr) {
+        const readMessage = readErr instanceof Error ? readErr.message : String(readErr);
+        throw new Ec2Error(
+          { operation: err.operation, code: err.code, requestId: err.requestId, eniId, kind: err.kind },
+          err.message,
+          {
+            cause: new AggregateError(
+              [err, readErr],
+              `refused, and the Elastic IP could not be re-read: ${readMessage}`,
+            ),
+          },
+        );
+      }
+      const association = current?.association;
+      if (association?.eniId !== eniId || association.privateIp !== address) throw err;
+      this.logger.info(
+        { allocationId, eniId, address, associationId: association.associationId },
+        "EC2 refused AssociateAddress but the Elastic IP already points at this ENI and address; treating it as done",
+      );
+      return association.associationId;
     }
   }
 

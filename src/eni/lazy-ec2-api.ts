@@ -1,5 +1,5 @@
 import type { Ec2Api, NetworkInterfaceFilter } from "./ec2-api.js";
-import type { Ec2NetworkInterface, Ec2Subnet, SubnetCidrReservation } from "./types.js";
+import type { Ec2ElasticIp, Ec2NetworkInterface, Ec2Subnet, SubnetCidrReservation } from "./types.js";
 
 /**
  * An Ec2Api that loads the real one on its first call, once (concurrent first calls share the load).
@@ -78,5 +78,18 @@ export class LazyEc2Api implements Ec2Api {
 
   async deleteSubnetCidrReservation(reservationId: string): Promise<void> {
     return (await this.api()).deleteSubnetCidrReservation(reservationId);
+  }
+
+  async describeElasticIps(allocationIds: readonly string[]): Promise<Ec2ElasticIp[]> {
+    return (await this.api()).describeElasticIps(allocationIds);
+  }
+
+  async associateElasticIp(
+    allocationId: string,
+    eniId: string,
+    privateIp: string,
+    allowReassociation: boolean,
+  ): Promise<string> {
+    return (await this.api()).associateElasticIp(allocationId, eniId, privateIp, allowReassociation);
   }
 }
