@@ -159,6 +159,14 @@ export interface SubnetCidrReservation {
   readonly tags: Readonly<Record<string, string>>;
 }
 
+/** One entry of IPMGR_ELASTIC_IPS: the Elastic IP that follows a floating private IPv4 address. */
+export interface ElasticIpMapping {
+  /** Canonical IPv4 address, inside the allowed CIDRs. */
+  readonly address: string;
+  /** `eipalloc-` and 8 or 17 lowercase hexadecimal digits. */
+  readonly allocationId: string;
+}
+
 /** Where an Elastic IP points: an ENI and one of its private IPv4 addresses. */
 export interface ElasticIpAssociation {
   readonly associationId: string;

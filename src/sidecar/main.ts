@@ -1,9 +1,9 @@
 import { reportFailure } from "../cli/report-failure.js";
-import { type SidecarConfig, sidecarSettings } from "../eni/config.js";
+import { loadSidecarConfig, type SidecarConfig, sidecarSettings } from "../eni/config.js";
 import { ExitCode } from "../eni/exit-codes.js";
 import { createLogger, type Logger } from "../eni/logger.js";
 import { buildPodDeps } from "../eni/pod-deps.js";
-import { describeSettings, loadSettings } from "../eni/settings.js";
+import { describeSettings } from "../eni/settings.js";
 import type { AddressEvents } from "./address-events.js";
 import { startAddressEvents } from "./address-events-mode.js";
 import { SidecarMetrics } from "./metrics.js";
@@ -42,7 +42,7 @@ export async function main(argv: readonly string[]): Promise<number> {
   let sidecar: Sidecar | undefined;
   let addressEvents: AddressEvents | undefined;
   try {
-    const config: SidecarConfig = loadSettings(settings, argv, process.env);
+    const config: SidecarConfig = loadSidecarConfig(argv, process.env);
     terminationLog = config.terminationLog;
     const log = createLogger(config.logLevel, { command: "sidecar" });
     logger = log;
