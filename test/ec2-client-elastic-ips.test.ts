@@ -45,7 +45,9 @@ const where = (allocationId: string) => {
 
 describe("describeElasticIps", () => {
   it("reads every allocation asked for in one call; one that does not exist is simply absent", async () => {
-    const eips = await ec2.describeElasticIps(["eipalloc-0web", "eipalloc-0spare", "eipalloc-0zz"]);
+    const eips = await ec2.describeElasticIps({
+      allocationIds: ["eipalloc-0web", "eipalloc-0spare", "eipalloc-0zz"],
+    });
     expect(eips).toEqual([
       {
         allocationId: "eipalloc-0web",
@@ -64,14 +66,28 @@ describe("describeElasticIps", () => {
     expect(records).toMatchObject([{ operation: "DescribeAddresses", outcome: "ok", attempts: 1 }]);
   });
 
-  it("makes no call for no allocation", async () => {
-    expect(await ec2.describeElasticIps([])).toEqual([]);
+  it("makes no call for an empty list", async () => {
+    expect(await ec2.describeElasticIps({ allocationIds: [] })).toEqual([]);
+    expect(await ec2.describeElasticIps({ eniIds: ["eni-0b"], privateIps: [] })).toEqual([]);
     expect(sim.calls()).toEqual([]);
+  });
+
+  it("finds the Elastic IPs on given private addresses of given ENIs (filters ANDed)", async () => {
+    const on = (eniIds: string[], privateIps: string[]) =>
+      ec2.describeElasticIps({ eniIds, privateIps }).then((eips) => eips.map((e) => e.allocationId));
+    expect(await on(["eni-0b"], ["198.51.100.21", "198.51.100.20"])).toEqual(["eipalloc-0web"]);
+    expect(await on(["eni-0a"], ["198.51.100.21"])).toEqual([]);
+    expect(sim.calls()[0]?.params).toMatchObject({
+      "Filter.1.Name": "network-interface-id",
+      "Filter.2.Name": "private-ip-address",
+    });
   });
 
   it("names ec2:DescribeAddresses when it is denied", async () => {
     sim.setFaults({ deny: ["DescribeAddresses"] });
-    const err = (await ec2.describeElasticIps(["eipalloc-0web"]).catch((e: unknown) => e)) as Ec2Error;
+    const err = (await ec2
+      .describeElasticIps({ allocationIds: ["eipalloc-0web"] })
+      .catch((e: unknown) => e)) as Ec2Error;
     expect(err).toBeInstanceOf(Ec2Error);
     expect(err).toMatchObject({ kind: "permission", exitCode: 4, operation: "DescribeAddresses" });
     expect(err.message).toMatch(

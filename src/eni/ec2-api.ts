@@ -16,6 +16,16 @@ export interface NetworkInterfaceFilter {
   readonly subnetIds?: readonly string[];
 }
 
+/** Filters for DescribeAddresses; each set field becomes one EC2 filter (AND between them). */
+export interface ElasticIpFilter {
+  /** `allocation-id` */
+  readonly allocationIds?: readonly string[];
+  /** `network-interface-id` */
+  readonly eniIds?: readonly string[];
+  /** `private-ip-address` */
+  readonly privateIps?: readonly string[];
+}
+
 /**
  * The EC2 calls this tool makes, and only those. Implemented by the adapter in ec2-client.ts, the only file
  * that imports @aws-sdk/client-ec2. Every method fails with Ec2Error. Idempotent outcomes are success:
@@ -47,10 +57,11 @@ export interface Ec2Api {
   /** IAM: ec2:DeleteSubnetCidrReservation. */
   deleteSubnetCidrReservation(reservationId: string): Promise<void>;
   /**
-   * IAM: ec2:DescribeAddresses. The Elastic IPs among `allocationIds`, in one call (filter `allocation-id`):
-   * an allocation that does not exist is absent from the answer, not an error for the others.
+   * IAM: ec2:DescribeAddresses. The Elastic IPs matching every field of `filter`, in one call, through filters
+   * (an allocation that does not exist is absent from the answer, not an error for the others). An empty list
+   * in a field matches nothing, without a call.
    */
-  describeElasticIps(allocationIds: readonly string[]): Promise<Ec2ElasticIp[]>;
+  describeElasticIps(filter: ElasticIpFilter): Promise<Ec2ElasticIp[]>;
   /**
    * IAM: ec2:AssociateAddress. Points the Elastic IP at `privateIp` on `eniId`; returns the association id.
    * Without `allowReassociation` EC2 refuses an Elastic IP associated elsewhere (Resource.AlreadyAssociated),

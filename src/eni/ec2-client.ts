@@ -33,7 +33,7 @@ import {
   UnassignPrivateIpAddressesCommand,
 } from "@aws-sdk/client-ec2";
 import type { Clock } from "./clock.js";
-import type { Ec2Api, Ec2CallObserver, NetworkInterfaceFilter } from "./ec2-api.js";
+import type { Ec2Api, Ec2CallObserver, ElasticIpFilter, NetworkInterfaceFilter } from "./ec2-api.js";
 import { createInstrument, type Instrument } from "./ec2-instrumentation.js";
 import { Ec2Error } from "./errors/ec2-error.js";
 import { canonicalAddressText } from "./ip.js";
@@ -157,8 +157,11 @@ function toElasticIp(address: Address): Ec2ElasticIp {
 
 const ALREADY_ASSOCIATED = "Resource.AlreadyAssociated";
 
-/** EC2 filters for a NetworkInterfaceFilter, or undefined when a field is an empty list (matches nothing). */
-function filtersOf(filter: NetworkInterfaceFilter): Filter[] | undefined {
+/** Builds EC2 filters; `add` answers false for an empty list, which matches nothing. */
+function filterBuilder(): {
+  filters: Filter[];
+  add: (name: string, values: readonly string[] | undefined) => boolean;
+} {
   const filters: Filter[] = [];
   const add = (name: string, values: readonly string[] | undefined): boolean => {
     if (values === undefined) return true;
@@ -166,6 +169,12 @@ function filtersOf(filter: NetworkInterfaceFilter): Filter[] | undefined {
     filters.push({ Name: name, Values: [...values] });
     return true;
   };
+  return { filters, add };
+}
+
+/** EC2 filters for a NetworkInterfaceFilter, or undefined when a field is an empty list (matches nothing). */
+function filtersOf(filter: NetworkInterfaceFilter): Filter[] | undefined {
+  const { filters, add } = filterBuilder();
   const ok = [
     add("attachment.instance-id", filter.instanceId === undefined ? undefined : [filter.instanceId]),
     add("network-interface-id", filter.eniIds),
@@ -371,14 +380,26 @@ class Ec2ApiClient implements Ec2Api {
     }
   }
 
-  async describeElasticIps(allocationIds: readonly string[]): Promise<Ec2ElasticIp[]> {
-    if (allocationIds.length === 0) return [];
+  async describeElasticIps(filter: ElasticIpFilter): Promise<Ec2ElasticIp[]> {
+    const { filters, add } = filterBuilder();
+    const ok = [
+      add("allocation-id", filter.allocationIds),
+      add("network-interface-id", filter.eniIds),
+      add("private-ip-address", filter.privateIps?.map(canonicalAddressText)),
+    ].every(Boolean);
+    if (!ok) return [];
+    const target =
+      filter.allocationIds === undefined ? undefined : `Elastic IP ${filter.allocationIds.join(", ")}`;
     const out = await this.instrument(
       "DescribeAddresses",
-      { target: `Elastic IP ${allocationIds.join(", ")}` },
+      {
+        ...(target === undefined ? {} : { target }),
+        ...(filter.eniIds?.length === 1 ? { eniId: filter.eniIds[0] } : {}),
+        ...(filter.privateIps === undefined ? {} : { addresses: filter.privateIps }),
+      },
       (sendOptions) =>
         this.client.send(
-          new DescribeAddressesCommand({ Filters: [{ Name: "allocation-id", Values: [...allocationIds] }] }),
+          new DescribeAddressesCommand(filters.length > 0 ? { Filters: filters } : {}),
           sendOptions,
         ),
     );
@@ -412,7 +433,7 @@ class Ec2ApiClient implements Ec2Api {
       if (!(err instanceof Ec2Error) || err.code !== ALREADY_ASSOCIATED) throw err;
       let current: Ec2ElasticIp | undefined;
       try {
-        [current] = await this.describeElasticIps([allocationId]);
+        [current] = await this.describeElasticIps({ allocationIds: [allocationId] });
       } catch (readErr) {
         const readMessage = readErr instanceof Error ? readErr.message : String(readErr);
         throw new Ec2Error(

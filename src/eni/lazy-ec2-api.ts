@@ -1,4 +1,4 @@
-import type { Ec2Api, NetworkInterfaceFilter } from "./ec2-api.js";
+import type { Ec2Api, ElasticIpFilter, NetworkInterfaceFilter } from "./ec2-api.js";
 import type { Ec2ElasticIp, Ec2NetworkInterface, Ec2Subnet, SubnetCidrReservation } from "./types.js";
 
 /**
@@ -80,8 +80,8 @@ export class LazyEc2Api implements Ec2Api {
     return (await this.api()).deleteSubnetCidrReservation(reservationId);
   }
 
-  async describeElasticIps(allocationIds: readonly string[]): Promise<Ec2ElasticIp[]> {
-    return (await this.api()).describeElasticIps(allocationIds);
+  async describeElasticIps(filter: ElasticIpFilter): Promise<Ec2ElasticIp[]> {
+    return (await this.api()).describeElasticIps(filter);
   }
 
   async associateElasticIp(
