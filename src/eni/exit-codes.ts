@@ -21,6 +21,11 @@ export const ExitCode = {
   timeout: 8,
   /** EC2 kept failing with throttling, 5xx or network errors after every retry. */
   ec2Unavailable: 9,
+  /**
+   * An Elastic IP of IPMGR_ELASTIC_IPS cannot follow its address: the allocation does not exist, it points at
+   * another private address, or the address carries another Elastic IP.
+   */
+  elasticIp: 10,
 } as const;
 
 export type ExitCodeValue = (typeof ExitCode)[keyof typeof ExitCode];

@@ -1,4 +1,6 @@
+import { checkElasticIps, type ElasticIpCheck, elasticIpProblem } from "../eni/elastic-ips.js";
 import { AddressNotAllowedError } from "../eni/errors/address-not-allowed-error.js";
+import { ElasticIpError } from "../eni/errors/elastic-ip-error.js";
 import { EniNotFoundError } from "../eni/errors/eni-not-found-error.js";
 import {
   applyPlan,
@@ -8,7 +10,7 @@ import {
   planFor,
   type ReconcileDeps,
 } from "../eni/reconcile.js";
-import type { Plan, PlanPolicy } from "../eni/types.js";
+import type { ElasticIpMapping, Plan, PlanPolicy } from "../eni/types.js";
 import { waitForAddresses } from "./wait-for-addresses.js";
 
 export interface InitOptions {
@@ -17,6 +19,11 @@ export interface InitOptions {
   readonly waitForAddressesMs: number;
   readonly confirm: ConfirmOptions;
   readonly signal?: AbortSignal;
+  /**
+   * IPMGR_ELASTIC_IPS: once the addresses are held, each mapped one's Elastic IP is associated with it (and
+   * confirmed); one that cannot be is an ElasticIpError. Empty or undefined: no Elastic IP call.
+   */
+  readonly elasticIps?: readonly ElasticIpMapping[];
 }
 
 export interface InitResult {
@@ -24,6 +31,8 @@ export interface InitResult {
   /** Addresses EC2 now holds on the right ENI, whether we assigned them now or they already were. */
   readonly held: readonly string[];
   readonly mutatingCalls: number;
+  /** The Elastic IP check, when IPMGR_ELASTIC_IPS maps an address. */
+  readonly elasticIps?: ElasticIpCheck;
 }
 
 /** A refusal of the planner becomes the error the user reads; an unknown MAC comes first. */
@@ -68,5 +77,45 @@ export async function runInit(deps: ReconcileDeps, options: InitOptions): Promis
     },
     held.length === 0 ? "no pod address to assign" : "pod addresses held by their ENIs",
   );
-  return { plan, held, mutatingCalls };
+  if (options.elasticIps === undefined || options.elasticIps.length === 0)
+    return { plan, held, mutatingCalls };
+  const elasticIps = await ensureElasticIps(deps, plan, options, options.elasticIps);
+  return { plan, held, mutatingCalls, elasticIps };
+}
+
+/** The one-shot Elastic IP check: every mapped address this pod holds ends with its Elastic IP, or an error. */
+async function ensureElasticIps(
+  deps: ReconcileDeps,
+  plan: Plan,
+  options: InitOptions,
+  mappings: readonly ElasticIpMapping[],
+): Promise<ElasticIpCheck> {
+  const check = await checkElasticIps(deps, {
+    mappings,
+    held: new Map(plan.placements.map((p) => [p.address, p.eniId])),
+    confirm: options.confirm,
+    ...(options.signal === undefined ? {} : { signal: options.signal }),
+  });
+  const problems = check.plan.decisions.flatMap((d) => elasticIpProblem(d) ?? []);
+  const refusals = check.refused.map((r) => r.error);
+  if (problems.length > 0 || refusals.length > 0) {
+    throw new ElasticIpError(
+      [...problems, ...refusals.map((e) => e.message)],
+      refusals.length === 0 ? undefined : { cause: refusals[0] },
+    );
+  }
+  deps.logger.info(
+    {
+      elasticIps: check.plan.decisions.map((d) => ({
+        address: d.mapping.address,
+        allocationId: d.mapping.allocationId,
+        publicIp: d.described?.publicIp,
+        state: d.status.kind,
+      })),
+      associated: check.associated.map((c) => c.allocationId),
+      ec2Calls: check.calls,
+    },
+    check.associated.length > 0 ? "Elastic IPs associated with their addresses" : "Elastic IPs checked",
+  );
+  return check;
 }
