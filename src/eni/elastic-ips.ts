@@ -31,6 +31,8 @@ export interface ElasticIpCheckOptions {
   /** How long DescribeAddresses may take to show an association EC2 accepted, and the poll interval, in ms. */
   readonly confirm: { readonly timeoutMs: number; readonly intervalMs: number };
   readonly signal?: AbortSignal;
+  /** Whether a due association may be made now (the sidecar paces them); default: always. */
+  readonly mayAssociate?: (call: AssociateCall) => boolean;
 }
 
 export interface ElasticIpCheck {
@@ -40,6 +42,8 @@ export interface ElasticIpCheck {
   readonly associated: readonly AssociateCall[];
   /** Associations EC2 refused (e.g. Resource.AlreadyAssociated after a race), with its error. */
   readonly refused: readonly { readonly call: AssociateCall; readonly error: Ec2Error }[];
+  /** Associations due but not made: `mayAssociate` said not yet. */
+  readonly deferred: readonly AssociateCall[];
   /** EC2 calls made, reads included. */
   readonly calls: number;
 }
@@ -65,8 +69,13 @@ export async function checkElasticIps(
   }
   const associated: AssociateCall[] = [];
   const refused: { call: AssociateCall; error: Ec2Error }[] = [];
+  const deferred: AssociateCall[] = [];
   for (const call of plan.calls) {
     options.signal?.throwIfAborted();
+    if (options.mayAssociate?.(call) === false) {
+      deferred.push(call);
+      continue;
+    }
     try {
       calls += 1;
       await deps.ec2.associateElasticIp(
@@ -82,7 +91,7 @@ export async function checkElasticIps(
     }
   }
   if (associated.length > 0) calls += await confirmAssociations(deps, associated, options);
-  return { plan, associated, refused, calls };
+  return { plan, associated, refused, deferred, calls };
 }
 
 /** Polls DescribeAddresses until every association shows; returns the calls made. Throws TimeoutError. */

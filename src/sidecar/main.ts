@@ -75,6 +75,7 @@ export async function main(argv: readonly string[]): Promise<number> {
       driftCheckIntervalMs: config.driftCheckIntervalMs,
       http: { host: config.httpHost, port: config.httpPort },
       ...(config.addressSource === "interfaces" ? { fingerprint: osInterfacesFingerprint() } : {}),
+      elasticIps: config.elasticIps,
     });
     sidecar = current;
     addressEvents = undefined; // the sidecar owns it now
