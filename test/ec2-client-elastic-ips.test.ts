@@ -116,6 +116,11 @@ describe("associateElasticIp", () => {
   });
 
   it("treats Resource.AlreadyAssociated as done when the Elastic IP already points at this ENI and address", async () => {
+    // EC2 documents the call as idempotent; should it refuse anyway (an earlier attempt applied, its answer
+    // lost), a re-read that shows the wanted association settles it.
+    sim.setFaults({
+      failNext: [{ action: "AssociateAddress", code: "Resource.AlreadyAssociated", status: 400, count: 1 }],
+    });
     const id = await ec2.associateElasticIp("eipalloc-0web", "eni-0b", "198.51.100.21", false);
     expect(id).toBe("eipassoc-00000000000000001");
     expect(sim.calls().map((c) => [c.action, c.outcome])).toEqual([

@@ -261,29 +261,34 @@ describe("AssociateAddress", () => {
     expect(where("eipalloc-0spare")).toEqual({ eniId: ENI2, privateIp: "198.51.100.21" });
   });
 
-  it("refuses an Elastic IP associated elsewhere without AllowReassociation (Resource.AlreadyAssociated)", async () => {
-    expect(await ec2Failure(associate({ allocationId: "eipalloc-0web", eni: ENI2 }))).toEqual({
+  it("refuses an Elastic IP associated elsewhere with AllowReassociation=false (Resource.AlreadyAssociated)", async () => {
+    expect(
+      await ec2Failure(associate({ allocationId: "eipalloc-0web", eni: ENI2, allowReassociation: false })),
+    ).toEqual({
       code: "Resource.AlreadyAssociated",
       message: "resource eipalloc-0web is already associated with associate-id eipassoc-00000000000000001",
       status: 400,
     });
-    // The same, without AllowReassociation, when it is already exactly there (decided; unconfirmed).
-    const again = await ec2Failure(associate({ allocationId: "eipalloc-0web", eni: ENI1, privateIp: FLOAT }));
-    expect(again.code).toBe("Resource.AlreadyAssociated");
     expect(where("eipalloc-0web")).toEqual({ eniId: ENI1, privateIp: FLOAT });
   });
 
-  it("moves it with AllowReassociation, and keeps the association when it is already there", async () => {
-    const moved = await associate({ allocationId: "eipalloc-0web", eni: ENI2, allowReassociation: true });
+  it("is idempotent: associating again where it points is no error and changes nothing", async () => {
+    const again = await associate({
+      allocationId: "eipalloc-0web",
+      eni: ENI1,
+      privateIp: FLOAT,
+      allowReassociation: false,
+    });
+    expect(again.AssociationId).toBe("eipassoc-00000000000000001");
+    expect(where("eipalloc-0web")).toEqual({ eniId: ENI1, privateIp: FLOAT });
+  });
+
+  it("reassociates automatically without AllowReassociation, as the reference says, and with it", async () => {
+    const moved = await associate({ allocationId: "eipalloc-0web", eni: ENI2 });
     expect(moved.AssociationId).not.toBe("eipassoc-00000000000000001");
     expect(where("eipalloc-0web")).toEqual({ eniId: ENI2, privateIp: "198.51.100.21" });
-    const kept = await associate({
-      allocationId: "eipalloc-0web",
-      eni: ENI2,
-      privateIp: "198.51.100.21",
-      allowReassociation: true,
-    });
-    expect(kept.AssociationId).toBe(moved.AssociationId);
+    await associate({ allocationId: "eipalloc-0web", eni: ENI1, privateIp: FLOAT, allowReassociation: true });
+    expect(where("eipalloc-0web")).toEqual({ eniId: ENI1, privateIp: FLOAT });
   });
 
   it("disassociates another Elastic IP from the private address it takes (it stays allocated)", async () => {

@@ -43,15 +43,15 @@ function targetEni(ctx: Ec2Context, state: SimState): SimEni {
 
 /**
  * AssociateAddress (VPC): `AllocationId` with `NetworkInterfaceId` or `InstanceId` (an instance with exactly
- * one ENI), `PrivateIpAddress` (default: the ENI's primary), `AllowReassociation`. Answers a new
- * `associationId`. As EC2 documents: an Elastic IP associated elsewhere is refused without AllowReassociation
- * (`Resource.AlreadyAssociated`) and moved with it; another Elastic IP on the same private address is
- * disassociated from it (it stays allocated); an unknown allocation is `InvalidAllocationID.NotFound`; a
- * `PublicIp` alone is refused for a VPC address.
+ * one ENI), `PrivateIpAddress` (default: the ENI's primary), `AllowReassociation`. Answers an
+ * `associationId`. As the API reference documents: reassociation is automatic, and `AllowReassociation=false`
+ * makes an Elastic IP associated with another ENI or address fail (`Resource.AlreadyAssociated`); the call is
+ * idempotent (associating again where it already points is no error); another Elastic IP on the same private
+ * address is disassociated from it (it stays allocated); an unknown allocation is
+ * `InvalidAllocationID.NotFound`; a `PublicIp` alone is refused for a VPC address.
  *
  * Unconfirmed EC2 behaviour, decided here: a private address the ENI does not hold is `InvalidParameterValue`;
- * an Elastic IP already associated with exactly this ENI and address is `Resource.AlreadyAssociated` too
- * without AllowReassociation, and with it keeps its association id (nothing changes).
+ * associating again where it already points keeps the association id (nothing changes); a move gets a new one.
  */
 export const associateAddress: Ec2Handler = (ctx) => {
   const { params } = ctx;
@@ -94,14 +94,14 @@ export const associateAddress: Ec2Handler = (ctx) => {
       `The private IP address ${privateIp} is not assigned to the network interface ${eni.eniId}.`,
     );
   }
-  if (eip.associationId !== null && !params.bool("AllowReassociation")) {
+  if (eip.associationId !== null && eip.eniId === eni.eniId && eip.privateIp === privateIp) {
+    return leaf("associationId", eip.associationId);
+  }
+  if (eip.associationId !== null && params.get("AllowReassociation")?.toLowerCase() === "false") {
     throw new Ec2ApiError(
       "Resource.AlreadyAssociated",
       `resource ${eip.allocationId} is already associated with associate-id ${eip.associationId}`,
     );
-  }
-  if (eip.associationId !== null && eip.eniId === eni.eniId && eip.privateIp === privateIp) {
-    return leaf("associationId", eip.associationId);
   }
   for (const other of draft.addresses) {
     if (other !== eip && other.eniId === eni.eniId && other.privateIp === privateIp) {
