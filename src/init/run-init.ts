@@ -79,43 +79,8 @@ export async function runInit(deps: ReconcileDeps, options: InitOptions): Promis
   );
   if (options.elasticIps === undefined || options.elasticIps.length === 0)
     return { plan, held, mutatingCalls };
+  // Loaded only when IPMGR_ELASTIC_IPS is set: most pod starts never parse it.
+  const { ensureElasticIps } = await import("./ensure-elastic-ips.js");
   const elasticIps = await ensureElasticIps(deps, plan, options, options.elasticIps);
   return { plan, held, mutatingCalls, elasticIps };
-}
-
-/** The one-shot Elastic IP check: every mapped address this pod holds ends with its Elastic IP, or an error. */
-async function ensureElasticIps(
-  deps: ReconcileDeps,
-  plan: Plan,
-  options: InitOptions,
-  mappings: readonly ElasticIpMapping[],
-): Promise<ElasticIpCheck> {
-  const check = await checkElasticIps(deps, {
-    mappings,
-    held: new Map(plan.placements.map((p) => [p.address, p.eniId])),
-    confirm: options.confirm,
-    ...(options.signal === undefined ? {} : { signal: options.signal }),
-  });
-  const problems = check.plan.decisions.flatMap((d) => elasticIpProblem(d) ?? []);
-  const refusals = check.refused.map((r) => r.error);
-  if (problems.length > 0 || refusals.length > 0) {
-    throw new ElasticIpError(
-      [...problems, ...refusals.map((e) => e.message)],
-      refusals.length === 0 ? undefined : { cause: refusals[0] },
-    );
-  }
-  deps.logger.info(
-    {
-      elasticIps: check.plan.decisions.map((d) => ({
-        address: d.mapping.address,
-        allocationId: d.mapping.allocationId,
-        publicIp: d.described?.publicIp,
-        state: d.status.kind,
-      })),
-      associated: check.associated.map((c) => c.allocationId),
-      ec2Calls: check.calls,
-    },
-    check.associated.length > 0 ? "Elastic IPs associated with their addresses" : "Elastic IPs checked",
-  );
-  return check;
 }
