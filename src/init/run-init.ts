@@ -1,6 +1,5 @@
-import { checkElasticIps, type ElasticIpCheck, elasticIpProblem } from "../eni/elastic-ips.js";
+import type { ElasticIpCheck } from "../eni/elastic-ips.js";
 import { AddressNotAllowedError } from "../eni/errors/address-not-allowed-error.js";
-import { ElasticIpError } from "../eni/errors/elastic-ip-error.js";
 import { EniNotFoundError } from "../eni/errors/eni-not-found-error.js";
 import {
   applyPlan,
