@@ -64,8 +64,9 @@ export interface Ec2Api {
   describeElasticIps(filter: ElasticIpFilter): Promise<Ec2ElasticIp[]>;
   /**
    * IAM: ec2:AssociateAddress. Points the Elastic IP at `privateIp` on `eniId`; returns the association id.
-   * Without `allowReassociation` EC2 refuses an Elastic IP associated elsewhere (Resource.AlreadyAssociated),
-   * so a race never moves it; one already associated with exactly this ENI and address counts as done.
+   * `AllowReassociation` is always sent: EC2 reassociates by default, and with false refuses an Elastic IP
+   * associated elsewhere (Resource.AlreadyAssociated), so a race never moves it. One already associated with
+   * exactly this ENI and address counts as done.
    */
   associateElasticIp(
     allocationId: string,

@@ -11,10 +11,10 @@
  *   another Elastic IP with a private address takes the one there off it, so that case is reported instead.
  * - An Elastic IP pointing at another private address is someone's deliberate choice: reported, never pulled.
  * - Nothing is ever disassociated.
- * - An unassociated Elastic IP is associated without AllowReassociation, so that if it was associated
- *   meanwhile (a race with the other pod), EC2 refuses instead of moving it. Only one that points at our
- *   very address on another ENI (EC2's reads lag: an address is on one ENI at a time) is associated with
- *   AllowReassociation; EC2 itself checks that our ENI holds the address.
+ * - An unassociated Elastic IP is associated with AllowReassociation=false (EC2 reassociates by default), so
+ *   that if it was associated meanwhile (a race with the other pod), EC2 refuses instead of moving it. Only
+ *   one that points at our very address on another ENI (EC2's reads lag: an address is on one ENI at a time)
+ *   is associated with AllowReassociation=true; EC2 itself checks that our ENI holds the address.
  */
 import type { Ec2ElasticIp, ElasticIpAssociation, ElasticIpMapping } from "./types.js";
 
