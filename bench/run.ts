@@ -3,6 +3,7 @@
  * namespaces, as in the end-to-end tests). Targets live here, never in tests.
  */
 import { labUnavailableReason } from "../test/helpers/netns.js";
+import { benchElasticIps } from "./elastic-ips.js";
 import { benchInit } from "./init.js";
 import type { BenchResult } from "./result.js";
 import { benchSidecar } from "./sidecar.js";
@@ -37,6 +38,12 @@ if (only === undefined || only === "sidecar") {
 if (only === undefined || only === "sidecar" || only === "sidecar-scenarios") {
   process.stdout.write("# sidecar: a floating address stays routed\n");
   const results = await benchSidecarScenarios();
+  print(results);
+  all.push(...results);
+}
+if (only === undefined || only === "sidecar" || only === "elastic-ips") {
+  process.stdout.write("# sidecar: Elastic IPs follow floating addresses\n");
+  const results = await benchElasticIps();
   print(results);
   all.push(...results);
 }

@@ -215,6 +215,66 @@ describe("configuration from environment and flags", () => {
     );
   });
 
+  it("is off without IPMGR_ELASTIC_IPS, and takes ADDRESS=ALLOCATION_ID pairs, addresses canonical", () => {
+    expect(loadInitConfig([], base).elasticIps).toEqual([]);
+    const config = loadSidecarConfig(
+      ["--elastic-ips", " 198.51.100.80=eipalloc-0123456789abcdef0, 198.51.100.81 = eipalloc-0a1b2c3d ,"],
+      base,
+    );
+    expect(config.elasticIps).toEqual([
+      { address: "198.51.100.80", allocationId: "eipalloc-0123456789abcdef0" },
+      { address: "198.51.100.81", allocationId: "eipalloc-0a1b2c3d" },
+    ]);
+  });
+
+  it.each([
+    [
+      "198.51.100.80",
+      '"198.51.100.80" is not ADDRESS=ALLOCATION_ID; write it like 198.51.100.80=eipalloc-0123456789abcdef0',
+    ],
+    [
+      "web=eipalloc-0123456789abcdef0",
+      '"web" is not an IP address; write each mapping like 198.51.100.80=eipalloc-0123456789abcdef0',
+    ],
+    [
+      "2001:db8:100:1::180=eipalloc-0123456789abcdef0",
+      "2001:db8:100:1::180 is an IPv6 address, and IPv6 addresses have no Elastic IP; map only IPv4 addresses",
+    ],
+    ...["eipalloc-0123", "eipalloc-0123456789ABCDEF0", "eipassoc-0123456789abcdef0", "0123456789abcdef0"].map(
+      (id) => [
+        `198.51.100.80=${id}`,
+        `${JSON.stringify(id)} is not an Elastic IP allocation id: eipalloc- followed by 8 or 17 lowercase hexadecimal digits, e.g. eipalloc-0123456789abcdef0 (aws ec2 describe-addresses lists yours)`,
+      ],
+    ),
+    [
+      "198.51.100.80=eipalloc-0123456789abcdef0,198.51.100.080=eipalloc-0a1b2c3d",
+      '"198.51.100.080" is not an IP address; write each mapping like 198.51.100.80=eipalloc-0123456789abcdef0',
+    ],
+    [
+      "198.51.100.80=eipalloc-0123456789abcdef0,198.51.100.80=eipalloc-0a1b2c3d",
+      "198.51.100.80 is mapped twice (to eipalloc-0123456789abcdef0 and eipalloc-0a1b2c3d); an address can have one Elastic IP: keep one",
+    ],
+    [
+      "198.51.100.80=eipalloc-0a1b2c3d,198.51.100.81=eipalloc-0a1b2c3d",
+      "eipalloc-0a1b2c3d is mapped twice (to 198.51.100.80 and 198.51.100.81); an Elastic IP can follow one address: keep one",
+    ],
+  ])("refuses IPMGR_ELASTIC_IPS=%j at start, exit 2, in one sentence", (value, problem) => {
+    const error = configError(() => loadSidecarConfig([], { ...base, IPMGR_ELASTIC_IPS: value }));
+    expect(error.exitCode).toBe(ExitCode.config);
+    expect(error.message).toBe(`IPMGR_ELASTIC_IPS=${JSON.stringify(value)}: ${problem}`);
+  });
+
+  it("refuses an Elastic IP for an address outside IPMGR_ALLOWED_CIDRS, naming the flag when it came from one", () => {
+    const value = "198.51.100.80=eipalloc-0123456789abcdef0,198.51.100.200=eipalloc-0a1b2c3d";
+    for (const load of [loadInitConfig, loadSidecarConfig]) {
+      const error = configError(() => load(["--elastic-ips", value], base));
+      expect(error.exitCode).toBe(ExitCode.config);
+      expect(error.message).toBe(
+        `--elastic-ips=${JSON.stringify(value)}: 198.51.100.200 is outside IPMGR_ALLOWED_CIDRS (198.51.100.64/27, 2001:db8:100:1::/64), so multus-ipmgr never moves it and its Elastic IP could not follow it; map an address of your pod ranges, or add its range to IPMGR_ALLOWED_CIDRS`,
+      );
+    }
+  });
+
   it("takes positional arguments as a mistake", () => {
     expect(() => parseFlags(["init"])).toThrow(ConfigError);
   });

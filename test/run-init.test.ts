@@ -7,6 +7,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { type Clock, systemClock } from "../src/eni/clock.js";
 import { createEc2Api } from "../src/eni/ec2-client.js";
 import { AddressNotAllowedError } from "../src/eni/errors/address-not-allowed-error.js";
+import { ElasticIpError } from "../src/eni/errors/elastic-ip-error.js";
 import { EniNotFoundError } from "../src/eni/errors/eni-not-found-error.js";
 import { TimeoutError } from "../src/eni/errors/timeout-error.js";
 import { ImdsClient } from "../src/eni/imds-client.js";
@@ -34,12 +35,13 @@ const confirm = { timeoutMs: 2000, intervalMs: 10 };
 async function setUp(
   interfaces: ScriptedInterfaces,
   overrides: WorldOverrides = {},
-  options: { faults?: Record<string, unknown>; clock?: Clock; logger?: Logger } = {},
+  options: { faults?: Record<string, unknown>; clock?: Clock; logger?: Logger; elasticIps?: unknown[] } = {},
 ): Promise<ReconcileDeps> {
   const clock = options.clock ?? systemClock;
   const world = {
     ...twoNodeWorld(overrides),
     ...(options.faults === undefined ? {} : { faults: options.faults }),
+    ...(options.elasticIps === undefined ? {} : { elasticIps: options.elasticIps }),
   };
   sim = await startSimulator(parseWorld(world), { clock });
   const imdsEndpoint = sim.imdsEndpoints[NODE1];
@@ -197,5 +199,145 @@ describe("runInit against the simulator", () => {
         "EC2 refused to take the addresses from their previous holder, which may have let them go already (EC2's reads lag); assigning them anyway",
     );
     expect(moveLine).toMatchObject({ level: 30, eniId: ENI.node2A1, addresses: [address] });
+  });
+});
+
+describe("runInit with IPMGR_ELASTIC_IPS: the pod starts with its public address in place", () => {
+  const FLOAT = "198.51.100.40";
+  const WEB = "eipalloc-0123456789abcdef0";
+  const podOn = (addresses: string[]) =>
+    new ScriptedInterfaces([{ name: "net1", mac: MAC.node1A1, addresses }]);
+  const where = (allocationId: string) => {
+    const eip = sim?.state().addresses.find((a) => a.allocationId === allocationId);
+    return { eniId: eip?.eniId, privateIp: eip?.privateIp };
+  };
+  const eipCalls = () =>
+    (sim?.calls() ?? []).filter((c) => c.action.endsWith("Address") || c.action === "DescribeAddresses");
+
+  it("associates the Elastic IP of an address it assigned, and confirms it", async () => {
+    const deps = await setUp(
+      podOn([FLOAT]),
+      {},
+      { elasticIps: [{ allocationId: WEB, publicIp: "203.0.113.10" }] },
+    );
+    const result = await runInit(deps, {
+      policy,
+      waitForAddressesMs: 0,
+      confirm,
+      elasticIps: [{ address: FLOAT, allocationId: WEB }],
+    });
+    expect(where(WEB)).toEqual({ eniId: ENI.node1A1, privateIp: FLOAT });
+    expect(result.elasticIps?.associated).toEqual([
+      { allocationId: WEB, eniId: ENI.node1A1, privateIp: FLOAT, allowReassociation: false },
+    ]);
+    // Check, what sits on the address, associate, confirm.
+    expect(eipCalls().map((c) => c.action)).toEqual([
+      "DescribeAddresses",
+      "DescribeAddresses",
+      "AssociateAddress",
+      "DescribeAddresses",
+    ]);
+  });
+
+  it("makes one DescribeAddresses and no other Elastic IP call when the association is in place", async () => {
+    const deps = await setUp(
+      podOn([FLOAT]),
+      { node1A1: { secondaryIpv4s: [FLOAT] } },
+      {
+        elasticIps: [
+          {
+            allocationId: WEB,
+            publicIp: "203.0.113.10",
+            association: { eni: ENI.node1A1, privateIp: FLOAT },
+          },
+        ],
+      },
+    );
+    await runInit(deps, {
+      policy,
+      waitForAddressesMs: 0,
+      confirm,
+      elasticIps: [{ address: FLOAT, allocationId: WEB }],
+    });
+    expect(sim?.calls().map((c) => c.action)).toEqual(["DescribeAddresses"]);
+  });
+
+  it("makes no Elastic IP call for a mapping of an address the pod does not carry", async () => {
+    const deps = await setUp(
+      podOn(["198.51.100.41"]),
+      {},
+      { elasticIps: [{ allocationId: WEB, publicIp: "203.0.113.10" }] },
+    );
+    const result = await runInit(deps, {
+      policy,
+      waitForAddressesMs: 0,
+      confirm,
+      elasticIps: [{ address: FLOAT, allocationId: WEB }],
+    });
+    expect(eipCalls()).toEqual([]);
+    expect(result.elasticIps?.plan.decisions.map((d) => d.status.kind)).toEqual(["not-held"]);
+    expect(where(WEB)).toEqual({ eniId: null, privateIp: null });
+  });
+
+  it("fails with exit code 10 naming an allocation that does not exist, after assigning the addresses", async () => {
+    const deps = await setUp(podOn([FLOAT]));
+    const error = await runInit(deps, {
+      policy,
+      waitForAddressesMs: 0,
+      confirm,
+      elasticIps: [{ address: FLOAT, allocationId: WEB }],
+    }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ElasticIpError);
+    expect((error as ElasticIpError).exitCode).toBe(11);
+    expect((error as ElasticIpError).message).toBe(
+      `Elastic IP ${WEB}, mapped to ${FLOAT} in IPMGR_ELASTIC_IPS, does not exist in this account and region; allocate one (aws ec2 allocate-address --domain vpc) and map its allocation id, or remove the mapping.`,
+    );
+    expect(eni(ENI.node1A1).ipv4s).toContain(FLOAT);
+  });
+
+  it("never pulls an Elastic IP off another private address: exit code 10 with the command that frees it", async () => {
+    const deps = await setUp(
+      podOn([FLOAT]),
+      { node1A1: { secondaryIpv4s: ["198.51.100.41"] } },
+      {
+        elasticIps: [
+          {
+            allocationId: WEB,
+            publicIp: "203.0.113.10",
+            association: { eni: ENI.node1A1, privateIp: "198.51.100.41" },
+          },
+        ],
+      },
+    );
+    const error = await runInit(deps, {
+      policy,
+      waitForAddressesMs: 0,
+      confirm,
+      elasticIps: [{ address: FLOAT, allocationId: WEB }],
+    }).catch((e: unknown) => e);
+    expect((error as ElasticIpError).message).toBe(
+      `Elastic IP ${WEB} (203.0.113.10) points at 198.51.100.41 on ${ENI.node1A1}, not at ${FLOAT}, so multus-ipmgr leaves it alone; disassociate it there (aws ec2 disassociate-address --association-id eipassoc-00000000000000001) or fix IPMGR_ELASTIC_IPS.`,
+    );
+    expect(where(WEB)).toEqual({ eniId: ENI.node1A1, privateIp: "198.51.100.41" });
+    expect(eipCalls().map((c) => c.action)).toEqual(["DescribeAddresses"]);
+  });
+
+  it("stops with exit code 4 naming ec2:AssociateAddress when the role lacks it", async () => {
+    const deps = await setUp(
+      podOn([FLOAT]),
+      {},
+      {
+        elasticIps: [{ allocationId: WEB, publicIp: "203.0.113.10" }],
+        faults: { deny: ["AssociateAddress"] },
+      },
+    );
+    const error = await runInit(deps, {
+      policy,
+      waitForAddressesMs: 0,
+      confirm,
+      elasticIps: [{ address: FLOAT, allocationId: WEB }],
+    }).catch((e: unknown) => e);
+    expect((error as { exitCode: number }).exitCode).toBe(4);
+    expect((error as Error).message).toContain("grant ec2:AssociateAddress");
   });
 });

@@ -1,6 +1,7 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import {
+  DescribeAddressesCommand,
   DescribeInstancesCommand,
   DescribeNetworkInterfacesCommand,
   DescribeSubnetsCommand,
@@ -12,10 +13,12 @@ import { instanceFilters } from "../src/sim/ec2/describe-instances.js";
 import { networkInterfaceFilters } from "../src/sim/ec2/describe-network-interfaces.js";
 import { subnetFilters } from "../src/sim/ec2/describe-subnets.js";
 import {
+  documentedAddressFilters,
   documentedInstanceFilters,
   documentedNetworkInterfaceFilters,
   documentedSubnetFilters,
 } from "../src/sim/ec2/documented-filters.js";
+import { addressFilters } from "../src/sim/ec2/elastic-ip-view.js";
 import { parseWorld, type SimulatorHandle } from "../src/sim/index.js";
 import { ec2Failure, startWithEc2, stopWithEc2 } from "./helpers/sim-fixtures.js";
 
@@ -30,7 +33,9 @@ import { ec2Failure, startWithEc2, stopWithEc2 } from "./helpers/sim-fixtures.js
  *   sg-0nodes, no source/dest check, described, requested by AROAEXAMPLE:i-0a, tagged no_manage);
  * - i-0b (m6g.large, arm64, own image, launched 2025-06-01T12:00:00Z, no tags): eni-0b0 (device 0,
  *   subnet-0other, 198.51.100.140, efa, requester-managed, kept on termination, sg-0nodes) and eni-0b1
- *   (device 1, IPv6 only: 2001:db8:300:2::10, tag team=blue).
+ *   (device 1, IPv6 only: 2001:db8:300:2::10, tag team=blue);
+ * - Elastic IPs eipalloc-0a (203.0.113.10, on eni-0a1's 198.51.100.71, tag Name=web), eipalloc-0b
+ *   (203.0.113.11, on eni-0b0's 198.51.100.140) and eipalloc-0c (203.0.113.12, not associated, tag team=blue).
  */
 const filterWorld = parseWorld({
   region: "us-east-1",
@@ -125,12 +130,27 @@ const filterWorld = parseWorld({
       ],
     },
   ],
+  elasticIps: [
+    {
+      allocationId: "eipalloc-0a",
+      publicIp: "203.0.113.10",
+      association: { eni: "eni-0a1", privateIp: "198.51.100.71" },
+      tags: { Name: "web" },
+    },
+    {
+      allocationId: "eipalloc-0b",
+      publicIp: "203.0.113.11",
+      association: { eni: "eni-0b0", privateIp: "198.51.100.140" },
+    },
+    { allocationId: "eipalloc-0c", publicIp: "203.0.113.12", tags: { team: "blue" } },
+  ],
 });
 
 const ACCOUNT = "123456789012";
 const ALL_ENIS = ["eni-0a0", "eni-0a1", "eni-0b0", "eni-0b1"];
 const ALL_SUBNETS = ["subnet-0nodes", "subnet-0multus", "subnet-0other"];
 const ALL_INSTANCES = ["i-0a", "i-0b"];
+const ALL_ADDRESSES = ["eipalloc-0a", "eipalloc-0b", "eipalloc-0c"];
 
 let sim: SimulatorHandle;
 let ec2: EC2Client;
@@ -151,6 +171,11 @@ const subnetIds = async (filters: Filter[]): Promise<string[]> =>
 const instanceIds = async (filters: Filter[]): Promise<string[]> =>
   ((await ec2.send(new DescribeInstancesCommand({ Filters: filters }))).Reservations ?? []).flatMap((r) =>
     (r.Instances ?? []).map((i) => i.InstanceId ?? ""),
+  );
+
+const addressIds = async (filters: Filter[]): Promise<string[]> =>
+  ((await ec2.send(new DescribeAddressesCommand({ Filters: filters }))).Addresses ?? []).map(
+    (a) => a.AllocationId ?? "",
   );
 
 /** [filter name, values, the ids expected, in the call's order]. */
@@ -507,6 +532,35 @@ const instanceUnsupported = [
   "virtualization-type",
 ];
 
+/** Association ids are numbered in world order: the filter world has no reservation before them. */
+const addressRows: Row[] = [
+  ["allocation-id", ["eipalloc-0a", "eipalloc-0c"], ["eipalloc-0a", "eipalloc-0c"]],
+  ["allocation-id", ["eipalloc-0zz"], []],
+  ["association-id", ["eipassoc-00000000000000002"], ["eipalloc-0b"]],
+  ["association-id", ["eipassoc-0zz"], []],
+  // Older references document it; every address is in the VPC domain.
+  ["domain", ["vpc"], ALL_ADDRESSES],
+  ["domain", ["standard"], []],
+  ["instance-id", ["i-0a"], ["eipalloc-0a"]],
+  ["instance-id", ["i-0zz"], []],
+  ["network-border-group", ["us-east-1"], ALL_ADDRESSES],
+  ["network-border-group", ["us-west-2"], []],
+  ["network-interface-id", ["eni-0b0"], ["eipalloc-0b"]],
+  ["network-interface-id", ["eni-0a0"], []],
+  // Only an associated address has an owner of its network interface.
+  ["network-interface-owner-id", [ACCOUNT], ["eipalloc-0a", "eipalloc-0b"]],
+  ["network-interface-owner-id", ["210987654321"], []],
+  ["private-ip-address", ["198.51.100.71"], ["eipalloc-0a"]],
+  ["private-ip-address", ["198.51.100.70"], []],
+  ["public-ip", ["203.0.113.1?"], ALL_ADDRESSES],
+  ["public-ip", ["203.0.113.12"], ["eipalloc-0c"]],
+  ["public-ip", ["203.0.113.99"], []],
+  ["tag:Name", ["web"], ["eipalloc-0a"]],
+  ["tag:Name", ["db"], []],
+  ["tag-key", ["team"], ["eipalloc-0c"]],
+  ["tag-key", ["colour"], []],
+];
+
 const calls = [
   {
     call: "DescribeNetworkInterfaces",
@@ -534,6 +588,16 @@ const calls = [
     unsupported: instanceUnsupported,
     documented: documentedInstanceFilters,
     modelled: Object.keys(instanceFilters.fields),
+  },
+  {
+    call: "DescribeAddresses",
+    ids: addressIds,
+    all: ALL_ADDRESSES,
+    rows: addressRows,
+    unsupported: [],
+    // `domain`: no longer in the SDK's comment (see documentedAddressFilters), still answered.
+    documented: [...documentedAddressFilters, "domain"],
+    modelled: Object.keys(addressFilters.fields),
   },
 ] as const;
 
@@ -750,6 +814,7 @@ describe("the documented filter lists", () => {
     ["DescribeNetworkInterfacesRequest", documentedNetworkInterfaceFilters, ["availability-zone-id"]],
     ["DescribeSubnetsRequest", documentedSubnetFilters, []],
     ["DescribeInstancesRequest", documentedInstanceFilters, []],
+    ["DescribeAddressesRequest", documentedAddressFilters, []],
   ])("match the doc comments of %s in the installed @aws-sdk/client-ec2", (shape, ours, newer) => {
     const sdk = sdkDocumentedFilters(shape);
     // Ours may list what newer SDK models document; every name the installed SDK documents is ours.

@@ -1,8 +1,9 @@
 import * as z from "zod/mini";
 import type { InterfaceSelection } from "./interface-selector.js";
-import { canonicalCidr, hasHostBits, parseCidr } from "./ip.js";
+import { anyCidrContains, canonicalCidr, family, hasHostBits, parseCidr, tryCanonical } from "./ip.js";
 import { LOG_LEVELS } from "./logger.js";
-import { field, loadSettings, type Setting, type SettingValues } from "./settings.js";
+import { field, loadSettings, type Setting, type SettingValues, settingError } from "./settings.js";
+import type { ElasticIpMapping } from "./types.js";
 
 /** Why one item of IPMGR_ALLOWED_CIDRS is refused, with the fix; undefined when it is a pod range. */
 function cidrProblem(item: string): string | undefined {
@@ -86,6 +87,64 @@ const cidrList = z.pipe(
         return z.NEVER;
       }
       out.push(canonicalCidr(item));
+    }
+    return out;
+  }),
+);
+
+/** EC2's allocation ids: `eipalloc-` and 8 (older) or 17 lowercase hexadecimal digits. */
+const ALLOCATION_ID = /^eipalloc-([0-9a-f]{8}|[0-9a-f]{17})$/;
+const ELASTIC_IP_EXAMPLE = "198.51.100.80=eipalloc-0123456789abcdef0";
+
+/** Why one item of IPMGR_ELASTIC_IPS is refused, with the fix; or the mapping it stands for. */
+function elasticIpItem(item: string): ElasticIpMapping | string {
+  const eq = item.indexOf("=");
+  if (eq < 0)
+    return `${JSON.stringify(item)} is not ADDRESS=ALLOCATION_ID; write it like ${ELASTIC_IP_EXAMPLE}`;
+  const addressText = item.slice(0, eq).trim();
+  const allocationId = item.slice(eq + 1).trim();
+  const address = tryCanonical(addressText);
+  if (address === undefined) {
+    return `${JSON.stringify(addressText)} is not an IP address; write each mapping like ${ELASTIC_IP_EXAMPLE}`;
+  }
+  if (family(address) === 6) {
+    return `${address} is an IPv6 address, and IPv6 addresses have no Elastic IP; map only IPv4 addresses`;
+  }
+  if (!ALLOCATION_ID.test(allocationId)) {
+    return (
+      `${JSON.stringify(allocationId)} is not an Elastic IP allocation id: eipalloc- followed by 8 or 17 ` +
+      "lowercase hexadecimal digits, e.g. eipalloc-0123456789abcdef0 (aws ec2 describe-addresses lists yours)"
+    );
+  }
+  return { address, allocationId };
+}
+
+/** Comma-separated ADDRESS=ALLOCATION_ID pairs; each address and each allocation at most once. */
+const elasticIpList = z.pipe(
+  z.string(),
+  z.transform((text, ctx) => {
+    const out: ElasticIpMapping[] = [];
+    const fail = (message: string): typeof z.NEVER => {
+      ctx.issues.push({ input: text, code: "custom", message });
+      return z.NEVER;
+    };
+    for (const item of text.split(",").map((x) => x.trim())) {
+      if (item === "") continue;
+      const mapping = elasticIpItem(item);
+      if (typeof mapping === "string") return fail(mapping);
+      const sameAddress = out.find((m) => m.address === mapping.address);
+      if (sameAddress !== undefined) {
+        return fail(
+          `${mapping.address} is mapped twice (to ${sameAddress.allocationId} and ${mapping.allocationId}); an address can have one Elastic IP: keep one`,
+        );
+      }
+      const sameAllocation = out.find((m) => m.allocationId === mapping.allocationId);
+      if (sameAllocation !== undefined) {
+        return fail(
+          `${mapping.allocationId} is mapped twice (to ${sameAllocation.address} and ${mapping.address}); an Elastic IP can follow one address: keep one`,
+        );
+      }
+      out.push(mapping);
     }
     return out;
   }),
@@ -233,6 +292,13 @@ export const podSettings = {
     doc: "File that receives the final error sentence, so that kubectl describe pod shows it. Empty string: none.",
     schema: z.string(),
   }),
+  elasticIps: setting({
+    env: "IPMGR_ELASTIC_IPS",
+    flag: "--elastic-ips",
+    default: "",
+    doc: `Comma-separated ADDRESS=ALLOCATION_ID pairs, e.g. ${ELASTIC_IP_EXAMPLE}: while our ENI holds the floating IPv4 address, its Elastic IP is kept associated with it (needs ec2:DescribeAddresses and ec2:AssociateAddress). Each address inside IPMGR_ALLOWED_CIDRS, each address and allocation once, no IPv6. Empty: off.`,
+    schema: elasticIpList,
+  }),
   waitForAddressesMs: setting({
     env: "IPMGR_WAIT_FOR_ADDRESSES_MS",
     flag: "--wait-for-addresses-ms",
@@ -354,12 +420,28 @@ export type PodConfig = SettingValues<typeof podSettings>;
 export type InitConfig = SettingValues<typeof initSettings>;
 export type SidecarConfig = SettingValues<typeof sidecarSettings>;
 
+/** Rules across settings. An Elastic IP can only follow an address multus-ipmgr moves. */
+function checkPodConfig(config: PodConfig, argv: readonly string[], env: NodeJS.ProcessEnv): void {
+  const outside = config.elasticIps.find((m) => !anyCidrContains(config.allowedCidrs, m.address));
+  if (outside === undefined) return;
+  throw settingError(
+    podSettings.elasticIps,
+    argv,
+    env,
+    `${outside.address} is outside IPMGR_ALLOWED_CIDRS (${config.allowedCidrs.join(", ")}), so multus-ipmgr never moves it and its Elastic IP could not follow it; map an address of your pod ranges, or add its range to IPMGR_ALLOWED_CIDRS`,
+  );
+}
+
 export function loadInitConfig(argv: readonly string[], env: NodeJS.ProcessEnv): InitConfig {
-  return loadSettings(initSettings, argv, env);
+  const config = loadSettings(initSettings, argv, env);
+  checkPodConfig(config, argv, env);
+  return config;
 }
 
 export function loadSidecarConfig(argv: readonly string[], env: NodeJS.ProcessEnv): SidecarConfig {
-  return loadSettings(sidecarSettings, argv, env);
+  const config = loadSettings(sidecarSettings, argv, env);
+  checkPodConfig(config, argv, env);
+  return config;
 }
 
 /** The IMDS endpoints the AWS SDKs use when AWS_EC2_METADATA_SERVICE_ENDPOINT is unset, by endpoint mode. */

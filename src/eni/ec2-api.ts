@@ -1,5 +1,5 @@
 import type { Ec2Error } from "./errors/ec2-error.js";
-import type { Ec2NetworkInterface, Ec2Subnet, SubnetCidrReservation } from "./types.js";
+import type { Ec2ElasticIp, Ec2NetworkInterface, Ec2Subnet, SubnetCidrReservation } from "./types.js";
 
 /** Filters for DescribeNetworkInterfaces; each set field becomes one EC2 filter. */
 export interface NetworkInterfaceFilter {
@@ -15,6 +15,16 @@ export interface NetworkInterfaceFilter {
   readonly ipv6Addresses?: readonly string[];
   /** `subnet-id` */
   readonly subnetIds?: readonly string[];
+}
+
+/** Filters for DescribeAddresses; each set field becomes one EC2 filter (AND between them). */
+export interface ElasticIpFilter {
+  /** `allocation-id` */
+  readonly allocationIds?: readonly string[];
+  /** `network-interface-id` */
+  readonly eniIds?: readonly string[];
+  /** `private-ip-address` */
+  readonly privateIps?: readonly string[];
 }
 
 /**
@@ -66,6 +76,24 @@ export interface Ec2Api {
    * caller may, `UnauthorizedOperation` when not); any other failure rejects with Ec2Error.
    */
   probePermission(probe: PermissionProbe): Promise<PermissionVerdict>;
+  /**
+   * IAM: ec2:DescribeAddresses. The Elastic IPs matching every field of `filter`, in one call, through filters
+   * (an allocation that does not exist is absent from the answer, not an error for the others). An empty list
+   * in a field matches nothing, without a call.
+   */
+  describeElasticIps(filter: ElasticIpFilter): Promise<Ec2ElasticIp[]>;
+  /**
+   * IAM: ec2:AssociateAddress. Points the Elastic IP at `privateIp` on `eniId`; returns the association id.
+   * `AllowReassociation` is always sent: EC2 reassociates by default, and with false refuses an Elastic IP
+   * associated elsewhere (Resource.AlreadyAssociated), so a race never moves it. One already associated with
+   * exactly this ENI and address counts as done.
+   */
+  associateElasticIp(
+    allocationId: string,
+    eniId: string,
+    privateIp: string,
+    allowReassociation: boolean,
+  ): Promise<string>;
 }
 
 /** One EC2 API call as the instrumentation wrapper saw it (after our retries). */

@@ -7,13 +7,18 @@
  * refused, we re-read the ENI: if it is already in the wanted state the call is a success; if only part of
  * the addresses still needs the change, we repeat the call once with that part (EC2 is all or nothing, so the
  * first refusal may have come from the part already done); otherwise the refusal stands.
- * A subnet CIDR reservation that is already gone counts as deleted.
+ * A subnet CIDR reservation that is already gone counts as deleted. An AssociateAddress refused with
+ * Resource.AlreadyAssociated re-reads the Elastic IP: already pointing at the wanted ENI and address (our own
+ * earlier attempt, applied before its answer was lost) is success.
  */
 import {
+  type Address,
   AssignIpv6AddressesCommand,
   AssignPrivateIpAddressesCommand,
+  AssociateAddressCommand,
   CreateSubnetCidrReservationCommand,
   DeleteSubnetCidrReservationCommand,
+  DescribeAddressesCommand,
   DescribeNetworkInterfacesCommand,
   DescribeSubnetsCommand,
   EC2Client,
@@ -31,6 +36,7 @@ import type { Clock } from "./clock.js";
 import type {
   Ec2Api,
   Ec2CallObserver,
+  ElasticIpFilter,
   NetworkInterfaceFilter,
   PermissionProbe,
   PermissionVerdict,
@@ -40,7 +46,13 @@ import { Ec2Error } from "./errors/ec2-error.js";
 import { canonicalAddressText } from "./ip.js";
 import type { Logger } from "./logger.js";
 import type { RetryOptions } from "./retry.js";
-import type { Ec2NetworkInterface, Ec2Subnet, IpFamily, SubnetCidrReservation } from "./types.js";
+import type {
+  Ec2ElasticIp,
+  Ec2NetworkInterface,
+  Ec2Subnet,
+  IpFamily,
+  SubnetCidrReservation,
+} from "./types.js";
 
 export interface Ec2ApiOptions {
   /** AWS region, e.g. `eu-west-1`. Required: the adapter never guesses it. */
@@ -136,8 +148,29 @@ function toReservation(r: SdkReservation): SubnetCidrReservation {
   };
 }
 
-/** EC2 filters for a NetworkInterfaceFilter, or undefined when a field is an empty list (matches nothing). */
-function filtersOf(filter: NetworkInterfaceFilter): Filter[] | undefined {
+function toElasticIp(address: Address): Ec2ElasticIp {
+  const associationId = address.AssociationId;
+  return {
+    allocationId: address.AllocationId ?? "",
+    publicIp: address.PublicIp ?? "",
+    association:
+      associationId === undefined || associationId === ""
+        ? undefined
+        : {
+            associationId,
+            eniId: address.NetworkInterfaceId ?? "",
+            privateIp: canonicalAddressText(address.PrivateIpAddress ?? ""),
+          },
+  };
+}
+
+const ALREADY_ASSOCIATED = "Resource.AlreadyAssociated";
+
+/** Builds EC2 filters; `add` answers false for an empty list, which matches nothing. */
+function filterBuilder(): {
+  filters: Filter[];
+  add: (name: string, values: readonly string[] | undefined) => boolean;
+} {
   const filters: Filter[] = [];
   const add = (name: string, values: readonly string[] | undefined): boolean => {
     if (values === undefined) return true;
@@ -145,6 +178,12 @@ function filtersOf(filter: NetworkInterfaceFilter): Filter[] | undefined {
     filters.push({ Name: name, Values: [...values] });
     return true;
   };
+  return { filters, add };
+}
+
+/** EC2 filters for a NetworkInterfaceFilter, or undefined when a field is an empty list (matches nothing). */
+function filtersOf(filter: NetworkInterfaceFilter): Filter[] | undefined {
+  const { filters, add } = filterBuilder();
   const ok = [
     add("attachment.instance-id", filter.instanceId === undefined ? undefined : [filter.instanceId]),
     add("network-interface-id", filter.eniIds),
@@ -386,6 +425,83 @@ class Ec2ApiClient implements Ec2Api {
       `EC2 ${probe.action} with DryRun succeeded instead of answering DryRunOperation: the endpoint ` +
         "does not honour DryRun, so the permission could not be probed.",
     );
+  }
+
+  async describeElasticIps(filter: ElasticIpFilter): Promise<Ec2ElasticIp[]> {
+    const { filters, add } = filterBuilder();
+    const ok = [
+      add("allocation-id", filter.allocationIds),
+      add("network-interface-id", filter.eniIds),
+      add("private-ip-address", filter.privateIps?.map(canonicalAddressText)),
+    ].every(Boolean);
+    if (!ok) return [];
+    const target =
+      filter.allocationIds === undefined ? undefined : `Elastic IP ${filter.allocationIds.join(", ")}`;
+    const out = await this.instrument(
+      "DescribeAddresses",
+      {
+        ...(target === undefined ? {} : { target }),
+        ...(filter.eniIds?.length === 1 ? { eniId: filter.eniIds[0] } : {}),
+        ...(filter.privateIps === undefined ? {} : { addresses: filter.privateIps }),
+      },
+      (sendOptions) =>
+        this.client.send(
+          new DescribeAddressesCommand(filters.length > 0 ? { Filters: filters } : {}),
+          sendOptions,
+        ),
+    );
+    return (out.Addresses ?? []).map(toElasticIp);
+  }
+
+  async associateElasticIp(
+    allocationId: string,
+    eniId: string,
+    privateIp: string,
+    allowReassociation: boolean,
+  ): Promise<string> {
+    const address = canonicalAddressText(privateIp);
+    try {
+      const out = await this.instrument(
+        "AssociateAddress",
+        { eniId, addresses: [address], target: `Elastic IP ${allocationId}` },
+        (sendOptions) =>
+          this.client.send(
+            new AssociateAddressCommand({
+              AllocationId: allocationId,
+              NetworkInterfaceId: eniId,
+              PrivateIpAddress: address,
+              AllowReassociation: allowReassociation,
+            }),
+            sendOptions,
+          ),
+      );
+      return out.AssociationId ?? "";
+    } catch (err) {
+      if (!(err instanceof Ec2Error) || err.code !== ALREADY_ASSOCIATED) throw err;
+      let current: Ec2ElasticIp | undefined;
+      try {
+        [current] = await this.describeElasticIps({ allocationIds: [allocationId] });
+      } catch (readErr) {
+        const readMessage = readErr instanceof Error ? readErr.message : String(readErr);
+        throw new Ec2Error(
+          { operation: err.operation, code: err.code, requestId: err.requestId, eniId, kind: err.kind },
+          err.message,
+          {
+            cause: new AggregateError(
+              [err, readErr],
+              `refused, and the Elastic IP could not be re-read: ${readMessage}`,
+            ),
+          },
+        );
+      }
+      const association = current?.association;
+      if (association?.eniId !== eniId || association.privateIp !== address) throw err;
+      this.logger.info(
+        { allocationId, eniId, address, associationId: association.associationId },
+        "EC2 refused AssociateAddress but the Elastic IP already points at this ENI and address; treating it as done",
+      );
+      return association.associationId;
+    }
   }
 
   /**

@@ -23,6 +23,11 @@ export const ExitCode = {
   ec2Unavailable: 9,
   /** `doctor` only: at least one check found a problem (the report says which, and the fix). */
   doctorProblem: 10,
+  /**
+   * An Elastic IP of IPMGR_ELASTIC_IPS cannot follow its address: the allocation does not exist, it points at
+   * another private address, or the address carries another Elastic IP.
+   */
+  elasticIp: 11,
 } as const;
 
 export type ExitCodeValue = (typeof ExitCode)[keyof typeof ExitCode];

@@ -1,5 +1,11 @@
-import type { Ec2Api, NetworkInterfaceFilter, PermissionProbe, PermissionVerdict } from "./ec2-api.js";
-import type { Ec2NetworkInterface, Ec2Subnet, SubnetCidrReservation } from "./types.js";
+import type {
+  Ec2Api,
+  ElasticIpFilter,
+  NetworkInterfaceFilter,
+  PermissionProbe,
+  PermissionVerdict,
+} from "./ec2-api.js";
+import type { Ec2ElasticIp, Ec2NetworkInterface, Ec2Subnet, SubnetCidrReservation } from "./types.js";
 
 /**
  * An Ec2Api that loads the real one on its first call, once (concurrent first calls share the load).
@@ -82,5 +88,18 @@ export class LazyEc2Api implements Ec2Api {
 
   async probePermission(probe: PermissionProbe): Promise<PermissionVerdict> {
     return (await this.api()).probePermission(probe);
+  }
+
+  async describeElasticIps(filter: ElasticIpFilter): Promise<Ec2ElasticIp[]> {
+    return (await this.api()).describeElasticIps(filter);
+  }
+
+  async associateElasticIp(
+    allocationId: string,
+    eniId: string,
+    privateIp: string,
+    allowReassociation: boolean,
+  ): Promise<string> {
+    return (await this.api()).associateElasticIp(allocationId, eniId, privateIp, allowReassociation);
   }
 }

@@ -57,6 +57,33 @@ export function parseFlags(argv: readonly string[]): Map<string, string> {
   return flags;
 }
 
+/** Where a setting's text comes from: its flag, else its variable, else its default; named as the user wrote it. */
+function sourceOf(
+  setting: Setting<unknown>,
+  flags: ReadonlyMap<string, string>,
+  env: Readonly<Record<string, string | undefined>>,
+): { name: string; raw: string | undefined } {
+  const fromFlag = flags.get(setting.flag);
+  const fromEnv = env[setting.env];
+  const raw =
+    fromFlag ?? (fromEnv === "" && setting.emptyIsValue !== true ? undefined : fromEnv) ?? setting.default;
+  return { name: fromFlag === undefined ? setting.env : setting.flag, raw };
+}
+
+/**
+ * A ConfigError about one setting, for a rule across settings (checked after loadSettings): names the flag or
+ * the variable the value came from, and the value as written.
+ */
+export function settingError<T>(
+  setting: Setting<T>,
+  argv: readonly string[],
+  env: Readonly<Record<string, string | undefined>>,
+  problemAndFix: string,
+): ConfigError {
+  const { name, raw } = sourceOf(setting as Setting<unknown>, parseFlags(argv), env);
+  return new ConfigError(name, raw, problemAndFix);
+}
+
 export function loadSettings<S extends SettingTable>(
   table: S,
   argv: readonly string[],
@@ -70,11 +97,7 @@ export function loadSettings<S extends SettingTable>(
   }
   const out: Record<string, unknown> = {};
   for (const [key, setting] of Object.entries(table)) {
-    const fromFlag = flags.get(setting.flag);
-    const fromEnv = env[setting.env];
-    const raw =
-      fromFlag ?? (fromEnv === "" && setting.emptyIsValue !== true ? undefined : fromEnv) ?? setting.default;
-    const name = fromFlag === undefined ? setting.env : setting.flag;
+    const { name, raw } = sourceOf(setting, flags, env);
     if (raw === undefined) {
       if (setting.optional === true) {
         out[key] = undefined;

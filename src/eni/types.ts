@@ -158,3 +158,28 @@ export interface SubnetCidrReservation {
   readonly description: string | undefined;
   readonly tags: Readonly<Record<string, string>>;
 }
+
+/** One entry of IPMGR_ELASTIC_IPS: the Elastic IP that follows a floating private IPv4 address. */
+export interface ElasticIpMapping {
+  /** Canonical IPv4 address, inside the allowed CIDRs. */
+  readonly address: string;
+  /** `eipalloc-` and 8 or 17 lowercase hexadecimal digits. */
+  readonly allocationId: string;
+}
+
+/** Where an Elastic IP points: an ENI and one of its private IPv4 addresses. */
+export interface ElasticIpAssociation {
+  readonly associationId: string;
+  readonly eniId: string;
+  /** Canonical IPv4 address. */
+  readonly privateIp: string;
+}
+
+/** An Elastic IP (VPC) as EC2 DescribeAddresses reports it. */
+export interface Ec2ElasticIp {
+  /** `eipalloc-...` */
+  readonly allocationId: string;
+  readonly publicIp: string;
+  /** Undefined while the Elastic IP is not associated. */
+  readonly association: ElasticIpAssociation | undefined;
+}

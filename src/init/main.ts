@@ -50,6 +50,7 @@ export async function main(argv: readonly string[]): Promise<number> {
         waitForAddressesMs: config.waitForAddressesMs,
         confirm: { timeoutMs: config.confirmTimeoutMs, intervalMs: config.confirmIntervalMs, signal },
         signal,
+        elasticIps: config.elasticIps,
       });
     } catch (error) {
       if (deadline.aborted && !(error instanceof TimeoutError)) {

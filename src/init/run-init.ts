@@ -1,3 +1,4 @@
+import type { ElasticIpCheck } from "../eni/elastic-ips.js";
 import { AddressNotAllowedError } from "../eni/errors/address-not-allowed-error.js";
 import { EniNotFoundError } from "../eni/errors/eni-not-found-error.js";
 import {
@@ -8,7 +9,7 @@ import {
   planFor,
   type ReconcileDeps,
 } from "../eni/reconcile.js";
-import type { Plan, PlanPolicy } from "../eni/types.js";
+import type { ElasticIpMapping, Plan, PlanPolicy } from "../eni/types.js";
 import { waitForAddresses } from "./wait-for-addresses.js";
 
 export interface InitOptions {
@@ -17,6 +18,11 @@ export interface InitOptions {
   readonly waitForAddressesMs: number;
   readonly confirm: ConfirmOptions;
   readonly signal?: AbortSignal;
+  /**
+   * IPMGR_ELASTIC_IPS: once the addresses are held, each mapped one's Elastic IP is associated with it (and
+   * confirmed); one that cannot be is an ElasticIpError. Empty or undefined: no Elastic IP call.
+   */
+  readonly elasticIps?: readonly ElasticIpMapping[];
 }
 
 export interface InitResult {
@@ -24,6 +30,8 @@ export interface InitResult {
   /** Addresses EC2 now holds on the right ENI, whether we assigned them now or they already were. */
   readonly held: readonly string[];
   readonly mutatingCalls: number;
+  /** The Elastic IP check, when IPMGR_ELASTIC_IPS maps an address. */
+  readonly elasticIps?: ElasticIpCheck;
 }
 
 /** A refusal of the planner becomes the error the user reads; an unknown MAC comes first. */
@@ -68,5 +76,10 @@ export async function runInit(deps: ReconcileDeps, options: InitOptions): Promis
     },
     held.length === 0 ? "no pod address to assign" : "pod addresses held by their ENIs",
   );
-  return { plan, held, mutatingCalls };
+  if (options.elasticIps === undefined || options.elasticIps.length === 0)
+    return { plan, held, mutatingCalls };
+  // Loaded only when IPMGR_ELASTIC_IPS is set: most pod starts never parse it.
+  const { ensureElasticIps } = await import("./ensure-elastic-ips.js");
+  const elasticIps = await ensureElasticIps(deps, plan, options, options.elasticIps);
+  return { plan, held, mutatingCalls, elasticIps };
 }

@@ -1,10 +1,10 @@
 import { reportFailure } from "../cli/report-failure.js";
 import { fullCollector } from "../cli/v8-footprint.js";
-import { type SidecarConfig, sidecarSettings } from "../eni/config.js";
+import { loadSidecarConfig, type SidecarConfig, sidecarSettings } from "../eni/config.js";
 import { ExitCode } from "../eni/exit-codes.js";
 import { createLogger, type Logger } from "../eni/logger.js";
 import { buildPodDeps } from "../eni/pod-deps.js";
-import { describeSettings, loadSettings } from "../eni/settings.js";
+import { describeSettings } from "../eni/settings.js";
 import type { AddressEvents } from "./address-events.js";
 import { startAddressEvents } from "./address-events-mode.js";
 import { SidecarMetrics } from "./metrics.js";
@@ -43,7 +43,7 @@ export async function main(argv: readonly string[]): Promise<number> {
   let sidecar: Sidecar | undefined;
   let addressEvents: AddressEvents | undefined;
   try {
-    const config: SidecarConfig = loadSettings(settings, argv, process.env);
+    const config: SidecarConfig = loadSidecarConfig(argv, process.env);
     terminationLog = config.terminationLog;
     const log = createLogger(config.logLevel, { command: "sidecar" });
     logger = log;
@@ -78,6 +78,7 @@ export async function main(argv: readonly string[]): Promise<number> {
       driftCheckIntervalMs: config.driftCheckIntervalMs,
       http: { host: config.httpHost, port: config.httpPort },
       ...(config.addressSource === "interfaces" ? { fingerprint: osInterfacesFingerprint() } : {}),
+      elasticIps: config.elasticIps,
     });
     sidecar = current;
     addressEvents = undefined; // the sidecar owns it now

@@ -36,6 +36,9 @@ export class SidecarMetrics {
   readonly #addressesInConflict: Gauge;
   readonly #driftRepairs: Counter;
   readonly #changeToAssigned: Histogram;
+  readonly #elasticIpAssociations: Counter;
+  readonly #elasticIpFollow: Histogram;
+  readonly #elasticIpsNotAssociated: Gauge;
 
   constructor(processStats: ProcessStats = nodeProcessStats) {
     const registers = [this.registry];
@@ -104,7 +107,24 @@ export class SidecarMetrics {
       buckets: [0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.25, 0.5, 1, 2.5, 5, 10],
       registers,
     });
+    this.#elasticIpAssociations = new Counter({
+      name: `${PREFIX}elastic_ip_associations_total`,
+      help: "AssociateAddress calls EC2 accepted: an Elastic IP of IPMGR_ELASTIC_IPS pointed at the address our ENI holds.",
+      registers,
+    });
+    this.#elasticIpFollow = new Histogram({
+      name: `${PREFIX}elastic_ip_follow_seconds`,
+      help: "From our ENI taking a mapped address (EC2 accepting the assign, or the observation showing it) to DescribeAddresses showing its Elastic IP on our ENI, in seconds.",
+      buckets: [0.025, 0.05, 0.1, 0.15, 0.2, 0.3, 0.5, 1, 2.5, 5, 10, 30],
+      registers,
+    });
+    this.#elasticIpsNotAssociated = new Gauge({
+      name: `${PREFIX}elastic_ips_not_associated`,
+      help: "Mapped addresses our ENI holds whose Elastic IP is not (yet) shown on them; alert on > 0 for more than a minute.",
+      registers,
+    });
     for (const outcome of ["applied", "noop", "error"] as const) this.#reconciles.inc({ outcome }, 0);
+    this.#elasticIpAssociations.inc(0);
     this.#conflicts.inc(0);
     this.#driftRepairs.inc(0);
   }
@@ -137,6 +157,18 @@ export class SidecarMetrics {
 
   changeToAssigned(ms: number): void {
     this.#changeToAssigned.observe(Math.max(0, ms) / 1000);
+  }
+
+  elasticIpAssociated(): void {
+    this.#elasticIpAssociations.inc();
+  }
+
+  elasticIpFollowed(ms: number): void {
+    this.#elasticIpFollow.observe(Math.max(0, ms) / 1000);
+  }
+
+  elasticIpsNotAssociated(count: number): void {
+    this.#elasticIpsNotAssociated.set(count);
   }
 
   /** Prometheus text exposition format. */

@@ -14,6 +14,7 @@ import { addressesOf } from "./address-diff.js";
 import type { ReleasedToken } from "./address-watcher.js";
 import { type BackoffPolicy, backoffDelay, DEFAULT_BACKOFF } from "./backoff.js";
 import { DriftEpisodes, type EpisodeEvent, type Holder } from "./drift-episodes.js";
+import type { ElasticIpFollower } from "./elastic-ip-follower.js";
 import type { ProbeResult, SidecarStatus } from "./http-server.js";
 import type { SidecarMetrics } from "./metrics.js";
 import { type ReadinessView, readinessOf } from "./readiness.js";
@@ -68,6 +69,11 @@ export interface ReconcileLoopOptions {
   readonly random?: () => number;
   /** Called after each reconcile that made EC2 calls (the sidecar's idle collector listens). */
   readonly onWork?: () => void;
+  /**
+   * IPMGR_ELASTIC_IPS: told which addresses our ENIs hold after every observation and reconcile, and run as
+   * a step of its own when its check is due. Undefined: no Elastic IP.
+   */
+  readonly elasticIps?: ElasticIpFollower;
 }
 
 /** 1 s doubling to 5 s: after EC2 comes back from an outage, the next attempt is at most ~6 s away. */
@@ -91,7 +97,8 @@ interface Observed {
  * - a reconcile (observe, plan, apply, confirm) after a change on the pod interfaces, a resync, a repair
  *   or a release coming due, or a retry after a failure;
  * - a drift check: IMDS, and for an address taken off our ENI one EC2 read to learn who holds it; if an
- *   address is not where it must be and may be repaired, a reconcile follows.
+ *   address is not where it must be and may be repaired, a reconcile follows;
+ * - an Elastic IP check (ElasticIpFollower), right after our ENI took a mapped address, and when it is due.
  *
  * Drift (an address we held, still configured here, no longer on our ENI) follows the rules of
  * DriftEpisodes: repaired at once when no ENI holds it, paced by backoff when a rival does. While an
@@ -158,6 +165,7 @@ export class ReconcileLoop implements SidecarStatus {
   seed(plan: Plan): void {
     const held = new Set(plan.placements.map((p) => p.address));
     for (const address of held) this.#held.add(address);
+    this.#o.elasticIps?.held(heldBy(plan, held), this.#o.deps.clock.now());
     const present = new Set([
       ...held,
       ...plan.refusals.map((r) => r.address),
@@ -193,6 +201,7 @@ export class ReconcileLoop implements SidecarStatus {
       this.#stepStartedAt = now;
       try {
         if (work === "drift-check") await this.#driftCheck();
+        else if (work === "elastic-ips") await this.#o.elasticIps?.check(signal);
         else await this.#reconcileStep(signal);
       } catch (error) {
         if (signal.aborted) break;
@@ -208,9 +217,15 @@ export class ReconcileLoop implements SidecarStatus {
   }
 
   /** What to do now, or the clock time to wake up at. */
-  #due(now: number): "reconcile" | "drift-check" | number {
+  #due(now: number): "reconcile" | "drift-check" | "elastic-ips" | number {
     if (this.#changePending) return "reconcile";
     let wakeAt = this.#nextDriftCheckAt;
+    // Right after our ENI took a mapped address: before anything but a change on the interfaces.
+    const elasticIpsAt = this.#o.elasticIps?.dueAt();
+    if (elasticIpsAt !== undefined) {
+      if (now >= elasticIpsAt) return "elastic-ips";
+      wakeAt = Math.min(wakeAt, elasticIpsAt);
+    }
     if (this.#retryAt !== undefined) {
       if (now >= this.#retryAt) return "reconcile";
       wakeAt = Math.min(wakeAt, this.#retryAt);
@@ -340,6 +355,8 @@ export class ReconcileLoop implements SidecarStatus {
       this.#held.add(address);
       this.#episodeEvent(this.#episodes.held(address, confirmedAt));
     }
+    // An address we assigned moved when EC2 accepted it; one already in place was seen now.
+    this.#o.elasticIps?.held(heldBy(planned, held), mutatingCalls > 0 ? acceptedAt : confirmedAt);
     this.#setView({ plan: offline, present, held, observedAt: confirmedAt });
     metrics.reconcile(mutatingCalls > 0 ? "applied" : "noop");
     if (mutatingCalls > 0) this.#o.onWork?.();
@@ -447,6 +464,7 @@ export class ReconcileLoop implements SidecarStatus {
       held: satisfied,
       observedAt,
     });
+    this.#o.elasticIps?.held(heldBy(offline, satisfied), observedAt);
     return { observation, offline };
   }
 
@@ -598,15 +616,26 @@ export class ReconcileLoop implements SidecarStatus {
 
   readiness(): ProbeResult {
     if (!this.#started || this.#view === undefined) return { ok: false, lines: ["startup has not finished"] };
-    return readinessOf({
+    const now = this.#o.deps.clock.now();
+    const addresses = readinessOf({
       view: this.#view,
-      now: this.#o.deps.clock.now(),
+      now,
       maxAgeMs: this.#o.driftCheckIntervalMs,
       configured: this.#o.watcher.snapshot(),
       episodes: this.#episodes,
       lastFailure: this.#lastFailure,
     });
+    const elasticIps = this.#o.elasticIps?.readiness(now);
+    if (elasticIps === undefined) return addresses;
+    return { ok: addresses.ok && elasticIps.ok, lines: [...addresses.lines, ...elasticIps.lines] };
   }
+}
+
+/** The placements of `plan` whose address is in `held`: address -> the ENI (ours) that holds it. */
+function heldBy(plan: Plan, held: ReadonlySet<string>): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const p of plan.placements) if (held.has(p.address)) out.set(p.address, p.eniId);
+  return out;
 }
 
 function withoutAddresses(observation: Observation, drop: ReadonlySet<string>): Observation {

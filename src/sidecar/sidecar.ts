@@ -1,9 +1,10 @@
 import type { ConfirmOptions, ReconcileDeps } from "../eni/reconcile.js";
-import type { Plan, PlanPolicy } from "../eni/types.js";
+import type { ElasticIpMapping, Plan, PlanPolicy } from "../eni/types.js";
 import { runInit } from "../init/run-init.js";
 import type { AddressEvents } from "./address-events.js";
 import { AddressWatcher } from "./address-watcher.js";
 import type { BackoffPolicy } from "./backoff.js";
+import { ElasticIpFollower } from "./elastic-ip-follower.js";
 import { type RunningHttpServer, startHttpServer } from "./http-server.js";
 import { IdleCollector } from "./idle-collector.js";
 import type { SidecarMetrics } from "./metrics.js";
@@ -54,6 +55,10 @@ export interface SidecarOptions {
   readonly repairBackoff?: BackoffPolicy;
   readonly failureBackoff?: BackoffPolicy;
   readonly episodeQuietMs?: number;
+  /** IPMGR_ELASTIC_IPS: Elastic IPs that follow their addresses while our ENI holds them. Default none. */
+  readonly elasticIps?: readonly ElasticIpMapping[];
+  /** Pacing of Elastic IP re-checks and repeated associations; default 1 s doubling to 30 s. */
+  readonly elasticIpBackoff?: BackoffPolicy;
   /**
    * Load the EC2 SDK right after startup rather than on the first EC2 call, so that the first failover does
    * not pay for parsing it (about 100 ms). Default true.
@@ -122,6 +127,18 @@ export class Sidecar {
       ...(options.repairBackoff === undefined ? {} : { repairBackoff: options.repairBackoff }),
       ...(options.failureBackoff === undefined ? {} : { failureBackoff: options.failureBackoff }),
       ...(options.episodeQuietMs === undefined ? {} : { episodeQuietMs: options.episodeQuietMs }),
+      ...(options.elasticIps === undefined || options.elasticIps.length === 0
+        ? {}
+        : {
+            elasticIps: new ElasticIpFollower({
+              mappings: options.elasticIps,
+              deps,
+              metrics: options.metrics,
+              confirm: options.confirm,
+              recheckIntervalMs: options.resyncIntervalMs,
+              ...(options.elasticIpBackoff === undefined ? {} : { retryBackoff: options.elasticIpBackoff }),
+            }),
+          }),
     });
   }
 

@@ -31,9 +31,27 @@ export interface SimReservation {
   ownerId: string;
 }
 
+/**
+ * One Elastic IP (VPC domain). Associated when `associationId` is set: then `eniId` and `privateIp` name the
+ * ENI and the private IPv4 address it maps to. An association moves with its private address when that
+ * address is reassigned to another ENI, and is dropped when the address is unassigned.
+ */
+export interface SimAddress {
+  allocationId: string;
+  /** From a documentation range outside the VPC: 203.0.113.0/24 unless the VPC uses it. */
+  publicIp: string;
+  domain: "vpc";
+  associationId: string | null;
+  eniId: string | null;
+  privateIp: string | null;
+  tags: Record<string, string>;
+}
+
 export interface SimState {
   enis: SimEni[];
   reservations: SimReservation[];
   /** The Kubernetes objects, when the world has a `kubernetes` section. */
   kubernetes?: SimKubeState;
+  /** Elastic IPs in allocation order. */
+  addresses: SimAddress[];
 }

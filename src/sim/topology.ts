@@ -1,7 +1,7 @@
 import { defaultSecurityGroupIdOf } from "./aws-names.js";
 import { type Cidr, mustParseCidr } from "./ip-math.js";
 import type { SimState } from "./sim-state.js";
-import { addressLimitOf, type World, zoneIdsOf } from "./world.js";
+import { addressLimitOf, publicIpPoolOf, type World, zoneIdsOf } from "./world.js";
 
 /** The parts of the world that never change while the simulator runs. */
 export interface Topology {
@@ -15,6 +15,8 @@ export interface Topology {
   /** The attributes of each ENI that no simulated call changes, by ENI id. */
   readonly enis: ReadonlyMap<string, TopologyEni>;
   readonly httpTokens: "required" | "optional";
+  /** Where AllocateAddress picks public IPs: a documentation range outside the VPC (publicIpPoolOf). */
+  readonly publicIpPool: Cidr;
 }
 
 export interface SecurityGroupRef {
@@ -168,10 +170,14 @@ export function topologyOf(world: World): Topology {
     instances,
     enis,
     httpTokens: world.imds.httpTokens,
+    publicIpPool: publicIpPoolOf(mustParseCidr(world.vpc.cidr)),
   };
 }
 
-/** The initial mutable state of a world. Reservation ids are numbered from 1 by `nextId`. */
+/**
+ * The initial mutable state of a world. Reservation ids are numbered from 1 by `nextId`, then the association
+ * ids of the Elastic IPs the world associates.
+ */
 export function initialStateOf(world: World, nextId: (prefix: string) => string): SimState {
   return {
     enis: world.instances.flatMap((instance) =>
@@ -197,6 +203,15 @@ export function initialStateOf(world: World, nextId: (prefix: string) => string)
       description: r.description ?? null,
       tags: {},
       ownerId: world.accountId,
+    })),
+    addresses: world.elasticIps.map((eip) => ({
+      allocationId: eip.allocationId,
+      publicIp: eip.publicIp,
+      domain: "vpc" as const,
+      associationId: eip.association === undefined ? null : nextId("eipassoc"),
+      eniId: eip.association?.eni ?? null,
+      privateIp: eip.association?.privateIp ?? null,
+      tags: { ...eip.tags },
     })),
   };
 }

@@ -180,6 +180,18 @@ const worldObjectSchema = z.strictObject({
       }),
     )
     .default([]),
+  /** Elastic IPs (VPC domain), each optionally associated with a private IPv4 address of an ENI. */
+  elasticIps: z
+    .array(
+      z.strictObject({
+        allocationId: id("eipalloc"),
+        /** From the world's public IP pool (publicIpPoolOf: 203.0.113.0/24 unless the VPC uses it). */
+        publicIp: address(4),
+        association: z.strictObject({ eni: id("eni"), privateIp: address(4) }).optional(),
+        tags: tags.optional(),
+      }),
+    )
+    .default([]),
   imds: z.strictObject({ httpTokens: z.enum(["required", "optional"]).default("required") }).default({
     httpTokens: "required",
   }),
@@ -253,6 +265,65 @@ export function zoneIdsOf(world: Pick<WorldShape, "region" | "subnets">): Map<st
       ids.set(subnet.availabilityZone, defaultZoneId(world.region, subnet.availabilityZone));
   }
   return ids;
+}
+
+/** The documentation ranges public IPs may come from, in order of preference. */
+const PUBLIC_IP_RANGES = ["203.0.113.0/24", "198.51.100.0/24", "192.0.2.0/24"] as const;
+
+/**
+ * The pool of a world's public addresses: the first documentation range outside its VPC (203.0.113.0/24
+ * unless the VPC uses it). AllocateAddress picks from it, and the world's Elastic IPs must lie in it.
+ */
+export function publicIpPoolOf(vpcCidr: Cidr): Cidr {
+  const ranges = PUBLIC_IP_RANGES.map(mustParseCidr);
+  return ranges.find((r) => !cidrsOverlap(r, vpcCidr)) ?? (ranges[0] as Cidr);
+}
+
+/**
+ * Unique allocation ids and public IPs, every public IP in the world's pool (publicIpPoolOf), and each association on a private
+ * IPv4 address its ENI holds, with at most one Elastic IP per private address (as EC2 allows).
+ */
+function checkElasticIps(world: WorldShape, problem: Problem, holders: ReadonlyMap<string, string>): void {
+  const pool = publicIpPoolOf(mustParseCidr(world.vpc.cidr));
+  const eniIds = new Set(world.instances.flatMap((i) => i.enis.map((e) => e.id)));
+  const allocations = new Set<string>();
+  const publicIps = new Set<string>();
+  const associated = new Map<string, string>();
+  world.elasticIps.forEach((eip, i) => {
+    const at = (...rest: string[]): (string | number)[] => ["elasticIps", i, ...rest];
+    if (allocations.has(eip.allocationId))
+      problem(at("allocationId"), `duplicate allocation id ${eip.allocationId}`);
+    allocations.add(eip.allocationId);
+    if (publicIps.has(eip.publicIp)) problem(at("publicIp"), `duplicate public IP ${eip.publicIp}`);
+    publicIps.add(eip.publicIp);
+    if (!cidrContains(pool, eip.publicIp)) {
+      problem(
+        at("publicIp"),
+        `${eip.publicIp} is outside ${pool.text}, the documentation range this world's public IPs come from (the first of ${PUBLIC_IP_RANGES.join(", ")} outside the VPC)`,
+      );
+    }
+    const association = eip.association;
+    if (association === undefined) return;
+    if (!eniIds.has(association.eni)) {
+      problem(at("association", "eni"), `unknown ENI ${association.eni}: list it under an instance's enis`);
+      return;
+    }
+    if (holders.get(association.privateIp) !== association.eni) {
+      problem(
+        at("association", "privateIp"),
+        `${association.privateIp} is not a private IPv4 address of ${association.eni}: add it to its primaryIpv4 or secondaryIpv4s`,
+      );
+    }
+    const key = `${association.eni} ${association.privateIp}`;
+    const other = associated.get(key);
+    if (other !== undefined) {
+      problem(
+        at("association"),
+        `${association.privateIp} on ${association.eni} already has the Elastic IP ${other}`,
+      );
+    }
+    associated.set(key, eip.allocationId);
+  });
 }
 
 /** Cross-field rules zod cannot express field by field. Each problem is reported with its path. */
@@ -359,6 +430,8 @@ function checkConsistency(world: WorldShape, ctx: z.RefinementCtx): void {
       );
     }
   });
+
+  checkElasticIps(world, problem, addresses);
 
   const reserved: { subnet: string; cidr: Cidr }[] = [];
   world.reservations.forEach((reservation, i) => {

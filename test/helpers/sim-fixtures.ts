@@ -34,6 +34,8 @@ export interface StandardWorldOptions {
   moreInstances?: unknown[];
   /** Subnet CIDR reservations, in world-file form. Default: none. */
   reservations?: unknown[];
+  /** Elastic IPs, in world-file form. Default: none. */
+  elasticIps?: unknown[];
 }
 
 /**
@@ -89,6 +91,7 @@ export function standardWorld(options: StandardWorldOptions = {}): World {
       ...(options.moreInstances ?? []),
     ],
     reservations: options.reservations ?? [],
+    elasticIps: options.elasticIps ?? [],
   });
 }
 

@@ -130,7 +130,14 @@ export const NODE2 = "i-00000000000000002";
  * The nodes' eth0 sit in 198.51.100.128/25.
  */
 export function floatingPairWorld(
-  options: { faults?: Record<string, unknown>; node2A1SecondaryIpv4s?: string[] } = {},
+  options: {
+    faults?: Record<string, unknown>;
+    node2A1SecondaryIpv4s?: string[];
+    /** Node 1's Multus ENI's secondary addresses. Default none. */
+    node1A1SecondaryIpv4s?: string[];
+    /** Elastic IPs, in world-file form. Default none. */
+    elasticIps?: unknown[];
+  } = {},
 ): Record<string, unknown> {
   const multus = (id: string, mac: string, primaryIpv4: string, secondaryIpv4s: string[] = []) => ({
     id,
@@ -166,7 +173,7 @@ export function floatingPairWorld(
         instanceType: "m5.large",
         enis: [
           eth0("eni-00000000000000100", MAC.node1Eth0, "198.51.100.150"),
-          multus(ENI.node1A1, MAC.node1A1, "198.51.100.11"),
+          multus(ENI.node1A1, MAC.node1A1, "198.51.100.11", options.node1A1SecondaryIpv4s),
         ],
       },
       {
@@ -179,5 +186,6 @@ export function floatingPairWorld(
       },
     ],
     ...(options.faults === undefined ? {} : { faults: options.faults }),
+    ...(options.elasticIps === undefined ? {} : { elasticIps: options.elasticIps }),
   };
 }

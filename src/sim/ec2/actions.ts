@@ -1,10 +1,14 @@
 import type { QueryParams } from "../query-params.js";
 import type { BucketSpec } from "../token-bucket.js";
+import { allocateAddress } from "./allocate-address.js";
 import { assignIpv6Addresses } from "./assign-ipv6-addresses.js";
 import { assignPrivateIpAddresses } from "./assign-private-ip-addresses.js";
+import { associateAddress } from "./associate-address.js";
+import { describeAddresses } from "./describe-addresses.js";
 import { describeInstances } from "./describe-instances.js";
 import { describeNetworkInterfaces } from "./describe-network-interfaces.js";
 import { describeSubnets } from "./describe-subnets.js";
+import { disassociateAddress } from "./disassociate-address.js";
 import type { Ec2Handler } from "./ec2-context.js";
 import {
   createSubnetCidrReservation,
@@ -85,5 +89,18 @@ export const actions: Readonly<Record<string, ActionSpec>> = {
     handler: deleteSubnetCidrReservation,
     dryRun: true,
     bucket: fixed("DeleteSubnetCidrReservation", 5, 1),
+  },
+  // Elastic IPs: the three writes are "other mutating calls" (50 / 5), DescribeAddresses a read (100 / 20).
+  AllocateAddress: { handler: allocateAddress, dryRun: true, bucket: fixed("AllocateAddress", 50, 5) },
+  AssociateAddress: { handler: associateAddress, dryRun: true, bucket: fixed("AssociateAddress", 50, 5) },
+  DisassociateAddress: {
+    handler: disassociateAddress,
+    dryRun: true,
+    bucket: fixed("DisassociateAddress", 50, 5),
+  },
+  DescribeAddresses: {
+    handler: describeAddresses,
+    dryRun: true,
+    bucket: fixed("DescribeAddresses", 100, 20),
   },
 };

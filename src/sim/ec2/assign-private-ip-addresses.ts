@@ -2,6 +2,7 @@ import { Ec2ApiError } from "../errors/ec2-api-error.js";
 import { cidrContains, isAwsReserved } from "../ip-math.js";
 import { itemSet, leaf } from "../xml.js";
 import type { Ec2Handler } from "./ec2-context.js";
+import { followReassignment } from "./elastic-ip-associations.js";
 import { pickFree, reservedBlocks, usedAddresses } from "./free-addresses.js";
 import { canonicalAddresses, instanceOf, requireEni, subnetOf } from "./lookups.js";
 
@@ -12,6 +13,8 @@ import { canonicalAddresses, instanceOf, requireEni, subnetOf } from "./lookups.
  * - an address this ENI already holds counts as assigned (success, listed in the answer, no change);
  * - an address held by another ENI without AllowReassignment: `InvalidParameterValue` "Address X is in use.";
  * - with AllowReassignment, another ENI's primary address is refused with `InvalidParameterValue`;
+ * - an Elastic IP associated with a reassigned address moves with it (documented), keeping its association id
+ *   (undocumented);
  * - addresses inside a subnet CIDR reservation (either type) may be assigned by name; only automatic
  *   picks avoid them.
  */
@@ -78,6 +81,7 @@ export const assignPrivateIpAddresses: Ec2Handler = (ctx) => {
     for (const address of adding) {
       for (const other of draft.enis) other.ipv4s = other.ipv4s.filter((a) => a !== address);
       eni.ipv4s.push(address);
+      followReassignment(draft, address, eni.eniId);
     }
     answered = addresses;
   } else {

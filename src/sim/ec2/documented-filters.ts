@@ -1,11 +1,11 @@
 /**
- * Every filter name EC2 documents for the three Describe calls the simulator answers, `tag:` standing for
+ * Every filter name EC2 documents for the Describe calls the simulator answers, `tag:` standing for
  * `tag:KEY`, aliases included ("You can also use availabilityZone as the filter name").
  *
  * Source: the doc comments on `Filters` of DescribeNetworkInterfacesRequest, DescribeSubnetsRequest and
- * DescribeInstancesRequest in @aws-sdk/client-ec2 3.914.0 (the version package.json pins,
- * dist-types/models/models_4.d.ts and models_5.d.ts), the same text as the EC2 API Reference pages
- * API_DescribeNetworkInterfaces, API_DescribeSubnets and API_DescribeInstances. DescribeNetworkInterfaces'
+ * DescribeInstancesRequest (and DescribeAddressesRequest) in @aws-sdk/client-ec2 3.914.0 (the version
+ * package.json pins, dist-types/models/models_3.d.ts to models_5.d.ts), the same text as the EC2 API Reference
+ * pages API_DescribeNetworkInterfaces, API_DescribeSubnets, API_DescribeInstances and API_DescribeAddresses. DescribeNetworkInterfaces'
  * `availability-zone-id` is documented from @aws-sdk/client-ec2 3.1169.0 on; the lists are otherwise equal.
  * test/sim-ec2-filters.test.ts checks these lists against the installed SDK's comments.
  *
@@ -223,4 +223,21 @@ export const documentedInstanceFilters: readonly string[] = [
   "usage-operation-update-time",
   "virtualization-type",
   "vpc-id",
+];
+
+/**
+ * DescribeAddresses. Older versions of the reference also list `domain` (`standard` or `vpc`); EC2-Classic is
+ * gone and the SDK no longer documents it, but the simulator still answers it (every address is `vpc`).
+ */
+export const documentedAddressFilters: readonly string[] = [
+  "allocation-id",
+  "association-id",
+  "instance-id",
+  "network-border-group",
+  "network-interface-id",
+  "network-interface-owner-id",
+  "private-ip-address",
+  "public-ip",
+  "tag:",
+  "tag-key",
 ];

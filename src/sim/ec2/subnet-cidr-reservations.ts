@@ -7,6 +7,7 @@ import { itemSet, leaf, node, tagSet } from "../xml.js";
 import type { Ec2Handler } from "./ec2-context.js";
 import { applyFilters, type FilterCatalogue, type FilterFields } from "./filters.js";
 import { paginate } from "./paging.js";
+import { tagsFromSpecifications } from "./tag-specifications.js";
 
 function requireSubnet(params: QueryParams, topology: Topology): TopologySubnet {
   const id = params.require("SubnetId");
@@ -26,25 +27,6 @@ function renderReservation(r: SimReservation): string {
     leaf("description", r.description) +
     tagSet(r.tags)
   );
-}
-
-/** Tags of `TagSpecification.N` whose ResourceType is `subnet-cidr-reservation`. */
-function tagsFromSpecifications(params: QueryParams): Record<string, string> {
-  const tags: Record<string, string> = {};
-  for (let n = 1; params.has(`TagSpecification.${n}.ResourceType`); n++) {
-    const type = params.get(`TagSpecification.${n}.ResourceType`);
-    if (type !== "subnet-cidr-reservation") {
-      throw new Ec2ApiError(
-        "InvalidParameterValue",
-        `'${type}' is not a valid taggable resource type for this operation (expected subnet-cidr-reservation).`,
-      );
-    }
-    for (let m = 1; params.has(`TagSpecification.${n}.Tag.${m}.Key`); m++) {
-      tags[params.get(`TagSpecification.${n}.Tag.${m}.Key`) as string] =
-        params.get(`TagSpecification.${n}.Tag.${m}.Value`) ?? "";
-    }
-  }
-  return tags;
 }
 
 /**
@@ -93,7 +75,7 @@ export const createSubnetCidrReservation: Ec2Handler = (ctx) => {
     cidr: block.text,
     type,
     description: params.get("Description") ?? null,
-    tags: tagsFromSpecifications(params),
+    tags: tagsFromSpecifications(params, "subnet-cidr-reservation"),
     ownerId: topology.accountId,
   };
   draft.reservations.push(reservation);

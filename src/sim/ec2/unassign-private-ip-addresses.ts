@@ -1,12 +1,14 @@
 import { Ec2ApiError } from "../errors/ec2-api-error.js";
 import { leaf } from "../xml.js";
 import type { Ec2Handler } from "./ec2-context.js";
+import { dropAssociations } from "./elastic-ip-associations.js";
 import { canonicalAddresses, requireEni } from "./lookups.js";
 
 /**
  * UnassignPrivateIpAddresses, all or nothing. Unconfirmed EC2 behaviour, decided here: the primary address
  * and an address the ENI does not hold are both refused with `InvalidParameterValue` (callers that treat
- * "already gone" as success must check the ENI first, or accept that code).
+ * "already gone" as success must check the ENI first, or accept that code). An Elastic IP associated with an
+ * unassigned address loses its association (documented).
  */
 export const unassignPrivateIpAddresses: Ec2Handler = (ctx) => {
   const draft = ctx.store.draft();
@@ -32,6 +34,7 @@ export const unassignPrivateIpAddresses: Ec2Handler = (ctx) => {
     );
   }
   eni.ipv4s = eni.ipv4s.filter((a) => !addresses.includes(a));
+  dropAssociations(draft, eni.eniId, addresses);
   ctx.store.commit(draft);
   return leaf("return", true);
 };
