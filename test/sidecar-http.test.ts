@@ -85,12 +85,20 @@ describe("SidecarMetrics", () => {
     expect(text).toContain('multus_ipmgr_change_to_assigned_seconds_bucket{le="0.025"} 0');
   });
 
-  it("reads resident memory and CPU time when scraped, and never lets the CPU counter go down", async () => {
+  it("reads resident memory, the heap and CPU time when scraped, and never lets the CPU counter go down", async () => {
     let rss = 50 * 1024 * 1024;
     let cpu = 1.5;
-    const metrics = new SidecarMetrics({ residentMemoryBytes: () => rss, cpuSeconds: () => cpu });
+    const heap = { totalBytes: 20_000_000, usedBytes: 12_000_000, externalBytes: 3_000_000 };
+    const metrics = new SidecarMetrics({
+      residentMemoryBytes: () => rss,
+      cpuSeconds: () => cpu,
+      heap: () => heap,
+    });
     let text = await metrics.text();
     expect(text).toContain(`process_resident_memory_bytes ${50 * 1024 * 1024}`);
+    expect(text).toContain("nodejs_heap_size_total_bytes 20000000");
+    expect(text).toContain("nodejs_heap_size_used_bytes 12000000");
+    expect(text).toContain("nodejs_external_memory_bytes 3000000");
     expect(text).toContain("process_cpu_seconds_total 1.5");
     rss = 52 * 1024 * 1024;
     cpu = 2.25;

@@ -10,10 +10,16 @@ const PREFIX = "multus_ipmgr_";
 export interface ProcessStats {
   residentMemoryBytes(): number;
   cpuSeconds(): number;
+  /** V8's heap: total (reserved by the heap spaces) and used, in bytes; and memory held outside it. */
+  heap(): { readonly totalBytes: number; readonly usedBytes: number; readonly externalBytes: number };
 }
 
 const nodeProcessStats: ProcessStats = {
   residentMemoryBytes: () => process.memoryUsage.rss(),
+  heap: () => {
+    const usage = process.memoryUsage();
+    return { totalBytes: usage.heapTotal, usedBytes: usage.heapUsed, externalBytes: usage.external };
+  },
   cpuSeconds: () => {
     const { user, system } = process.cpuUsage();
     return (user + system) / 1e6;
@@ -51,6 +57,21 @@ export class SidecarMetrics {
         this.set(processStats.residentMemoryBytes());
       },
     });
+    // The heap figures prom-client's default metrics would give, read only when scraped: where the RSS goes.
+    for (const [name, help, pick] of [
+      ["nodejs_heap_size_total_bytes", "Process heap size from Node.js in bytes.", "totalBytes"],
+      ["nodejs_heap_size_used_bytes", "Process heap size used from Node.js in bytes.", "usedBytes"],
+      ["nodejs_external_memory_bytes", "Node.js external memory size in bytes.", "externalBytes"],
+    ] as const) {
+      new Gauge({
+        name,
+        help,
+        registers,
+        collect() {
+          this.set(processStats.heap()[pick]);
+        },
+      });
+    }
     let cpuReported = 0;
     new Counter({
       name: "process_cpu_seconds_total",
