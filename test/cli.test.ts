@@ -96,11 +96,44 @@ describe("sidecar: an HTTP server that cannot listen", () => {
 describe("--version", () => {
   const { version } = JSON.parse(readFileSync("package.json", "utf8")) as { version: string };
 
-  it.each([["--version"], ["-V"], ["init", "--version"], ["sidecar", "--version"], ["sim", "-V"]])(
-    "%s prints the version of package.json and exits 0",
-    async (...args) => {
-      const result = await runBinary(args);
-      expect(result).toMatchObject({ code: 0, stdout: `multus-ipmgr ${version}\n`, stderr: "" });
-    },
-  );
+  it.each([
+    ["--version"],
+    ["-V"],
+    ["init", "--version"],
+    ["sidecar", "--version"],
+    ["doctor", "-V"],
+    ["sim", "-V"],
+  ])("%s prints the version of package.json and exits 0", async (...args) => {
+    const result = await runBinary(args);
+    expect(result).toMatchObject({ code: 0, stdout: `multus-ipmgr ${version}\n`, stderr: "" });
+  });
+});
+
+describe("doctor", () => {
+  let dir: string | undefined;
+  afterEach(() => {
+    removeTempDir(dir);
+    dir = undefined;
+  });
+
+  it("exits 2 on a bad setting, on stderr only: stdout is the report's, the termination log init's", async () => {
+    dir = makeTempDir("ipmgr-cli-");
+    const terminationLog = join(dir, "termination-log");
+    const result = await runBinary(["doctor", "--json", "yes"], { IPMGR_TERMINATION_LOG: terminationLog });
+    expect(result.code).toBe(2);
+    expect(result.stdout).toBe("");
+    const [line, sentence, ...rest] = result.stderr.split("\n");
+    expect(JSON.parse(line ?? "")).toMatchObject({ level: 50, command: "doctor", exitCode: 2 });
+    expect(sentence).toBe('multus-ipmgr doctor: --json="yes": expected true or false');
+    expect(rest).toEqual([""]);
+    expect(() => readFileSync(terminationLog)).toThrow(/ENOENT/);
+  });
+
+  it("lists every flag with its variable in --help", async () => {
+    const result = await runBinary(["doctor", "--help"]);
+    expect(result.code).toBe(0);
+    expect(result.stdout).toContain("--json  (IPMGR_DOCTOR_JSON, default false)");
+    expect(result.stdout).toContain("--address-events  (IPMGR_ADDRESS_EVENTS, default auto)");
+    expect(result.stdout).toContain("--allowed-cidrs  (IPMGR_ALLOWED_CIDRS, default (unset))");
+  });
 });

@@ -1,5 +1,6 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
+import { doctorSettings } from "../src/doctor/settings.js";
 import {
   imdsEndpointOf,
   initSettings,
@@ -220,7 +221,7 @@ describe("configuration from environment and flags", () => {
 
   it("documents every variable in README.md", () => {
     const readme = readFileSync("README.md", "utf8");
-    const missing = Object.values({ ...initSettings, ...sidecarSettings })
+    const missing = Object.values({ ...initSettings, ...sidecarSettings, ...doctorSettings })
       .map((s) => s.env)
       .filter((name) => !readme.includes(`\`${name}\``));
     expect(missing).toEqual([]);

@@ -87,6 +87,32 @@ describe("createEc2Api against the simulator", () => {
     await sim.setFaults({ failNext: [], deny: [], throttleScale: 1, ec2LatencyMs: 0 });
   });
 
+  describe("probePermission", () => {
+    it("asks with DryRun and reads DryRunOperation as allowed, UnauthorizedOperation as denied", async () => {
+      expect(await ec2.probePermission({ action: "DescribeNetworkInterfaces" })).toEqual({ allowed: true });
+      await sim.setFaults({ deny: ["GetSubnetCidrReservations"] });
+      const denied = await ec2.probePermission({ action: "GetSubnetCidrReservations", subnetId: "subnet-a" });
+      expect(denied.allowed).toBe(false);
+      if (denied.allowed) throw new Error("not denied");
+      expect(denied.refusal).toMatchObject({ code: "UnauthorizedOperation", kind: "permission" });
+      expect(denied.refusal.message).toContain("EC2 denied GetSubnetCidrReservations on subnet-a");
+      expect(sim.calls().map((c) => [c.action, c.params.DryRun, c.outcome])).toEqual([
+        ["DescribeNetworkInterfaces", "true", "DryRunOperation"],
+        ["GetSubnetCidrReservations", "true", "UnauthorizedOperation"],
+      ]);
+    });
+
+    it("rejects with the Ec2Error of any other failure", async () => {
+      await sim.setFaults({ failNext: [{ action: "*", code: "InternalError", status: 500, count: 20 }] });
+      const failed = build({ retry: { maxAttempts: 2, baseDelayMs: 1, maxDelayMs: 2 } });
+      await expect(failed.probePermission({ action: "DescribeNetworkInterfaces" })).rejects.toMatchObject({
+        name: "Ec2Error",
+        kind: "unavailable",
+        code: "InternalError",
+      });
+    });
+  });
+
   describe("describeNetworkInterfaces", () => {
     it("maps every field, primary first, by instance", async () => {
       const enis = await ec2.describeNetworkInterfaces({ instanceId: "i-1" });

@@ -237,7 +237,8 @@ describe.skipIf(unavailable !== undefined)("multus-ipmgr sidecar in pod namespac
   });
 
   it("answers /readyz 503 until startup has assigned the addresses, then 200", async () => {
-    const l = await startLab([podA(["198.51.100.70/25"])], { ec2LatencyMs: 1500 });
+    // EC2 answers (and changes its state) 4 s after each request: time enough to look at /readyz before.
+    const l = await startLab([podA(["198.51.100.70/25"])], { ec2LatencyMs: 4000 });
     const a = sidecar(l, "a");
     await eventually(async () => (await httpGet(l, "a", "/readyz")).status !== 0, "HTTP up");
     const before = await httpGet(l, "a", "/readyz");

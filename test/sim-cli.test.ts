@@ -23,6 +23,7 @@ describe("sim command-line arguments", () => {
         ec2Port: 4566,
         controlPort: 0,
         imdsPortBase: 0,
+        kubePort: 0,
         verbose: true,
       },
     });
@@ -60,7 +61,7 @@ describe("sim command-line arguments", () => {
     ],
     [
       ["--wrold", "w.yaml"],
-      'unknown flag "--wrold"; the flags are --world, --host, --ec2-port, --control-port, --imds-port-base, --verbose, --help.',
+      'unknown flag "--wrold"; the flags are --world, --host, --ec2-port, --control-port, --imds-port-base, --kube-port, --kubeconfig, --verbose, --help.',
     ],
   ])("refuses %j with one sentence naming the flag, the value and the fix", (argv, message) => {
     expect(() => parseSimArgs(argv, {})).toThrow(message);
@@ -96,7 +97,7 @@ describe("sim command-line arguments", () => {
       const output = captureOutput();
       expect(await main(["--world", "examples/world-demo.yaml", "--ec2-port", port], output)).toBe(2);
       expect(output.err).toEqual([
-        `multus-ipmgr sim: cannot listen (listen EADDRINUSE: address already in use 127.0.0.1:${port}); pick other ports (--ec2-port, --control-port, --imds-port-base; 0 picks free ones).\n`,
+        `multus-ipmgr sim: cannot listen (listen EADDRINUSE: address already in use 127.0.0.1:${port}); pick other ports (--ec2-port, --control-port, --imds-port-base, --kube-port; 0 picks free ones).\n`,
       ]);
       expect(output.out).toEqual([]);
     } finally {

@@ -13,7 +13,7 @@ const run = promisify(execFile);
 /** Runs `body` in a fresh node, after useSmallFootprint() if `small`; returns what it writes to stdout. */
 async function runInNode(body: string, small: boolean, nodeFlags: readonly string[] = []): Promise<string> {
   const script = `
-    import { useSmallFootprint } from "./src/cli/v8-footprint.ts";
+    import { fullCollector, useSmallFootprint } from "./src/cli/v8-footprint.ts";
     import { getHeapSpaceStatistics } from "node:v8";
     if (${small}) useSmallFootprint();
     ${body}
@@ -78,5 +78,23 @@ describe("useSmallFootprint", () => {
 
     const small = Number(await runInNode(ALLOCATION_BURST, true));
     expect(small).toBeLessThanOrEqual(2 * MB);
+  });
+});
+
+describe("fullCollector", () => {
+  it("gives a working full garbage collection, set up at run time", async () => {
+    const body = `
+      const collect = fullCollector();
+      let garbage = [];
+      for (let i = 0; i < 300000; i++) garbage.push({ i, text: "x" + i });
+      garbage = undefined;
+      const before = process.memoryUsage().heapUsed;
+      collect();
+      const after = process.memoryUsage().heapUsed;
+      process.stdout.write(JSON.stringify({ kind: typeof collect, before, after }));
+    `;
+    const result = JSON.parse(await runInNode(body, true)) as { kind: string; before: number; after: number };
+    expect(result.kind).toBe("function");
+    expect(result.before - result.after).toBeGreaterThan(10 * MB);
   });
 });

@@ -14,6 +14,7 @@ const USAGE = `usage: multus-ipmgr <command> [flags]
 commands:
   init      assign this pod's Multus addresses to the worker ENIs that carry them, then exit
   sidecar   keep assigning them as they change (floating IPs), serve /healthz /readyz /metrics
+  doctor    check IMDS, the ENIs, IAM, the subnets and the pod's interfaces from inside the pod (--json)
   sim       run the local EC2 Query API and IMDSv2 simulator (--world FILE)
 
 Every flag has an environment variable; see README.md ("Configuration") or <command> --help.`;
@@ -34,6 +35,7 @@ const commands: Record<string, () => Promise<CommandMain>> = {
     (await import("./v8-footprint.js")).useSmallFootprint();
     return (await import("../sidecar/main.js")).main;
   },
+  doctor: async () => (await import("../doctor/main.js")).main,
   sim: async () => ((await import(SIM_BUNDLE)) as { main: CommandMain }).main,
 };
 

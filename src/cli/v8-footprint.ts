@@ -1,4 +1,5 @@
 import { setFlagsFromString } from "node:v8";
+import { runInNewContext } from "node:vm";
 
 /**
  * V8 settings for the long-running commands, which trade JavaScript speed they cannot use for memory:
@@ -22,4 +23,14 @@ export const SMALL_FOOTPRINT_FLAGS = [
 
 export function useSmallFootprint(): void {
   for (const flag of SMALL_FOOTPRINT_FLAGS) setFlagsFromString(flag);
+}
+
+/**
+ * V8's full garbage collection, for the sidecar to run once it is quiet after a burst of work (see
+ * IdleCollector). `--expose-gc` set at run time gives new contexts a `gc` function; undefined if it does not.
+ */
+export function fullCollector(): (() => void) | undefined {
+  setFlagsFromString("--expose-gc");
+  const gc: unknown = runInNewContext("gc");
+  return typeof gc === "function" ? () => (gc as () => void)() : undefined;
 }

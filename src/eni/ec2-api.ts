@@ -1,3 +1,4 @@
+import type { Ec2Error } from "./errors/ec2-error.js";
 import type { Ec2NetworkInterface, Ec2Subnet, SubnetCidrReservation } from "./types.js";
 
 /** Filters for DescribeNetworkInterfaces; each set field becomes one EC2 filter. */
@@ -15,6 +16,19 @@ export interface NetworkInterfaceFilter {
   /** `subnet-id` */
   readonly subnetIds?: readonly string[];
 }
+
+/**
+ * A permission to probe with DryRun (EC2 then checks the caller's IAM permission and does nothing else).
+ * Only these two: the four assign/unassign calls take no DryRun parameter.
+ */
+export type PermissionProbe =
+  | { readonly action: "DescribeNetworkInterfaces" }
+  | { readonly action: "GetSubnetCidrReservations"; readonly subnetId: string };
+
+/** What a DryRun probe learned: allowed, or denied with EC2's refusal (its message names the action). */
+export type PermissionVerdict =
+  | { readonly allowed: true }
+  | { readonly allowed: false; readonly refusal: Ec2Error };
 
 /**
  * The EC2 calls this tool makes, and only those. Implemented by the adapter in ec2-client.ts, the only file
@@ -46,6 +60,12 @@ export interface Ec2Api {
   ): Promise<SubnetCidrReservation>;
   /** IAM: ec2:DeleteSubnetCidrReservation. */
   deleteSubnetCidrReservation(reservationId: string): Promise<void>;
+  /**
+   * IAM: ec2:DescribeNetworkInterfaces, ec2:GetSubnetCidrReservations (the probed one), called with
+   * DryRun: nothing is read or changed. Resolves with the verdict (EC2 answers `DryRunOperation` when the
+   * caller may, `UnauthorizedOperation` when not); any other failure rejects with Ec2Error.
+   */
+  probePermission(probe: PermissionProbe): Promise<PermissionVerdict>;
 }
 
 /** One EC2 API call as the instrumentation wrapper saw it (after our retries). */

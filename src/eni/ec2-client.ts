@@ -28,7 +28,13 @@ import {
   UnassignPrivateIpAddressesCommand,
 } from "@aws-sdk/client-ec2";
 import type { Clock } from "./clock.js";
-import type { Ec2Api, Ec2CallObserver, NetworkInterfaceFilter } from "./ec2-api.js";
+import type {
+  Ec2Api,
+  Ec2CallObserver,
+  NetworkInterfaceFilter,
+  PermissionProbe,
+  PermissionVerdict,
+} from "./ec2-api.js";
 import { createInstrument, type Instrument } from "./ec2-instrumentation.js";
 import { Ec2Error } from "./errors/ec2-error.js";
 import { canonicalAddressText } from "./ip.js";
@@ -66,6 +72,8 @@ export interface Ec2ApiOptions {
 }
 
 const RESERVATION_GONE = "InvalidSubnetCidrReservationID.NotFound";
+/** EC2's answer to a DryRun call the caller is allowed to make. */
+const DRY_RUN_ALLOWED = "DryRunOperation";
 
 function tagsOf(tags: readonly Tag[] | undefined): Record<string, string> {
   const out: Record<string, string> = {};
@@ -340,6 +348,44 @@ class Ec2ApiClient implements Ec2Api {
         "subnet CIDR reservation already gone; treating the delete as done",
       );
     }
+  }
+
+  async probePermission(probe: PermissionProbe): Promise<PermissionVerdict> {
+    try {
+      if (probe.action === "DescribeNetworkInterfaces") {
+        await this.instrument("DescribeNetworkInterfaces", {}, (sendOptions) =>
+          this.client.send(
+            new DescribeNetworkInterfacesCommand({ DryRun: true, MaxResults: 5 }),
+            sendOptions,
+          ),
+        );
+      } else {
+        await this.instrument("GetSubnetCidrReservations", { target: probe.subnetId }, (sendOptions) =>
+          this.client.send(
+            new GetSubnetCidrReservationsCommand({ SubnetId: probe.subnetId, DryRun: true, MaxResults: 5 }),
+            sendOptions,
+          ),
+        );
+      }
+    } catch (err) {
+      if (err instanceof Ec2Error && err.code === DRY_RUN_ALLOWED) return { allowed: true };
+      if (err instanceof Ec2Error && err.kind === "permission" && err.code !== "CredentialsProviderError") {
+        return { allowed: false, refusal: err };
+      }
+      throw err;
+    }
+    // EC2 never runs a DryRun call; an answer without the DryRunOperation error means the endpoint ignored it.
+    throw new Ec2Error(
+      {
+        operation: probe.action,
+        code: "DryRunIgnored",
+        requestId: undefined,
+        eniId: undefined,
+        kind: "refused",
+      },
+      `EC2 ${probe.action} with DryRun succeeded instead of answering DryRunOperation: the endpoint ` +
+        "does not honour DryRun, so the permission could not be probed.",
+    );
   }
 
   /**

@@ -21,6 +21,8 @@ export const ExitCode = {
   timeout: 8,
   /** EC2 kept failing with throttling, 5xx or network errors after every retry. */
   ec2Unavailable: 9,
+  /** `doctor` only: at least one check found a problem (the report says which, and the fix). */
+  doctorProblem: 10,
 } as const;
 
 export type ExitCodeValue = (typeof ExitCode)[keyof typeof ExitCode];

@@ -1,4 +1,4 @@
-import type { Ec2Api, NetworkInterfaceFilter } from "./ec2-api.js";
+import type { Ec2Api, NetworkInterfaceFilter, PermissionProbe, PermissionVerdict } from "./ec2-api.js";
 import type { Ec2NetworkInterface, Ec2Subnet, SubnetCidrReservation } from "./types.js";
 
 /**
@@ -78,5 +78,9 @@ export class LazyEc2Api implements Ec2Api {
 
   async deleteSubnetCidrReservation(reservationId: string): Promise<void> {
     return (await this.api()).deleteSubnetCidrReservation(reservationId);
+  }
+
+  async probePermission(probe: PermissionProbe): Promise<PermissionVerdict> {
+    return (await this.api()).probePermission(probe);
   }
 }

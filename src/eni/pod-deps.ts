@@ -17,7 +17,7 @@ export function buildPodDeps(
   config: PodConfig,
   logger: Logger,
   options: { observer?: Ec2CallObserver; signal?: AbortSignal } = {},
-): ReconcileDeps & { readonly ec2: LazyEc2Api } {
+): ReconcileDeps & { readonly ec2: LazyEc2Api; readonly imds: ImdsClient } {
   const signal = options.signal === undefined ? {} : { signal: options.signal };
   const imds = new ImdsClient({
     endpoint: imdsEndpointOf(config),

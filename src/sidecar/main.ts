@@ -1,4 +1,5 @@
 import { reportFailure } from "../cli/report-failure.js";
+import { fullCollector } from "../cli/v8-footprint.js";
 import { type SidecarConfig, sidecarSettings } from "../eni/config.js";
 import { ExitCode } from "../eni/exit-codes.js";
 import { createLogger, type Logger } from "../eni/logger.js";
@@ -47,6 +48,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     const log = createLogger(config.logLevel, { command: "sidecar" });
     logger = log;
     const metrics = new SidecarMetrics();
+    const idleCollect = fullCollector();
     // Aborted when the shutdown grace runs out: cuts the EC2 and IMDS calls in flight, and their retries.
     const inflight = new AbortController();
     const deps = buildPodDeps(config, log, { observer: metrics.ec2Observer, signal: inflight.signal });
@@ -68,6 +70,7 @@ export async function main(argv: readonly string[]): Promise<number> {
       releaseSettleMs: config.releaseSettleMs,
       episodeCheckIntervalMs: config.episodeCheckIntervalMs,
       inflight,
+      ...(idleCollect === undefined ? {} : { idleCollect }),
       pollIntervalMs: config.pollIntervalMs,
       ...(addressEvents === undefined ? {} : { addressEvents }),
       eventsFallbackPollMs: config.eventsFallbackPollMs,

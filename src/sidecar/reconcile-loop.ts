@@ -66,6 +66,8 @@ export interface ReconcileLoopOptions {
   readonly maxStepMs?: number;
   /** For tests: the jitter source, in [0, 1). */
   readonly random?: () => number;
+  /** Called after each reconcile that made EC2 calls (the sidecar's idle collector listens). */
+  readonly onWork?: () => void;
 }
 
 /** 1 s doubling to 5 s: after EC2 comes back from an outage, the next attempt is at most ~6 s away. */
@@ -340,6 +342,7 @@ export class ReconcileLoop implements SidecarStatus {
     }
     this.#setView({ plan: offline, present, held, observedAt: confirmedAt });
     metrics.reconcile(mutatingCalls > 0 ? "applied" : "noop");
+    if (mutatingCalls > 0) this.#o.onWork?.();
   }
 
   /**

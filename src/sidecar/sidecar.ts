@@ -5,6 +5,7 @@ import type { AddressEvents } from "./address-events.js";
 import { AddressWatcher } from "./address-watcher.js";
 import type { BackoffPolicy } from "./backoff.js";
 import { type RunningHttpServer, startHttpServer } from "./http-server.js";
+import { IdleCollector } from "./idle-collector.js";
 import type { SidecarMetrics } from "./metrics.js";
 import { ReconcileLoop } from "./reconcile-loop.js";
 
@@ -25,6 +26,13 @@ export interface SidecarOptions {
    * signal. Without it, a shutdown waits for the step in progress however long it takes.
    */
   readonly inflight?: AbortController;
+  /**
+   * A full garbage collection, run once the sidecar has made no EC2 change for `idleCollectAfterMs` after a
+   * burst of them (IdleCollector). Undefined: none.
+   */
+  readonly idleCollect?: () => void;
+  /** Quiet time before the idle collection, in ms. Default 10000. */
+  readonly idleCollectAfterMs?: number;
   /** Interface poll period in ms, without address events or while they are down (IPMGR_POLL_INTERVAL_MS). */
   readonly pollIntervalMs: number;
   /**
@@ -71,6 +79,7 @@ export class Sidecar {
   readonly watcher: AddressWatcher;
   readonly loop: ReconcileLoop;
   readonly #stop = new AbortController();
+  readonly #idleCollector: IdleCollector | undefined;
   #http: RunningHttpServer | undefined;
   #running: Promise<void> | undefined;
   #initPlan: Plan | undefined;
@@ -91,8 +100,14 @@ export class Sidecar {
       ...(options.maxCoalesceMs === undefined ? {} : { maxCoalesceMs: options.maxCoalesceMs }),
       ...(options.fingerprint === undefined ? {} : { fingerprint: options.fingerprint }),
     });
+    this.#idleCollector =
+      options.idleCollect === undefined
+        ? undefined
+        : new IdleCollector(options.idleCollect, options.idleCollectAfterMs ?? 10_000, deps.clock);
+    const collector = this.#idleCollector;
     this.loop = new ReconcileLoop({
       deps,
+      ...(collector === undefined ? {} : { onWork: () => collector.noteActivity() }),
       watcher: this.watcher,
       metrics: options.metrics,
       policy: options.policy,
@@ -186,6 +201,7 @@ export class Sidecar {
     const { clock, logger } = this.#o.deps;
     const deadline = clock.now() + options.graceMs;
     this.#stop.abort(new Error("sidecar shutting down"));
+    this.#idleCollector?.stop();
     await this.watcher.stop();
     try {
       const running = this.#running ?? Promise.resolve();

@@ -9,6 +9,10 @@ export interface SimArgs {
   readonly ec2Port: number;
   readonly controlPort: number;
   readonly imdsPortBase: number;
+  /** Port of the Kubernetes API (worlds with a `kubernetes` section). */
+  readonly kubePort: number;
+  /** Where to write a kubeconfig for the Kubernetes API, or undefined. */
+  readonly kubeconfig: string | undefined;
   /** Log every request to stderr. */
   readonly verbose: boolean;
 }
@@ -17,8 +21,9 @@ export type ParsedSimArgs = { readonly kind: "help" } | { readonly kind: "run"; 
 
 export const simUsage = `usage: multus-ipmgr sim --world FILE [flags]
 
-Runs a local EC2 Query API and one IMDSv2 endpoint per instance, then prints one JSON line:
-{"ready":true,"ec2":"http://H:P","control":"http://H:P","imds":{"i-...":"http://H:P"}}
+Runs a local EC2 Query API and one IMDSv2 endpoint per instance (and a Kubernetes API when the world has a
+kubernetes section), then prints one JSON line:
+{"ready":true,"ec2":"http://H:P","control":"http://H:P","imds":{"i-...":"http://H:P"},"kubernetes":"http://H:P"}
 
 flags (environment variable in brackets):
   --world FILE           world file, YAML or JSON (required) [IPMGR_SIM_WORLD]
@@ -27,6 +32,9 @@ flags (environment variable in brackets):
   --control-port N       control API port, default 0 [IPMGR_SIM_CONTROL_PORT]
   --imds-port-base N     IMDS port of the first instance, +1 for each next one; default 0 (free ports)
                          [IPMGR_SIM_IMDS_PORT_BASE]
+  --kube-port N          Kubernetes API port, default 0 [IPMGR_SIM_KUBE_PORT]
+  --kubeconfig FILE      write a kubeconfig for the Kubernetes API to FILE before the ready line
+                         [IPMGR_SIM_KUBECONFIG]
   --verbose              log every request to stderr
   --help                 show this help`;
 
@@ -36,6 +44,8 @@ const flags: Readonly<Record<string, string>> = {
   "--ec2-port": "IPMGR_SIM_EC2_PORT",
   "--control-port": "IPMGR_SIM_CONTROL_PORT",
   "--imds-port-base": "IPMGR_SIM_IMDS_PORT_BASE",
+  "--kube-port": "IPMGR_SIM_KUBE_PORT",
+  "--kubeconfig": "IPMGR_SIM_KUBECONFIG",
 };
 
 function port(flag: string, text: string | undefined): number {
@@ -111,6 +121,8 @@ export function parseSimArgs(
       ec2Port: port("--ec2-port", read("--ec2-port")),
       controlPort: port("--control-port", read("--control-port")),
       imdsPortBase: port("--imds-port-base", read("--imds-port-base")),
+      kubePort: port("--kube-port", read("--kube-port")),
+      kubeconfig: read("--kubeconfig") || undefined,
       verbose,
     },
   };
@@ -131,6 +143,22 @@ export function checkImdsPorts(args: SimArgs, instanceCount: number): void {
 }
 
 /**
+ * Checks that the flags about the Kubernetes API have one to apply to.
+ * @throws UsageError when --kubeconfig or --kube-port is given for a world without a `kubernetes` section.
+ */
+export function checkKubeFlags(args: SimArgs, worldHasKubernetes: boolean): void {
+  if (worldHasKubernetes) return;
+  const flag =
+    args.kubeconfig !== undefined ? "--kubeconfig" : args.kubePort !== 0 ? "--kube-port" : undefined;
+  if (flag === undefined) return;
+  throw new UsageError(
+    flag,
+    `${flag} is given but the world file ${args.world} has no kubernetes section, so no Kubernetes API runs; ` +
+      "add one (kubernetes: {} serves an empty cluster) or drop the flag.",
+  );
+}
+
+/**
  * A listen error as the flags to change, or undefined for an error that is not about them. Node's message
  * names the address and port.
  */
@@ -140,7 +168,7 @@ export function listenUsageError(error: unknown): UsageError | undefined {
     return new UsageError(
       "--ec2-port",
       `cannot listen (${(error as Error).message}); pick other ports (--ec2-port, --control-port, ` +
-        "--imds-port-base; 0 picks free ones).",
+        "--imds-port-base, --kube-port; 0 picks free ones).",
     );
   }
   if (code === "EADDRNOTAVAIL" || code === "EAFNOSUPPORT") {

@@ -1,6 +1,7 @@
-import { checkImdsPorts, listenUsageError, parseSimArgs, simUsage } from "./cli-args.js";
+import { checkImdsPorts, checkKubeFlags, listenUsageError, parseSimArgs, simUsage } from "./cli-args.js";
 import { UsageError } from "./errors/usage-error.js";
 import { WorldError } from "./errors/world-error.js";
+import { writeKubeconfig } from "./kube/kubeconfig.js";
 import { readyLine } from "./ready-line.js";
 import { type SimulatorHandle, startSimulator } from "./simulator.js";
 import { loadWorldFile } from "./world.js";
@@ -56,12 +57,14 @@ export async function main(argv: readonly string[], output: SimOutput = processO
   try {
     const world = await loadWorldFile(args.world);
     checkImdsPorts(args, world.instances.length);
+    checkKubeFlags(args, world.kubernetes !== undefined);
     const log = args.verbose ? (line: string) => output.stderr(`${line}\n`) : undefined;
     handle = await startSimulator(world, {
       host: args.host,
       ec2Port: args.ec2Port,
       controlPort: args.controlPort,
       imdsPortBase: args.imdsPortBase,
+      kubePort: args.kubePort,
       ...(log === undefined ? {} : { log }),
       errorLog: (line) => output.stderr(`multus-ipmgr sim: ${line}\n`),
     });
@@ -70,6 +73,16 @@ export async function main(argv: readonly string[], output: SimOutput = processO
     const usage = listenUsageError(error);
     if (usage !== undefined) return fail(usage.message);
     throw error;
+  }
+  if (args.kubeconfig !== undefined && handle.kubernetesEndpoint !== undefined) {
+    try {
+      await writeKubeconfig(args.kubeconfig, handle.kubernetesEndpoint);
+    } catch (error) {
+      await handle.close();
+      return fail(
+        `cannot write the kubeconfig ${args.kubeconfig} (${(error as Error).message}); pass a writable path with --kubeconfig.`,
+      );
+    }
   }
   output.stdout(`${readyLine(handle)}\n`);
   const signal = await untilSignal();

@@ -7,5 +7,6 @@ export function readyLine(handle: SimulatorHandle): string {
     ec2: handle.ec2Endpoint,
     control: handle.controlEndpoint,
     imds: handle.imdsEndpoints,
+    ...(handle.kubernetesEndpoint === undefined ? {} : { kubernetes: handle.kubernetesEndpoint }),
   });
 }

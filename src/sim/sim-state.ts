@@ -1,3 +1,5 @@
+import type { SimKubeState } from "./kube/kube-cluster.js";
+
 /** The mutable part of the simulated account, as JSON (GET /state, handle.state()). */
 
 /** One ENI as the simulator holds it. */
@@ -32,4 +34,6 @@ export interface SimReservation {
 export interface SimState {
   enis: SimEni[];
   reservations: SimReservation[];
+  /** The Kubernetes objects, when the world has a `kubernetes` section. */
+  kubernetes?: SimKubeState;
 }

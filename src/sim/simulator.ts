@@ -7,6 +7,8 @@ import { FaultState } from "./fault-state.js";
 import { defaultFaults, type Faults, mergeFaults } from "./faults.js";
 import { closeServer, listen, urlOf } from "./http-util.js";
 import { createImdsServer } from "./imds/imds-server.js";
+import { KubeCluster, type SimKubeState } from "./kube/kube-cluster.js";
+import type { KubeObject } from "./kube/kube-object.js";
 import type { SimState } from "./sim-state.js";
 import { StateStore } from "./state-store.js";
 import { TokenBuckets } from "./token-bucket.js";
@@ -20,6 +22,10 @@ export interface SimulatorOptions {
   ec2Port?: number;
   /** Port of the JSON control API. Default 0 (an ephemeral port). */
   controlPort?: number;
+  /** Port of the Kubernetes API, served when the world has a `kubernetes` section. Default 0 (an ephemeral port). */
+  kubePort?: number;
+  /** A watch client that leaves more than this many bytes unread is cut off. Default 16 MiB. */
+  kubeWatchBufferBytes?: number;
   /**
    * IMDS port of the first instance; the Nth instance (world order, from 0) listens on base + N.
    * Default 0: each instance gets an ephemeral port.
@@ -42,6 +48,10 @@ export interface SimulatorHandle {
   readonly controlEndpoint: string;
   /** instance id -> IMDS endpoint, each instance on its own port. */
   readonly imdsEndpoints: Record<string, string>;
+  /** e.g. `http://127.0.0.1:41235`: the Kubernetes API, when the world has a `kubernetes` section. */
+  readonly kubernetesEndpoint: string | undefined;
+  /** Scripted changes to the Kubernetes objects (the control API's /kubernetes routes); undefined without one. */
+  readonly kubernetes: KubeControl | undefined;
   /** The current state (same JSON as GET /state). */
   state(): SimState;
   /** Every EC2 call so far (same JSON as GET /calls). */
@@ -53,7 +63,24 @@ export interface SimulatorHandle {
   close(): Promise<void>;
 }
 
-/** Starts the EC2, control and IMDS servers for `world`. */
+/** What a scenario does to the simulated cluster, beside what any client does through the API. */
+export interface KubeControl {
+  /** Adds a pod in world-file form (ADDED). */
+  addPod(pod: unknown): KubeObject;
+  /** Replaces a pod with one in world-file form (MODIFIED; a different uid is a delete and an add). */
+  replacePod(namespace: string, name: string, pod: unknown): KubeObject;
+  /** JSON merge patch on the Pod object. */
+  patchPod(namespace: string, name: string, patch: unknown): KubeObject;
+  /** Deletes at once, or with a grace period above 0 only marks it terminating (deletionTimestamp). */
+  deletePod(namespace: string, name: string, gracePeriodSeconds?: number): KubeObject;
+  /** Ends every open watch from the server side; returns how many. */
+  closeWatches(): number;
+  /** Drops the change history (older resourceVersions get 410 Gone); returns the compacted revision. */
+  compact(): number;
+  state(): SimKubeState;
+}
+
+/** Starts the EC2, control and IMDS servers for `world`, and the Kubernetes API if it has a `kubernetes` section. */
 export async function startSimulator(world: World, options: SimulatorOptions = {}): Promise<SimulatorHandle> {
   const host = options.host ?? "127.0.0.1";
   const clock = options.clock ?? systemClock;
@@ -66,9 +93,21 @@ export async function startSimulator(world: World, options: SimulatorOptions = {
   const store = new StateStore(initialStateOf(world, nextId), clock);
   const faults = new FaultState(mergeFaults(defaultFaults, (world.faults ?? {}) as Partial<Faults>));
   const calls = new CallLog();
-  const state = (): SimState => structuredClone(store.current());
   const errorLog =
     options.errorLog ?? ((line: string) => process.stderr.write(`multus-ipmgr sim: ${line}\n`));
+  const kube =
+    world.kubernetes === undefined
+      ? undefined
+      : new KubeCluster(world, {
+          clock,
+          log: options.log,
+          errorLog,
+          maxWatchBufferBytes: options.kubeWatchBufferBytes,
+        });
+  const state = (): SimState => ({
+    ...structuredClone(store.current()),
+    ...(kube === undefined ? {} : { kubernetes: kube.state() }),
+  });
 
   const servers: Server[] = [];
   const start = async (server: Server, port: number): Promise<string> => {
@@ -76,6 +115,8 @@ export async function startSimulator(world: World, options: SimulatorOptions = {
     return urlOf(host, await listen(server, host, port));
   };
   const closeAll = async (): Promise<void> => {
+    // Watches first: their streams would otherwise hold the Kubernetes server open.
+    kube?.close();
     await Promise.all(servers.map(closeServer));
   };
   try {
@@ -94,9 +135,18 @@ export async function startSimulator(world: World, options: SimulatorOptions = {
       options.ec2Port ?? 0,
     );
     const controlEndpoint = await start(
-      createControlServer({ state, calls, faults }),
+      createControlServer({ state, calls, faults, kube }),
       options.controlPort ?? 0,
     );
+    let kubernetesEndpoint: string | undefined;
+    if (kube !== undefined) {
+      let address = "";
+      kubernetesEndpoint = await start(
+        kube.createServer(() => address),
+        options.kubePort ?? 0,
+      );
+      address = new URL(kubernetesEndpoint).host;
+    }
     const imdsEndpoints: Record<string, string> = {};
     let index = 0;
     for (const instance of topology.instances.values()) {
@@ -111,6 +161,8 @@ export async function startSimulator(world: World, options: SimulatorOptions = {
       ec2Endpoint,
       controlEndpoint,
       imdsEndpoints,
+      kubernetesEndpoint,
+      kubernetes: kube,
       state,
       calls: () => calls.list(),
       clearCalls: () => calls.clear(),

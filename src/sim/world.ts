@@ -16,6 +16,7 @@ import {
   mustParseCidr,
   parseCidr,
 } from "./ip-math.js";
+import { checkKubernetes, kubernetesSchema } from "./kube/kube-world.js";
 
 const address = (family: 4 | 6) =>
   z.string().transform((text, ctx) => {
@@ -183,6 +184,8 @@ const worldObjectSchema = z.strictObject({
     httpTokens: "required",
   }),
   faults: partialFaultsSchema.optional(),
+  /** A simulated Kubernetes API (nodes, pods, NADs, whereabouts pools); served only when present. */
+  kubernetes: kubernetesSchema.optional(),
 });
 
 type WorldShape = z.output<typeof worldObjectSchema>;
@@ -374,6 +377,7 @@ function checkConsistency(world: WorldShape, ctx: z.RefinementCtx): void {
     }
     reserved.push({ subnet: reservation.subnet, cidr: block });
   });
+  checkKubernetes(world, problem);
 }
 
 const worldSchema = worldObjectSchema.superRefine(checkConsistency);

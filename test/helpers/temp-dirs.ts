@@ -8,7 +8,14 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 
 /** Prefixes of the suite's temporary directories, each followed by the run tag, a dash and random letters. */
-export const TEMP_DIR_PREFIXES = ["sim-world-", "ipmgr-podinfo-", "ipmgr-lab-", "ipmgr-cli-"] as const;
+export const TEMP_DIR_PREFIXES = [
+  "sim-world-",
+  "ipmgr-podinfo-",
+  "ipmgr-lab-",
+  "ipmgr-cli-",
+  "ipmgr-sysfs-",
+  "ipmgr-kube-",
+] as const;
 export type TempDirPrefix = (typeof TEMP_DIR_PREFIXES)[number];
 
 /** The environment variable through which global-setup.ts hands the run tag to the test workers. */

@@ -1,19 +1,103 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { CallLog } from "../call-log.js";
+import { KubeApiError } from "../errors/kube-api-error.js";
 import type { FaultState } from "../fault-state.js";
 import { type Faults, partialFaultsSchema } from "../faults.js";
 import { readBody, sendJson } from "../http-util.js";
+import type { KubeCluster } from "../kube/kube-cluster.js";
 import type { SimState } from "../sim-state.js";
 
 export interface ControlServerDeps {
   readonly state: () => SimState;
   readonly calls: CallLog;
   readonly faults: FaultState;
+  /** The simulated cluster, when the world has a `kubernetes` section. */
+  readonly kube?: KubeCluster | undefined;
+}
+
+class BadBody extends Error {
+  override name = "BadBody";
+}
+
+async function jsonBody(req: IncomingMessage, optional = false): Promise<unknown> {
+  const text = await readBody(req);
+  if (optional && text.trim() === "") return undefined;
+  try {
+    return JSON.parse(text);
+  } catch (error) {
+    throw new BadBody(`body is not JSON: ${(error as Error).message}`);
+  }
+}
+
+const kubeRoutes =
+  "POST /kubernetes/pods, PUT|PATCH|DELETE /kubernetes/pods/NAMESPACE/NAME, POST /kubernetes/watches/close, POST /kubernetes/compact";
+
+/** The /kubernetes routes: scripted changes to the simulated cluster. Returns false for a path it does not know. */
+async function handleKube(
+  kube: KubeCluster | undefined,
+  req: IncomingMessage,
+  res: ServerResponse,
+  url: URL,
+  parts: readonly string[],
+): Promise<boolean> {
+  if (parts[0] !== "kubernetes") return false;
+  if (kube === undefined) {
+    sendJson(res, 404, {
+      error: "the world has no kubernetes section, so there is no simulated cluster to change",
+    });
+    return true;
+  }
+  const method = req.method ?? "GET";
+  const route = `${method} /${parts.slice(0, 2).join("/")}`;
+  try {
+    if (route === "POST /kubernetes/pods" && parts.length === 2) {
+      sendJson(res, 201, kube.addPod(await jsonBody(req)));
+    } else if (parts[1] === "pods" && parts.length === 4) {
+      const namespace = parts[2] as string;
+      const name = parts[3] as string;
+      if (method === "PUT") sendJson(res, 200, kube.replacePod(namespace, name, await jsonBody(req)));
+      else if (method === "PATCH") sendJson(res, 200, kube.patchPod(namespace, name, await jsonBody(req)));
+      else if (method === "DELETE") {
+        const text = url.searchParams.get("gracePeriodSeconds");
+        const grace = text === null ? undefined : Number(text);
+        if (grace !== undefined && !(Number.isInteger(grace) && grace >= 0)) {
+          sendJson(res, 400, {
+            error: `gracePeriodSeconds ${JSON.stringify(text)} is not a whole number of seconds`,
+          });
+          return true;
+        }
+        sendJson(res, 200, kube.deletePod(namespace, name, grace));
+      } else return false;
+    } else if (`${method} /${parts.join("/")}` === "POST /kubernetes/watches/close") {
+      sendJson(res, 200, { closed: kube.closeWatches() });
+    } else if (`${method} /${parts.join("/")}` === "POST /kubernetes/compact") {
+      sendJson(res, 200, { compactedResourceVersion: String(kube.compact()) });
+    } else {
+      return false;
+    }
+  } catch (error) {
+    if (error instanceof BadBody) sendJson(res, 400, { error: error.message });
+    else if (error instanceof KubeApiError)
+      sendJson(res, error.code, { error: error.message, status: error.toStatus() });
+    else throw error;
+  }
+  return true;
 }
 
 async function handle(deps: ControlServerDeps, req: IncomingMessage, res: ServerResponse): Promise<void> {
-  const path = new URL(req.url ?? "/", "http://control").pathname.replace(/\/+$/, "") || "/";
+  const url = new URL(req.url ?? "/", "http://control");
+  const path = url.pathname.replace(/\/+$/, "") || "/";
   const route = `${req.method} ${path}`;
+  if (
+    await handleKube(
+      deps.kube,
+      req,
+      res,
+      url,
+      path.split("/").filter((p) => p !== ""),
+    )
+  )
+    return;
   switch (route) {
     case "GET /healthz":
       sendJson(res, 200, { ok: true });
@@ -51,12 +135,12 @@ async function handle(deps: ControlServerDeps, req: IncomingMessage, res: Server
     }
     default:
       sendJson(res, 404, {
-        error: `no route ${route}; try GET /state, GET|DELETE /calls, GET|PUT /faults, GET /healthz`,
+        error: `no route ${route}; try GET /state, GET|DELETE /calls, GET|PUT /faults, GET /healthz${deps.kube === undefined ? "" : `, ${kubeRoutes}`}`,
       });
   }
 }
 
-/** The JSON control API: state, call log and faults of a running simulator. */
+/** The JSON control API: state, call log and faults of a running simulator, and scripted cluster changes. */
 export function createControlServer(deps: ControlServerDeps): Server {
   return createServer((req, res) => {
     handle(deps, req, res).catch((error: unknown) => {

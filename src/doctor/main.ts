@@ -1,0 +1,75 @@
+import { pino } from "pino";
+import { reportFailure } from "../cli/report-failure.js";
+import { systemClock } from "../eni/clock.js";
+import { imdsEndpointOf, interfaceSelection } from "../eni/config.js";
+import { ExitCode } from "../eni/exit-codes.js";
+import type { Logger } from "../eni/logger.js";
+import { buildPodDeps } from "../eni/pod-deps.js";
+import { describeSettings } from "../eni/settings.js";
+import { HttpImdsProbe } from "./imds-probe.js";
+import { IpMonitorProbe } from "./ip-command-probe.js";
+import { SysfsLinks } from "./links.js";
+import { renderJson, renderText } from "./render.js";
+import { type DoctorDeps, runDoctor } from "./run-doctor.js";
+import { type DoctorConfig, doctorSettings, loadDoctorConfig } from "./settings.js";
+
+const help = (): string => `usage: multus-ipmgr doctor [--json] [flags]
+
+Checks what init and the sidecar need, from inside the pod (kubectl exec -c <container> <pod> --
+multus-ipmgr doctor): IMDS and its hop limit, the instance, the pod's interfaces and their ENIs, the
+no_manage tag, free addresses per ENI, IAM permissions (DryRun where EC2 offers it), the allowed CIDRs
+against the subnets, subnet CIDR reservations, and the ip command. Changes nothing. Prints ok, warn,
+PROBLEM or skipped per check, with the fix; exits 10 when a check found a problem, 0 otherwise.
+
+flags (each also read from its environment variable):
+${describeSettings(doctorSettings)}
+`;
+
+/** Logs go to stderr: stdout carries the report, which tools parse with --json. */
+function stderrLogger(level: DoctorConfig["logLevel"]): Logger {
+  return pino(
+    { level, base: { command: "doctor" }, timestamp: pino.stdTimeFunctions.isoTime },
+    pino.destination({ fd: 2, sync: true }),
+  );
+}
+
+function buildDoctorDeps(config: DoctorConfig, logger: Logger): DoctorDeps {
+  const pod = buildPodDeps({ ...config, allowedCidrs: config.allowedCidrs ?? [] }, logger);
+  return {
+    ...pod,
+    imdsProbe: new HttpImdsProbe({
+      endpoint: imdsEndpointOf(config),
+      timeoutMs: config.imdsTimeoutMs,
+      clock: systemClock,
+    }),
+    links: new SysfsLinks(),
+    ipCommand: new IpMonitorProbe({ clock: systemClock, logger }),
+  };
+}
+
+/** Entrypoint of `multus-ipmgr doctor`: config, adapters, the checks, the report. */
+export async function main(argv: readonly string[]): Promise<number> {
+  if (argv.includes("--help") || argv.includes("-h")) {
+    process.stdout.write(help());
+    return ExitCode.ok;
+  }
+  let logger: Logger | undefined;
+  try {
+    const config = loadDoctorConfig(argv, process.env);
+    logger = stderrLogger(config.logLevel);
+    const results = await runDoctor(buildDoctorDeps(config, logger), {
+      allowedCidrs: config.allowedCidrs,
+      region: config.region,
+      addressSource: config.addressSource,
+      networkStatusFile: config.networkStatusFile,
+      selection: interfaceSelection(config),
+      addressEvents: config.addressEvents,
+    });
+    const exitCode = results.some((r) => r.status === "problem") ? ExitCode.doctorProblem : ExitCode.ok;
+    process.stdout.write(config.json ? renderJson(results, exitCode) : renderText(results, exitCode));
+    return exitCode;
+  } catch (error) {
+    // Never the termination log: doctor runs beside init or the sidecar, whose message that file holds.
+    return reportFailure("doctor", error, logger ?? stderrLogger("info"), undefined);
+  }
+}

@@ -1,0 +1,358 @@
+/**
+ * `multus-ipmgr doctor`: reads what init and the sidecar read (IMDS, the pod's interfaces, EC2), changes
+ * nothing, and turns what it finds into check results. Each step runs only when what it needs is there;
+ * otherwise its checks are `skipped`, naming the earlier check to fix first.
+ */
+
+import type { PermissionVerdict } from "../eni/ec2-api.js";
+import { readInstanceEnis } from "../eni/eni-discovery.js";
+import { Ec2Error } from "../eni/errors/ec2-error.js";
+import { IpmgrError } from "../eni/errors/ipmgr-error.js";
+import type { Imds } from "../eni/imds.js";
+import { type InterfaceSelection, isManagedInterface } from "../eni/interface-selector.js";
+import { family } from "../eni/ip.js";
+import { plan } from "../eni/planner.js";
+import type { ReconcileDeps } from "../eni/reconcile.js";
+import type { Ec2NetworkInterface, Plan, PodInterface, SubnetCidrReservation } from "../eni/types.js";
+import { type CheckResult, errorSentence, problem, skipped } from "./check.js";
+import { addressChecks } from "./checks/addresses.js";
+import { allowedCidrChecks, allowedInSubnets, multusSubnets, overlapChecks } from "./checks/allowed-cidrs.js";
+import { capacityChecks } from "./checks/capacity.js";
+import { eniTagChecks } from "./checks/eni-tags.js";
+import { imdsCheck, instanceCheck } from "./checks/imds.js";
+import { eniMatchChecks, interfacesCheck, linkChecks } from "./checks/interfaces.js";
+import { type AddressEventsMode, ipCommandCheck } from "./checks/ip-command.js";
+import {
+  describePermissionCheck,
+  reservationPermissionCheck,
+  unprobeablePermissionCheck,
+} from "./checks/permissions.js";
+import { reservationChecks } from "./checks/reservations.js";
+import { IDENTITY_DOCUMENT_PATH, type InstanceIdentity, parseIdentityDocument } from "./identity.js";
+import type { ImdsProbe } from "./imds-probe.js";
+import type { IpCommandProbe } from "./ip-command-probe.js";
+import type { LinkInfo, LinkSource } from "./links.js";
+import { type MultusEni, multusEnisOf, secondaryEnisOf } from "./multus-enis.js";
+
+/** The raw IMDS getter (ImdsClient's): an absolute path's text, undefined on 404. */
+export interface ImdsReader {
+  get(path: string): Promise<string | undefined>;
+}
+
+/** What init takes, plus the probes only doctor makes. */
+export interface DoctorDeps extends ReconcileDeps {
+  readonly imds: Imds & ImdsReader;
+  readonly imdsProbe: ImdsProbe;
+  readonly links: LinkSource;
+  readonly ipCommand: IpCommandProbe;
+}
+
+export interface DoctorOptions {
+  /** IPMGR_ALLOWED_CIDRS, canonical; undefined when it is not set. */
+  readonly allowedCidrs: readonly string[] | undefined;
+  /** AWS_REGION as configured; undefined: EC2 is asked in the instance's region. */
+  readonly region: string | undefined;
+  /** IPMGR_ADDRESS_SOURCE. */
+  readonly addressSource: "interfaces" | "network-status";
+  readonly networkStatusFile: string;
+  readonly selection: InterfaceSelection;
+  readonly addressEvents: AddressEventsMode;
+}
+
+const SEE_IMDS = "not checked: IMDS issued no token (see imds).";
+const SEE_INTERFACES = "not checked: no managed pod interface (see interfaces).";
+const SEE_ENI_MATCH = "not checked: no managed interface sits on an ENI of this instance (see eni-match).";
+const SEE_CONFIG = "not checked: IPMGR_ALLOWED_CIDRS is not set (see config).";
+const SEE_EC2 = "not checked: EC2 could not be asked (see ec2, permission or instance).";
+const SEE_DESCRIBE = "not checked: ec2:DescribeNetworkInterfaces is denied (see permission).";
+
+/** An Ec2Error's fix, by what went wrong; its message already names the action. */
+function ec2Fix(error: Ec2Error): string {
+  if (error.code === "CredentialsProviderError") {
+    return "give the pod an IRSA or EKS Pod Identity role, or let it use the node role through IMDS (hop limit 2)";
+  }
+  if (error.kind === "permission") return "grant the action it names to the pod's role";
+  if (error.kind === "unavailable") {
+    return "check that the pod reaches the EC2 endpoint (ec2.<region>.amazonaws.com or the VPC's EC2 endpoint; AWS_ENDPOINT_URL_EC2 if set)";
+  }
+  return "see EC2's message";
+}
+
+/** Runs `fn`; an IpmgrError it throws (IMDS, EC2, a file) becomes a problem of check `name`, anything else propagates. */
+async function attempt<T>(
+  name: string,
+  add: (r: CheckResult) => void,
+  fn: () => Promise<T>,
+): Promise<T | undefined> {
+  try {
+    return await fn();
+  } catch (error) {
+    if (!(error instanceof IpmgrError)) throw error;
+    add(
+      problem(name, errorSentence(error), {
+        fix: error instanceof Ec2Error ? ec2Fix(error) : "fix what the sentence names, then run doctor again",
+      }),
+    );
+    return undefined;
+  }
+}
+
+/** The first reason a check cannot run, if any: the earliest unmet need wins. */
+function blocked(...reasons: (string | undefined)[]): string | undefined {
+  return reasons.find((r) => r !== undefined);
+}
+
+/**
+ * Runs every check, in the order they are reported: the pod's own configuration and links first (no AWS
+ * needed), then IMDS, then EC2. Changes nothing in EC2 or on the node.
+ */
+export async function runDoctor(deps: DoctorDeps, options: DoctorOptions): Promise<CheckResult[]> {
+  const results: CheckResult[] = [];
+  const add = (...r: CheckResult[]): void => {
+    results.push(...r);
+  };
+  const allowed = options.allowedCidrs;
+  if (allowed === undefined) {
+    add(
+      problem(
+        "config",
+        "IPMGR_ALLOWED_CIDRS is not set: init and the sidecar refuse to start without it (exit 2), and doctor cannot check the pod ranges.",
+        {
+          fix: "run doctor in the container that runs init or the sidecar (kubectl exec -c <container>), or pass --allowed-cidrs",
+        },
+      ),
+    );
+  }
+
+  // The pod: its managed interfaces and their links.
+  const interfaces = await attempt("interfaces", add, () => deps.interfaces.read());
+  const managed = interfaces ?? [];
+  const allLinks = await listLinks(deps);
+  if (interfaces !== undefined) {
+    add(interfacesCheck(interfaces, interfaceContext(options, allLinks)));
+  }
+  const linkNames = [
+    ...new Set([
+      ...managed.map((i) => i.name),
+      ...(allLinks ?? []).filter((name) => isManagedInterface(options.selection, name)),
+    ]),
+  ].sort();
+  const links = new Map<string, LinkInfo | undefined>();
+  for (const name of linkNames) links.set(name, await deps.links.read(name));
+  add(...linkChecks(linkNames, managed, links));
+
+  // IMDS: the token (hop limit), the instance, its ENIs.
+  const probe = await deps.imdsProbe.probe();
+  let instanceId = probe.kind === "token-timeout" ? probe.instanceId : undefined;
+  if (probe.kind !== "ok" && instanceId === undefined && options.region !== undefined && managed.length > 0) {
+    instanceId = await instanceIdByMac(deps, managed);
+  }
+  add(
+    imdsCheck(probe, { endpoint: deps.imdsProbe.endpoint, timeoutMs: deps.imdsProbe.timeoutMs, instanceId }),
+  );
+  const noImds = probe.kind === "ok" ? undefined : SEE_IMDS;
+  const identity =
+    noImds === undefined ? await attempt("instance", add, () => readIdentity(deps)) : undefined;
+  if (identity !== undefined) add(instanceCheck(identity, options.region));
+  else if (noImds !== undefined) add(skipped("instance", noImds));
+  // Every ENI in full: the pod's for the MAC match, the others' subnets for the allowed CIDRs.
+  // (readInstanceEnis with every MAC, not readEnis: the same reads, and no code of doctor's on init's path.)
+  const enis =
+    noImds === undefined
+      ? await attempt("enis", add, async () => readInstanceEnis(deps.imds, await deps.imds.macs()))
+      : undefined;
+  const noInterfaces = managed.length === 0 ? SEE_INTERFACES : undefined;
+  const noEnis = blocked(
+    noImds,
+    enis === undefined ? "not checked: the ENIs could not be read (see enis)." : undefined,
+  );
+  const matchBlocked = blocked(noEnis, noInterfaces);
+  if (matchBlocked !== undefined) add(skipped("eni-match", matchBlocked));
+  else if (enis !== undefined) add(...eniMatchChecks(managed, enis));
+  const multus: MultusEni[] = enis === undefined ? [] : multusEnisOf(managed, enis);
+  const noMultus = blocked(matchBlocked, multus.length === 0 ? SEE_ENI_MATCH : undefined);
+  const noConfig = allowed === undefined ? SEE_CONFIG : undefined;
+  const planned =
+    enis === undefined || allowed === undefined
+      ? undefined
+      : plan({ interfaces: managed, enis, policy: { allowedCidrs: allowed } });
+  const subnets = multusSubnets(enis === undefined ? [] : secondaryEnisOf(managed, enis));
+  const ranges = allowed === undefined ? [] : allowedInSubnets(allowed, subnets);
+
+  // EC2: permissions first (DryRun), then the reads they allow.
+  const region = options.region ?? identity?.region;
+  const noRegion =
+    region === undefined
+      ? `${SEE_IMDS.slice(0, -1)}, and AWS_REGION is not set.`
+      : identity !== undefined && region !== identity.region
+        ? "not checked: AWS_REGION is not this instance's region (see instance)."
+        : undefined;
+  let describe: PermissionVerdict | undefined;
+  const reservationVerdicts = new Map<string, PermissionVerdict>();
+  if (noRegion !== undefined) add(skipped("permission", noRegion));
+  else {
+    describe = await attempt("ec2", add, () =>
+      deps.ec2.probePermission({ action: "DescribeNetworkInterfaces" }),
+    );
+    if (describe !== undefined) {
+      add(describePermissionCheck(describe));
+      for (const subnetId of new Set(ranges.map((r) => r.subnet.subnetId))) {
+        const verdict = await attempt("ec2", add, () =>
+          deps.ec2.probePermission({ action: "GetSubnetCidrReservations", subnetId }),
+        );
+        if (verdict !== undefined) reservationVerdicts.set(subnetId, verdict);
+      }
+      if (reservationVerdicts.size > 0) add(reservationPermissionCheck(reservationVerdicts));
+      add(unprobeablePermissionCheck());
+    }
+  }
+  const noEc2 = blocked(noRegion, describe === undefined ? SEE_EC2 : undefined);
+  const noDescribe = blocked(noEc2, describe?.allowed === false ? SEE_DESCRIBE : undefined);
+
+  const addressesBlocked = blocked(noConfig, noInterfaces, noEnis);
+  if (addressesBlocked !== undefined || planned === undefined) {
+    add(skipped("addresses", addressesBlocked ?? SEE_CONFIG));
+  } else {
+    const holders =
+      noDescribe === undefined ? await attempt("addresses", add, () => holdersOf(deps, planned)) : undefined;
+    add(...addressChecks(planned, holders));
+  }
+
+  const tagBlocked = blocked(noMultus, noDescribe);
+  if (tagBlocked !== undefined) add(skipped("eni-tag", tagBlocked));
+  else {
+    const described = await attempt("eni-tag", add, () =>
+      deps.ec2.describeNetworkInterfaces({ eniIds: multus.map((m) => m.eni.eniId) }),
+    );
+    if (described !== undefined) add(...eniTagChecks(multus, described));
+  }
+
+  const capacityBlocked = blocked(
+    noMultus,
+    noConfig,
+    identity === undefined ? "not checked: the instance type is unknown (see instance)." : undefined,
+  );
+  if (capacityBlocked !== undefined || identity === undefined || planned === undefined) {
+    add(skipped("capacity", capacityBlocked ?? SEE_CONFIG));
+  } else {
+    add(...capacityChecks(identity.instanceType, multus, planned));
+  }
+
+  const cidrBlocked = blocked(noConfig, noEnis);
+  if (cidrBlocked !== undefined || allowed === undefined)
+    add(skipped("allowed-cidr", cidrBlocked ?? SEE_CONFIG));
+  else add(...allowedCidrChecks(allowed, subnets));
+  const noRanges =
+    cidrBlocked === undefined && ranges.length === 0
+      ? "not checked: no allowed CIDR lies in a subnet of this node's secondary ENIs (see allowed-cidr)."
+      : undefined;
+
+  const overlapBlocked = blocked(cidrBlocked, noRanges, noDescribe);
+  if (overlapBlocked !== undefined) add(skipped("address-overlap", overlapBlocked));
+  else {
+    const subnetIds = [...new Set(ranges.map((r) => r.subnet.subnetId))];
+    const inSubnets = await attempt("address-overlap", add, () =>
+      deps.ec2.describeNetworkInterfaces({ subnetIds }),
+    );
+    if (inSubnets !== undefined) {
+      add(...overlapChecks(ranges, inSubnets, new Set(multus.map((m) => m.eni.eniId))));
+    }
+  }
+
+  const readable = ranges.filter((r) => reservationVerdicts.get(r.subnet.subnetId)?.allowed === true);
+  const reservationBlocked = blocked(
+    cidrBlocked,
+    noRanges,
+    noEc2,
+    readable.length < ranges.length
+      ? "not checked: ec2:GetSubnetCidrReservations is denied (see permission)."
+      : undefined,
+  );
+  if (reservationBlocked !== undefined) add(skipped("reservation", reservationBlocked));
+  else {
+    const reservations = await attempt("reservation", add, () => reservationsOf(deps, readable));
+    if (reservations !== undefined) add(...reservationChecks(readable, reservations));
+  }
+
+  const watchesEvents = options.addressSource === "interfaces" && options.addressEvents !== "poll";
+  const ipCommand = watchesEvents ? await deps.ipCommand.probe() : undefined;
+  add(ipCommandCheck(ipCommand, options.addressEvents, options.addressSource));
+  return results;
+}
+
+/** The pod's links, to name them in a problem and to find managed links the interface read leaves out. */
+async function listLinks(deps: DoctorDeps): Promise<string[] | undefined> {
+  try {
+    return await deps.links.names();
+  } catch (error) {
+    // Without sysfs the checks still run on what the interface read found; the log says why.
+    deps.logger.warn({ err: error }, "could not list the pod's links in /sys/class/net");
+    return undefined;
+  }
+}
+
+function interfaceContext(options: DoctorOptions, allLinks: readonly string[] | undefined) {
+  return {
+    selection: options.selection,
+    source: options.addressSource === "interfaces" ? "the pod's interfaces" : options.networkStatusFile,
+    allLinks,
+  };
+}
+
+async function readIdentity(deps: DoctorDeps): Promise<InstanceIdentity> {
+  const text = await deps.imds.get(IDENTITY_DOCUMENT_PATH);
+  if (text === undefined) throw new IpmgrError(`IMDS has no ${IDENTITY_DOCUMENT_PATH} (HTTP 404).`);
+  try {
+    return parseIdentityDocument(text);
+  } catch (error) {
+    throw new IpmgrError(errorSentence(error), { cause: error });
+  }
+}
+
+/** Where EC2 says the pod's addresses that their ENI lacks are now. */
+async function holdersOf(deps: DoctorDeps, planned: Plan): Promise<Map<string, Ec2NetworkInterface>> {
+  const satisfied = new Set(planned.satisfied);
+  const missing = planned.placements.map((p) => p.address).filter((a) => !satisfied.has(a));
+  const holders = new Map<string, Ec2NetworkInterface>();
+  if (missing.length === 0) return holders;
+  const ipv4 = missing.filter((a) => family(a) === 4);
+  const ipv6 = missing.filter((a) => family(a) === 6);
+  const found = [
+    ...(ipv4.length > 0 ? await deps.ec2.describeNetworkInterfaces({ ipv4Addresses: ipv4 }) : []),
+    ...(ipv6.length > 0 ? await deps.ec2.describeNetworkInterfaces({ ipv6Addresses: ipv6 }) : []),
+  ];
+  for (const eni of found) {
+    for (const address of [...eni.ipv4s, ...eni.ipv6s])
+      if (missing.includes(address)) holders.set(address, eni);
+  }
+  return holders;
+}
+
+async function reservationsOf(
+  deps: DoctorDeps,
+  ranges: readonly { subnet: { subnetId: string } }[],
+): Promise<Map<string, SubnetCidrReservation[]>> {
+  const out = new Map<string, SubnetCidrReservation[]>();
+  for (const subnetId of new Set(ranges.map((r) => r.subnet.subnetId))) {
+    out.set(subnetId, await deps.ec2.getSubnetCidrReservations(subnetId));
+  }
+  return out;
+}
+
+/**
+ * This instance's id from EC2, by the MAC of a pod interface (an ENI's attachment names its instance), for the
+ * hop-limit fix when IMDS cannot say it. Best effort: any failure only leaves the id out of the command.
+ */
+async function instanceIdByMac(
+  deps: DoctorDeps,
+  interfaces: readonly PodInterface[],
+): Promise<string | undefined> {
+  try {
+    const enis = await deps.ec2.describeNetworkInterfaces({ macs: interfaces.map((i) => i.mac) });
+    return enis.find((e) => e.instanceId !== undefined)?.instanceId;
+  } catch (error) {
+    if (!(error instanceof IpmgrError)) throw error;
+    deps.logger.debug({ err: error }, "could not learn the instance id from EC2 by MAC");
+    return undefined;
+  }
+}

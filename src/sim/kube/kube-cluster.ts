@@ -1,0 +1,204 @@
+import type { Server } from "node:http";
+import type { Clock } from "../../eni/clock.js";
+import { KubeApiError } from "../errors/kube-api-error.js";
+import { WorldError } from "../errors/world-error.js";
+import { KubeApi } from "./kube-api.js";
+import type { KubeObject } from "./kube-object.js";
+import { createKubeServer } from "./kube-server.js";
+import { KubeStore } from "./kube-store.js";
+import {
+  hostIpOf,
+  type KubeWorldContext,
+  namespaceObject,
+  namespacesOf,
+  podObject,
+  seedObjectsOf,
+  worldPodSchema,
+} from "./kube-world.js";
+import { primaryResource } from "./resources.js";
+import { WatchStreams } from "./watch-stream.js";
+
+/** The Kubernetes objects, as GET /state shows them: each list ordered by namespace and name. */
+export interface SimKubeState {
+  /** The cluster's latest resourceVersion. */
+  resourceVersion: string;
+  namespaces: KubeObject[];
+  nodes: KubeObject[];
+  pods: KubeObject[];
+  networkAttachmentDefinitions: KubeObject[];
+  ipPools: KubeObject[];
+  overlappingRangeIPReservations: KubeObject[];
+  leases: KubeObject[];
+  /** core/v1 form. */
+  events: KubeObject[];
+}
+
+export interface KubeClusterOptions {
+  readonly clock: Clock;
+  readonly log?: ((line: string) => void) | undefined;
+  readonly errorLog: (line: string) => void;
+  /** A watch client that leaves more than this many bytes unread is cut off. Default 16 MiB. */
+  readonly maxWatchBufferBytes?: number | undefined;
+}
+
+/** Watches without timeoutSeconds end after 30 minutes, kube-apiserver's minimum request timeout. */
+const defaultWatchTimeoutMs = 30 * 60_000;
+const defaultMaxWatchBufferBytes = 16 * 1024 * 1024;
+
+function badInput(message: string): KubeApiError {
+  return new KubeApiError(400, "BadRequest", message);
+}
+
+/**
+ * The simulated cluster: the store, the API semantics over it, the open watches, and the scripted changes
+ * the control API makes (pods appearing, changing, being deleted; watches broken; history compacted).
+ */
+export class KubeCluster {
+  readonly store: KubeStore;
+  readonly api: KubeApi;
+  readonly watches = new WatchStreams();
+  readonly #world: KubeWorldContext;
+  readonly #options: KubeClusterOptions;
+  readonly #bookmarkIntervalMs: number;
+
+  constructor(world: KubeWorldContext, options: KubeClusterOptions) {
+    const k = world.kubernetes;
+    this.#world = world;
+    this.#options = options;
+    this.store = new KubeStore({ historyLimit: k?.eventHistory ?? 1000 });
+    this.api = new KubeApi(this.store, options.clock);
+    this.#bookmarkIntervalMs = (k?.bookmarkIntervalSeconds ?? 60) * 1000;
+    const seeds = seedObjectsOf(world);
+    for (const name of namespacesOf(world, seeds)) this.api.put("namespaces", namespaceObject(name));
+    for (const seed of seeds) {
+      try {
+        this.api.create(seed.resource, seed.object.metadata.namespace ?? "", seed.object, {
+          dryRun: false,
+          keepUid: true,
+        });
+      } catch (error) {
+        // The world's checks catch what the API would refuse; this names the object if one slips through.
+        if (!(error instanceof KubeApiError)) throw error;
+        throw new WorldError(undefined, [`${seed.path.join(".")}: ${error.message}`], { cause: error });
+      }
+    }
+  }
+
+  /** The HTTP server of the API; `serverAddress` gives its `host:port` once it listens. */
+  createServer(serverAddress: () => string): Server {
+    return createKubeServer({
+      api: this.api,
+      watches: this.watches,
+      watchSettings: {
+        clock: this.#options.clock,
+        bookmarkIntervalMs: this.#bookmarkIntervalMs,
+        defaultTimeoutMs: defaultWatchTimeoutMs,
+        maxBufferedBytes: this.#options.maxWatchBufferBytes ?? defaultMaxWatchBufferBytes,
+        errorLog: this.#options.errorLog,
+      },
+      serverAddress,
+      log: this.#options.log,
+      errorLog: this.#options.errorLog,
+    });
+  }
+
+  #podFromInput(input: unknown): KubeObject {
+    const parsed = worldPodSchema.safeParse(input);
+    if (!parsed.success) {
+      const problems = parsed.error.issues.map((i) => `${i.path.join(".") || "(body)"}: ${i.message}`);
+      throw badInput(`invalid pod: ${problems.join("; ")}`);
+    }
+    const pod = parsed.data;
+    if (pod.nodeName !== undefined && this.store.get("nodes", "", pod.nodeName) === undefined) {
+      throw badInput(
+        `invalid pod: nodeName: unknown node ${pod.nodeName}; the nodes are ${
+          this.store
+            .list("nodes")
+            .map((n) => n.metadata.name)
+            .join(", ") || "none"
+        }`,
+      );
+    }
+    return podObject(pod, hostIpOf(this.#world, pod.nodeName));
+  }
+
+  /** Adds a pod given in world-file form (ADDED); its namespace is created if missing. 409 if it exists. */
+  addPod(input: unknown): KubeObject {
+    const pod = this.#podFromInput(input);
+    this.#ensureNamespace(pod.metadata.namespace ?? "default");
+    return this.api.create(primaryResource("pods"), pod.metadata.namespace ?? "default", pod, {
+      dryRun: false,
+      keepUid: true,
+    });
+  }
+
+  /**
+   * Replaces a pod with one in world-file form (MODIFIED). A different uid is a new pod of the same name,
+   * as a StatefulSet makes: the old one is deleted (DELETED) and the new one added (ADDED).
+   */
+  replacePod(namespace: string, name: string, input: unknown): KubeObject {
+    const pod = this.#podFromInput(input);
+    if (pod.metadata.namespace !== namespace || pod.metadata.name !== name) {
+      throw badInput(
+        `the pod in the body is ${pod.metadata.namespace}/${pod.metadata.name}, not ${namespace}/${name} as in the path`,
+      );
+    }
+    // Throws the API's 404 when there is no such pod.
+    const existing = this.api.get(primaryResource("pods"), namespace, name);
+    if (pod.metadata.uid !== undefined && pod.metadata.uid !== existing.metadata.uid) {
+      this.api.forceDelete("pods", namespace, name);
+      return this.api.create(primaryResource("pods"), namespace, pod, { dryRun: false, keepUid: true });
+    }
+    return this.api.put("pods", pod);
+  }
+
+  /** Applies a JSON merge patch to a pod (MODIFIED when it changes anything). */
+  patchPod(namespace: string, name: string, patch: unknown): KubeObject {
+    return this.api.patch(primaryResource("pods"), namespace, name, "merge", patch, { dryRun: false });
+  }
+
+  /**
+   * Deletes a pod at once (DELETED); with a grace period above 0, marks it terminating instead
+   * (deletionTimestamp, MODIFIED), as a graceful delete does until the kubelet is done. Finalizers are ignored.
+   */
+  deletePod(namespace: string, name: string, gracePeriodSeconds?: number): KubeObject {
+    if (gracePeriodSeconds !== undefined && gracePeriodSeconds > 0) {
+      return this.api.markTerminating(namespace, name, gracePeriodSeconds);
+    }
+    return this.api.forceDelete("pods", namespace, name);
+  }
+
+  #ensureNamespace(namespace: string): void {
+    if (!this.api.namespaceExists(namespace)) this.api.put("namespaces", namespaceObject(namespace));
+  }
+
+  /** Ends every open watch, as an API server restart or a load balancer's idle timeout does. */
+  closeWatches(): number {
+    return this.watches.endAll();
+  }
+
+  /** Drops the change history: watches and paged lists from older resourceVersions get 410 Expired. */
+  compact(): number {
+    return this.store.compact();
+  }
+
+  state(): SimKubeState {
+    const all = (storage: string): KubeObject[] => this.store.list(storage).map((o) => structuredClone(o));
+    return {
+      resourceVersion: String(this.store.resourceVersion),
+      namespaces: all("namespaces"),
+      nodes: all("nodes"),
+      pods: all("pods"),
+      networkAttachmentDefinitions: all("network-attachment-definitions"),
+      ipPools: all("ippools"),
+      overlappingRangeIPReservations: all("overlappingrangeipreservations"),
+      leases: all("leases"),
+      events: all("events"),
+    };
+  }
+
+  /** Ends the watches, so that closing the server does not wait on them. */
+  close(): void {
+    this.watches.endAll();
+  }
+}

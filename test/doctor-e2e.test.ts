@@ -1,0 +1,93 @@
+/**
+ * `multus-ipmgr doctor`, the built binary, run in a pod namespace of the lab against the simulator: the real
+ * sysfs of the pod's namespace, the real `ip` command, the real IMDS and EC2 clients.
+ */
+import { afterEach, describe, expect, it } from "vitest";
+import { ip, Lab, labUnavailableReason } from "./helpers/netns.js";
+import { ENI, MAC, NODE1, twoNodeWorld } from "./helpers/worlds.js";
+
+const unavailable = labUnavailableReason();
+if (unavailable !== undefined) console.warn(`doctor end-to-end tests skipped: ${unavailable}`);
+
+let lab: Lab | undefined;
+afterEach(async () => {
+  await lab?.close();
+  lab = undefined;
+});
+
+const SUBNET_A = "subnet-00000000000000e00";
+const RANGES = "198.51.100.32/28,2001:db8:100:1::100/120";
+
+function world(): Record<string, unknown> {
+  return {
+    ...twoNodeWorld(),
+    reservations: [
+      { subnet: SUBNET_A, cidr: "198.51.100.32/28", type: "explicit" },
+      { subnet: SUBNET_A, cidr: "2001:db8:100:1::100/120", type: "explicit" },
+    ],
+  };
+}
+
+interface Report {
+  ok: boolean;
+  exitCode: number;
+  summary: Record<string, number>;
+  checks: { name: string; subject?: string; status: string; detail: string; fix?: string }[];
+}
+
+describe.skipIf(unavailable !== undefined)("multus-ipmgr doctor in a pod namespace", () => {
+  async function start(): Promise<Lab> {
+    lab = await Lab.start(world(), [
+      {
+        name: "pod",
+        instanceId: NODE1,
+        interfaces: [
+          { name: "net1", mac: MAC.node1A1, addresses: ["198.51.100.40/26", "2001:db8:100:1::140/64"] },
+        ],
+      },
+    ]);
+    return lab;
+  }
+
+  const env = (l: Lab) => l.env("pod", { IPMGR_ALLOWED_CIDRS: RANGES, IPMGR_IMDS_TIMEOUT_MS: "300" });
+
+  it("finds nothing wrong once init has run, prints JSON for tools, exits 0 and changes nothing", async () => {
+    const l = await start();
+    expect((await l.run("pod", ["init"], env(l))).code).toBe(0);
+    await l.clearCalls();
+    const result = await l.run("pod", ["doctor", "--json"], env(l));
+    expect(result.stderr).toBe("");
+    expect(result.code).toBe(0);
+    const report = JSON.parse(result.stdout) as Report;
+    expect(report).toMatchObject({ ok: true, exitCode: 0, summary: { problem: 0, warn: 0 } });
+    expect(report.checks.find((c) => c.name === "link")?.detail).toBe("net1 is up (operstate up, MTU 1500).");
+    expect(report.checks.find((c) => c.name === "eni-tag")?.detail).toBe(
+      `${ENI.node1A1} (net1) carries node.k8s.amazonaws.com/no_manage=true.`,
+    );
+    expect(report.checks.find((c) => c.name === "ip-command")?.status).toBe("ok");
+    const actions = new Set((await l.calls()).map((c) => c.action));
+    expect([...actions].sort()).toEqual(["DescribeNetworkInterfaces", "GetSubnetCidrReservations"]);
+  });
+
+  it("reports the hop limit and a link that is down, and exits 10", async () => {
+    const l = await start();
+    await l.setFaults({ imdsTokenHang: true });
+    const ns = l.pods.get("pod")?.ns ?? "";
+    await ip("-n", ns, "link", "set", "net1", "down");
+    const result = await l.run("pod", ["doctor"], env(l));
+    expect(result.stderr).toBe("");
+    expect(result.code).toBe(10);
+    const lines = result.stdout.split("\n");
+    expect(lines.find((line) => line.startsWith("PROBLEM  link"))).toContain(
+      "net1 is administratively down (operstate down, MTU 1500); the pod's interface read leaves out such links",
+    );
+    const imds = lines.findIndex((line) => line.startsWith("PROBLEM  imds"));
+    expect(lines[imds]).toContain("HTTP 401: tokens are required");
+    expect(lines[imds + 1]?.trim()).toMatch(
+      /^fix: aws ec2 modify-instance-metadata-options --instance-id <instance-id> --http-put-response-hop-limit 2 /,
+    );
+    expect(lines.at(-2)).toMatch(
+      /^multus-ipmgr doctor: 3 problems, 0 warnings, \d+ ok, \d+ skipped \(exit 10\)\.$/,
+    );
+  });
+});

@@ -1,0 +1,549 @@
+/**
+ * `doctor` in-process: runDoctor with the real IMDS client, IMDS probe and EC2 adapter against the simulator
+ * on 127.0.0.1, the pod's interfaces and links scripted. One test per problem doctor reports, each made by
+ * the simulator's world or its faults. The built binary in a namespace lab: doctor-e2e.test.ts.
+ */
+
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import type { CheckResult, CheckStatus } from "../src/doctor/check.js";
+import { HttpImdsProbe } from "../src/doctor/imds-probe.js";
+import { IpMonitorProbe } from "../src/doctor/ip-command-probe.js";
+import type { LinkInfo, LinkSource } from "../src/doctor/links.js";
+import { type DoctorDeps, type DoctorOptions, runDoctor } from "../src/doctor/run-doctor.js";
+import { systemClock } from "../src/eni/clock.js";
+import { createEc2Api } from "../src/eni/ec2-client.js";
+import { ImdsClient } from "../src/eni/imds-client.js";
+import type { InterfaceSource } from "../src/eni/interface-source.js";
+import { NetworkStatusSource } from "../src/eni/network-status-source.js";
+import type { PodInterface } from "../src/eni/types.js";
+import { parseWorld, type SimulatorHandle, startSimulator } from "../src/sim/index.js";
+import { closedPortUrl } from "./helpers/closed-port.js";
+import { silentLogger } from "./helpers/loggers.js";
+import { ScriptedInterfaces } from "./helpers/scripted-interfaces.js";
+import { credentials } from "./helpers/sim-fixtures.js";
+import { makeTempDir, removeTempDir } from "./helpers/temp-dirs.js";
+import { ENI, MAC, NODE1, NODE2, twoNodeWorld } from "./helpers/worlds.js";
+
+let sim: SimulatorHandle | undefined;
+let podinfo: string | undefined;
+afterEach(async () => {
+  await sim?.close();
+  sim = undefined;
+  removeTempDir(podinfo);
+  podinfo = undefined;
+});
+
+const NO_MANAGE = "node.k8s.amazonaws.com/no_manage";
+const SUBNET_A = "subnet-00000000000000e00";
+/** The pod's ranges in subnet A (198.51.100.0/26), one per family; 198.51.100.63 is AWS's, so not a /27. */
+const RANGES = ["198.51.100.32/28", "2001:db8:100:1::100/120"];
+const POD: PodInterface = {
+  name: "net1",
+  mac: MAC.node1A1,
+  addresses: ["198.51.100.40", "2001:db8:100:1::140"],
+};
+
+type World = ReturnType<typeof twoNodeWorld>;
+interface WorldEni {
+  id: string;
+  tags?: Record<string, string>;
+  secondaryIpv4s?: string[];
+}
+
+/**
+ * The healthy case: node 1's net1 on ENI node1A1 holds both pod addresses, every Multus ENI is tagged, and
+ * each allowed range has its explicit reservation. `change` edits the world before the simulator starts.
+ */
+function healthyWorld(change: (world: World) => void = () => undefined): World {
+  const world = twoNodeWorld({
+    node1A1: { secondaryIpv4s: ["198.51.100.40"], ipv6s: ["2001:db8:100:1::140"] },
+  });
+  world.reservations = [
+    { subnet: SUBNET_A, cidr: "198.51.100.32/28", type: "explicit", description: "pods" },
+    { subnet: SUBNET_A, cidr: "2001:db8:100:1::100/120", type: "explicit", description: "pods" },
+  ];
+  change(world);
+  return world;
+}
+
+/** The healthy world with faults set from the start. */
+function faultyWorld(faults: Record<string, unknown>): World {
+  return healthyWorld((w) => {
+    w.faults = faults;
+  });
+}
+
+function enisOf(world: World): WorldEni[] {
+  return (world.instances as { enis: WorldEni[] }[]).flatMap((i) => i.enis);
+}
+
+function eniOf(world: World, id: string): WorldEni {
+  const eni = enisOf(world).find((e) => e.id === id);
+  if (eni === undefined) throw new Error(`no ENI ${id}`);
+  return eni;
+}
+
+/** Links that are all up, MTU 9001, with the pod interfaces' MACs; `override` replaces one. */
+class ScriptedLinks implements LinkSource {
+  constructor(
+    private readonly interfaces: readonly PodInterface[],
+    private readonly override: Partial<Record<string, Partial<LinkInfo> | null>> = {},
+  ) {}
+
+  async names(): Promise<string[]> {
+    return ["eth0", "lo", ...this.interfaces.map((i) => i.name)].sort();
+  }
+
+  async read(name: string): Promise<LinkInfo | undefined> {
+    const change = this.override[name];
+    if (change === null) return undefined;
+    const iface = this.interfaces.find((i) => i.name === name);
+    return { name, adminUp: true, operState: "up", mtu: 9001, mac: iface?.mac, ...change };
+  }
+}
+
+const IP_OK = { probe: async () => ({ ok: true as const, command: "ip -o monitor address" }) };
+
+interface SetUp {
+  interfaces?: PodInterface[];
+  /** Replaces the scripted interfaces, e.g. with a network-status file. */
+  source?: InterfaceSource;
+  links?: LinkSource;
+  ipCommand?: DoctorDeps["ipCommand"];
+  imdsEndpoint?: string;
+  ec2Endpoint?: string;
+  options?: Partial<DoctorOptions>;
+}
+
+async function doctor(world: World, setUp: SetUp = {}): Promise<CheckResult[]> {
+  sim = await startSimulator(parseWorld(world));
+  const logger = silentLogger();
+  const imdsEndpoint = setUp.imdsEndpoint ?? sim.imdsEndpoints[NODE1] ?? "";
+  const interfaces = setUp.interfaces ?? [POD];
+  const deps: DoctorDeps = {
+    imds: new ImdsClient({ endpoint: imdsEndpoint, requestTimeoutMs: 300 }),
+    ec2: createEc2Api({
+      region: "us-east-1",
+      endpoint: setUp.ec2Endpoint ?? sim.ec2Endpoint,
+      credentials,
+      retry: { maxAttempts: 2, baseDelayMs: 5, maxDelayMs: 20 },
+      requestTimeoutMs: 1000,
+      logger,
+    }),
+    interfaces: setUp.source ?? new ScriptedInterfaces(interfaces),
+    clock: systemClock,
+    logger,
+    imdsProbe: new HttpImdsProbe({ endpoint: imdsEndpoint, timeoutMs: 300, clock: systemClock }),
+    links: setUp.links ?? new ScriptedLinks(interfaces),
+    ipCommand: setUp.ipCommand ?? IP_OK,
+  };
+  return runDoctor(deps, {
+    allowedCidrs: RANGES,
+    region: undefined,
+    addressSource: "interfaces",
+    networkStatusFile: "/etc/podinfo/annotations",
+    selection: { include: [], exclude: ["lo", "eth0"] },
+    addressEvents: "auto",
+    ...setUp.options,
+  });
+}
+
+function only(results: readonly CheckResult[], name: string, subject?: string): CheckResult {
+  const found = results.filter((r) => r.name === name && (subject === undefined || r.subject === subject));
+  if (found.length !== 1)
+    throw new Error(`expected one ${name} ${subject ?? ""}, got ${JSON.stringify(found)}`);
+  return found[0] as CheckResult;
+}
+
+function statuses(results: readonly CheckResult[]): Record<string, CheckStatus[]> {
+  const out: Record<string, CheckStatus[]> = {};
+  for (const r of results) out[r.name] = [...(out[r.name] ?? []), r.status];
+  return out;
+}
+
+const MUTATING = [
+  "AssignPrivateIpAddresses",
+  "UnassignPrivateIpAddresses",
+  "AssignIpv6Addresses",
+  "UnassignIpv6Addresses",
+];
+
+describe("doctor against the simulator", () => {
+  it("finds nothing wrong with a healthy pod, and changes nothing in EC2", async () => {
+    const results = await doctor(healthyWorld());
+    expect(statuses(results)).toEqual({
+      interfaces: ["ok"],
+      link: ["ok"],
+      imds: ["ok"],
+      instance: ["ok"],
+      "eni-match": ["ok"],
+      permission: ["ok", "ok", "skipped"],
+      addresses: ["ok"],
+      "eni-tag": ["ok"],
+      capacity: ["ok"],
+      "allowed-cidr": ["ok", "ok"],
+      "address-overlap": ["ok", "ok"],
+      reservation: ["ok", "ok"],
+      "ip-command": ["ok"],
+    });
+    expect(only(results, "capacity").detail).toBe(
+      `${ENI.node1A1} (net1) on m5.xlarge (15 addresses per ENI per family): IPv4 2 of 15 (primary included); ` +
+        "IPv6 1 of 15; room for 13 more IPv4 and 14 more IPv6.",
+    );
+    const actions = new Set(sim?.calls().map((c) => c.action));
+    expect([...actions].sort()).toEqual(["DescribeNetworkInterfaces", "GetSubnetCidrReservations"]);
+    for (const call of sim?.calls() ?? []) expect(MUTATING).not.toContain(call.action);
+  });
+
+  describe("IMDS", () => {
+    it("reports a token PUT that hangs while a GET is answered 401 as the hop limit, with the fix for this instance", async () => {
+      const results = await doctor(
+        healthyWorld((w) => {
+          w.faults = { imdsTokenHang: true };
+        }),
+        // With AWS_REGION set (as IRSA sets it), EC2 names the instance by the pod interface's MAC.
+        { options: { region: "us-east-1" } },
+      );
+      const imds = only(results, "imds");
+      expect(imds.status).toBe("problem");
+      expect(imds.detail).toContain("got no answer within 300 ms");
+      expect(imds.detail).toContain("HTTP 401: tokens are required");
+      expect(imds.detail).toContain("hop limit (HttpPutResponseHopLimit) is 1");
+      expect(imds.fix).toBe(
+        `aws ec2 modify-instance-metadata-options --instance-id ${NODE1} --http-put-response-hop-limit 2 ` +
+          "--http-tokens required; for nodes to come, set MetadataOptions.HttpPutResponseHopLimit to 2 in the " +
+          "node group's launch template",
+      );
+      expect(only(results, "instance").status).toBe("skipped");
+      expect(only(results, "eni-tag").detail).toBe("not checked: IMDS issued no token (see imds).");
+    });
+
+    it("takes the instance id from IMDSv1 when the instance still allows it, and says how to find it otherwise", async () => {
+      const results = await doctor(
+        healthyWorld((w) => {
+          w.faults = { imdsTokenHang: true };
+          w.imds = { httpTokens: "optional" };
+        }),
+      );
+      const imds = only(results, "imds");
+      expect(imds.detail).toContain("HTTP 200: IMDSv1 is still allowed");
+      expect(imds.fix).toContain(`--instance-id ${NODE1} `);
+      await sim?.close();
+      const unknown = only(
+        await doctor(
+          healthyWorld((w) => {
+            w.faults = { imdsTokenHang: true };
+          }),
+        ),
+        "imds",
+      );
+      expect(unknown.fix).toContain(
+        "--instance-id <instance-id> --http-put-response-hop-limit 2 --http-tokens required (the node's instance id " +
+          "ends its providerID: kubectl get node <node> -o jsonpath='{.spec.providerID}')",
+      );
+    });
+
+    it("reports a disabled metadata endpoint", async () => {
+      const imds = only(await doctor(faultyWorld({ imdsDisabled: true })), "imds");
+      expect(imds.status).toBe("problem");
+      expect(imds.detail).toContain(
+        "answered 403 to the token request: the instance metadata endpoint is disabled",
+      );
+      expect(imds.fix).toContain("--http-endpoint enabled");
+    });
+
+    it("reports IMDS that answers nothing at all as a blocked path, not as the hop limit", async () => {
+      const imds = only(await doctor(faultyWorld({ imdsLatencyMs: 1000 })), "imds");
+      expect(imds.status).toBe("problem");
+      expect(imds.detail).toContain("answered neither the token request nor a GET within 300 ms");
+      expect(imds.fix).toContain("NetworkPolicy");
+    });
+
+    it("reports IMDS that cannot be reached", async () => {
+      const imds = only(await doctor(healthyWorld(), { imdsEndpoint: await closedPortUrl() }), "imds");
+      expect(imds.status).toBe("problem");
+      expect(imds.detail).toMatch(/^cannot reach IMDS at http:\/\/127\.0\.0\.1:\d+ \(ECONNREFUSED\)\.$/);
+    });
+
+    it("reports an AWS_REGION that is not the instance's region, and asks EC2 nothing", async () => {
+      const results = await doctor(healthyWorld(), { options: { region: "eu-west-1" } });
+      const instance = only(results, "instance");
+      expect(instance.status).toBe("problem");
+      expect(instance.detail).toContain("but AWS_REGION is eu-west-1");
+      expect(instance.fix).toBe(
+        "set AWS_REGION to us-east-1, or unset it (the region is then read from IMDS)",
+      );
+      expect(sim?.calls()).toEqual([]);
+    });
+  });
+
+  describe("the pod's interfaces", () => {
+    it("reports a pod without a managed interface, naming the links it has", async () => {
+      const results = await doctor(healthyWorld(), { interfaces: [] });
+      const interfaces = only(results, "interfaces");
+      expect(interfaces.status).toBe("problem");
+      expect(interfaces.detail).toContain("this pod's links: eth0, lo");
+      expect(only(results, "eni-match").status).toBe("skipped");
+    });
+
+    it("reports a network-status file that cannot be used, with init's sentence", async () => {
+      podinfo = makeTempDir("ipmgr-podinfo-");
+      const file = join(podinfo, "annotations");
+      writeFileSync(file, 'k8s.v1.cni.cncf.io/network-status="[{\\"name\\": "\n');
+      const source = new NetworkStatusSource(
+        file,
+        { include: [], exclude: ["lo", "eth0"] },
+        () => new Set(["net1"]),
+      );
+      const results = await doctor(healthyWorld(), { source, options: { addressSource: "network-status" } });
+      const interfaces = only(results, "interfaces");
+      expect(interfaces.status).toBe("problem");
+      expect(interfaces.detail).toContain(file);
+      expect(only(results, "eni-match").status).toBe("skipped");
+    });
+
+    it("reports a link that is down and one whose parent ENI is down", async () => {
+      const pods: PodInterface[] = [POD, { name: "net2", mac: MAC.node1B1, addresses: ["198.51.100.100"] }];
+      const results = await doctor(healthyWorld(), {
+        interfaces: pods,
+        links: new ScriptedLinks(pods, {
+          net1: { adminUp: false, operState: "down" },
+          net2: { operState: "lowerlayerdown" },
+        }),
+        options: { allowedCidrs: [...RANGES, "198.51.100.96/27"] },
+      });
+      expect(only(results, "link", "net1").detail).toBe(
+        "net1 is administratively down (operstate down, MTU 9001).",
+      );
+      const net2 = only(results, "link", "net2");
+      expect(net2.status).toBe("problem");
+      expect(net2.detail).toContain("no carrier (operstate lowerlayerdown, MTU 9001)");
+      expect(net2.fix).toContain("ip link set dev <parent> up");
+    });
+
+    it("reports an interface whose MAC matches no ENI", async () => {
+      const stranger = { name: "net1", mac: MAC.stranger, addresses: ["198.51.100.41"] };
+      const results = await doctor(healthyWorld(), { interfaces: [stranger] });
+      const match = only(results, "eni-match");
+      expect(match.status).toBe("problem");
+      expect(match.detail).toBe(
+        `net1 has MAC ${MAC.stranger}, which matches no ENI of this instance (ENI MACs: ${MAC.node1Eth0}, ` +
+          `${MAC.node1A1}, ${MAC.node1A2} and ${MAC.node1B1}); init and the sidecar refuse its addresses and exit 7.`,
+      );
+      expect(only(results, "eni-tag").status).toBe("skipped");
+    });
+
+    it("reports a pod address the planner refuses", async () => {
+      const outside = { ...POD, addresses: ["198.51.100.40", "198.51.100.50", "2001:db8:100:1::140"] };
+      const results = await doctor(healthyWorld(), {
+        interfaces: [outside],
+        options: { allowedCidrs: ["198.51.100.32/29", "2001:db8:100:1::100/120"] },
+      });
+      const refused = only(results, "addresses", "198.51.100.50");
+      expect(refused.status).toBe("problem");
+      expect(refused.detail).toContain("is outside the allowed CIDRs");
+      expect(refused.fix).toContain("add its range to IPMGR_ALLOWED_CIDRS");
+    });
+
+    it("reports a pod address its ENI does not hold, naming the ENI that does", async () => {
+      const results = await doctor(
+        healthyWorld((w) => {
+          eniOf(w, ENI.node1A1).secondaryIpv4s = [];
+          eniOf(w, ENI.node2A1).secondaryIpv4s = ["198.51.100.40"];
+        }),
+      );
+      const missing = only(results, "addresses", "198.51.100.40");
+      expect(missing.status).toBe("problem");
+      expect(missing.detail).toBe(
+        `198.51.100.40 on net1 is not held by ${ENI.node1A1}, but ${ENI.node2A1} of ${NODE2} does: another pod ` +
+          "claims it, or it was never released there; traffic for it does not reach this pod.",
+      );
+    });
+  });
+
+  describe("EC2", () => {
+    it("reports ec2:DescribeNetworkInterfaces denied, and skips what needs it", async () => {
+      const results = await doctor(faultyWorld({ deny: ["DescribeNetworkInterfaces"] }));
+      const permission = only(results, "permission", "ec2:DescribeNetworkInterfaces");
+      expect(permission.status).toBe("problem");
+      expect(permission.detail).toContain("denied (probed with DryRun)");
+      expect(permission.detail).toContain("UnauthorizedOperation");
+      expect(only(results, "eni-tag").detail).toBe(
+        "not checked: ec2:DescribeNetworkInterfaces is denied (see permission).",
+      );
+      expect(only(results, "reservation", RANGES[0]).status).toBe("ok");
+    });
+
+    it("warns that ec2:GetSubnetCidrReservations is denied, which only doctor needs", async () => {
+      const results = await doctor(faultyWorld({ deny: ["GetSubnetCidrReservations"] }));
+      const permission = only(results, "permission", "ec2:GetSubnetCidrReservations");
+      expect(permission.status).toBe("warn");
+      expect(permission.detail).toContain("init and the sidecar do not need it");
+      expect(only(results, "reservation").detail).toBe(
+        "not checked: ec2:GetSubnetCidrReservations is denied (see permission).",
+      );
+      expect(results.some((r) => r.status === "problem")).toBe(false);
+    });
+
+    it("reports an EC2 endpoint that does not answer", async () => {
+      const results = await doctor(healthyWorld(), { ec2Endpoint: await closedPortUrl() });
+      const ec2 = only(results, "ec2");
+      expect(ec2.status).toBe("problem");
+      expect(ec2.detail).toContain("EC2 DescribeNetworkInterfaces still failed after 2 attempts");
+      expect(ec2.fix).toContain("check that the pod reaches the EC2 endpoint");
+      expect(only(results, "eni-tag").detail).toBe(
+        "not checked: EC2 could not be asked (see ec2, permission or instance).",
+      );
+    });
+
+    it("reports a Multus ENI without the no_manage tag, with the command that tags it", async () => {
+      const results = await doctor(
+        healthyWorld((w) => {
+          delete eniOf(w, ENI.node1A1).tags;
+        }),
+      );
+      const tag = only(results, "eni-tag");
+      expect(tag.status).toBe("problem");
+      expect(tag.detail).toContain(`${ENI.node1A1} (net1) lacks the tag ${NO_MANAGE}=true`);
+      expect(tag.fix).toContain(
+        `aws ec2 create-tags --resources ${ENI.node1A1} --tags Key=${NO_MANAGE},Value=true`,
+      );
+      // The pod's own addresses on its own ENI are not "someone else's" addresses in the range.
+      expect(only(results, "address-overlap", RANGES[0]).status).toBe("ok");
+    });
+
+    it("reports pod addresses that do not fit the ENI's limit, and warns when they fill it", async () => {
+      // m5.xlarge: 15 per ENI. The primary and 13 others leave room for one of the pod's two addresses.
+      const others = Array.from({ length: 13 }, (_, i) => `198.51.100.${50 + i}`);
+      const results = await doctor(
+        healthyWorld((w) => {
+          eniOf(w, ENI.node1A1).secondaryIpv4s = others;
+        }),
+        { interfaces: [{ ...POD, addresses: ["198.51.100.40", "198.51.100.41"] }] },
+      );
+      const capacity = only(results, "capacity");
+      expect(capacity.status).toBe("problem");
+      expect(capacity.detail).toContain("IPv4 14 of 15 (primary included), 2 more for this pod");
+      expect(capacity.detail).toContain("PrivateIpAddressLimitExceeded");
+      await sim?.close();
+      const full = only(
+        await doctor(
+          healthyWorld((w) => {
+            eniOf(w, ENI.node1A1).secondaryIpv4s = others;
+          }),
+          { interfaces: [{ ...POD, addresses: ["198.51.100.40"] }] },
+        ),
+        "capacity",
+      );
+      expect(full.status).toBe("warn");
+      expect(full.detail).toContain("Then it is full");
+    });
+  });
+
+  describe("allowed CIDRs, subnets and reservations", () => {
+    it("reports allowed CIDRs of which none lies in a subnet of the node's secondary ENIs", async () => {
+      const results = await doctor(healthyWorld(), {
+        options: { allowedCidrs: ["203.0.113.0/27"] },
+        interfaces: [{ ...POD, addresses: [] }],
+      });
+      const cidr = only(results, "allowed-cidr");
+      expect(cidr.status).toBe("problem");
+      expect(cidr.detail).toContain("203.0.113.0/27 lies in no subnet of this node's secondary ENIs");
+      expect(only(results, "reservation").status).toBe("skipped");
+    });
+
+    it("warns about node or VPC CNI addresses inside an allowed CIDR", async () => {
+      const results = await doctor(
+        healthyWorld((w) => {
+          const node2 = eniOf(w, ENI.node2A1);
+          delete node2.tags;
+          node2.secondaryIpv4s = ["198.51.100.45"];
+        }),
+      );
+      const overlap = only(results, "address-overlap", RANGES[0]);
+      expect(overlap.status).toBe("warn");
+      expect(overlap.detail).toContain(
+        `198.51.100.45, held by ${ENI.node2A1} of ${NODE2}, which is not tagged ${NO_MANAGE}=true (a node's or the VPC CNI's ENI)`,
+      );
+    });
+
+    it("reports an allowed CIDR without an explicit reservation, with the command that creates it", async () => {
+      const results = await doctor(
+        healthyWorld((w) => {
+          w.reservations = [];
+        }),
+      );
+      const reservation = only(results, "reservation", RANGES[0]);
+      expect(reservation.status).toBe("problem");
+      expect(reservation.detail).toContain(
+        `no explicit subnet CIDR reservation in ${SUBNET_A} covers 198.51.100.32/28`,
+      );
+      expect(reservation.fix).toBe(
+        `aws ec2 create-subnet-cidr-reservation --subnet-id ${SUBNET_A} --cidr 198.51.100.32/28 ` +
+          '--reservation-type explicit --description "multus-ipmgr pod range"',
+      );
+    });
+
+    it("reports the uncovered part of a partly reserved range, and a prefix reservation over a range", async () => {
+      const results = await doctor(
+        healthyWorld((w) => {
+          w.reservations = [
+            { subnet: SUBNET_A, cidr: "198.51.100.32/29", type: "explicit" },
+            { subnet: SUBNET_A, cidr: "2001:db8:100:1::100/124", type: "prefix" },
+          ];
+        }),
+      );
+      const partial = only(results, "reservation", RANGES[0]);
+      expect(partial.detail).toContain("leave 198.51.100.40/29 of 198.51.100.32/28 uncovered");
+      expect(partial.fix).toContain("--cidr 198.51.100.40/29 ");
+      const prefix = only(results, "reservation", RANGES[1]);
+      expect(prefix.status).toBe("problem");
+      expect(prefix.detail).toContain("overlaps the prefix reservation scr-");
+      expect(prefix.fix).toMatch(
+        /^aws ec2 delete-subnet-cidr-reservation --subnet-cidr-reservation-id scr-\w+; then aws ec2 create-subnet-cidr-reservation/,
+      );
+    });
+
+    it("reports IPMGR_ALLOWED_CIDRS unset and skips what needs it", async () => {
+      const results = await doctor(healthyWorld(), { options: { allowedCidrs: undefined } });
+      expect(only(results, "config").status).toBe("problem");
+      expect(only(results, "addresses").detail).toBe(
+        "not checked: IPMGR_ALLOWED_CIDRS is not set (see config).",
+      );
+      expect(only(results, "reservation").status).toBe("skipped");
+    });
+  });
+
+  describe("the ip command", () => {
+    it("reports a missing ip command when the sidecar requires events, and warns when it would poll", async () => {
+      const missing = new IpMonitorProbe({
+        clock: systemClock,
+        logger: silentLogger(),
+        command: ["/nonexistent/ip", "-o", "monitor", "address"],
+      });
+      const required = only(
+        await doctor(healthyWorld(), { ipCommand: missing, options: { addressEvents: "ip-monitor" } }),
+        "ip-command",
+      );
+      expect(required.status).toBe("problem");
+      expect(required.detail).toBe(
+        'cannot run "/nonexistent/ip -o monitor address" (spawn /nonexistent/ip ENOENT), and IPMGR_ADDRESS_EVENTS is ' +
+          "ip-monitor: the sidecar exits 2 at start.",
+      );
+      await sim?.close();
+      const auto = only(await doctor(healthyWorld(), { ipCommand: missing }), "ip-command");
+      expect(auto.status).toBe("warn");
+    });
+
+    it("starts and stops the monitor it probes", async () => {
+      const probe = new IpMonitorProbe({
+        clock: systemClock,
+        logger: silentLogger(),
+        command: ["sleep", "30"],
+      });
+      expect(await probe.probe()).toEqual({ ok: true, command: "sleep 30" });
+    });
+  });
+});

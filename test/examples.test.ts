@@ -1,0 +1,584 @@
+/**
+ * Every manifest in examples/ is valid against the Kubernetes schemas (kubernetes-models: its validator for
+ * types, required fields and enums, its TypeScript models for unknown fields, see helpers/manifest-types.ts),
+ * and says what the product needs: the one image, configuration the commands accept, probes on the
+ * sidecar's endpoints, whereabouts pools clear of the addresses AWS reserves and inside the allowed CIDRs.
+ */
+import { readdirSync, readFileSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { describe, expect, it } from "vitest";
+import { parseAllDocuments } from "yaml";
+import { z } from "zod";
+import {
+  initSettings,
+  loadInitConfig,
+  loadSidecarConfig,
+  podSettings,
+  sidecarSettings,
+} from "../src/eni/config.js";
+import {
+  addressAtOffset,
+  anyCidrContains,
+  awsReservedAddresses,
+  cidrContains,
+  cidrSize,
+  compareAddresses,
+  parseCidr,
+} from "../src/eni/ip.js";
+import { checkManifestTypes, type ManifestDocument } from "./helpers/manifest-types.js";
+
+const ROOT = resolve(import.meta.dirname, "..");
+const EXAMPLES = join(ROOT, "examples");
+const VERSION = (JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as { version: string }).version;
+
+/** The one image every example names (README.md of examples/). */
+const IMAGE = `<ACCOUNT_ID>.dkr.ecr.<REGION>.amazonaws.com/multus-ipmgr:${VERSION}`;
+const DOCUMENTATION_RANGES = ["192.0.2.0/24", "198.51.100.0/24", "203.0.113.0/24", "2001:db8::/32"];
+const NAD = { apiVersion: "k8s.cni.cncf.io/v1", kind: "NetworkAttachmentDefinition" };
+const NETWORKS_ANNOTATION = "k8s.v1.cni.cncf.io/networks";
+/** Files a kustomization lists instead of another one (same objects), so they are never listed together. */
+const ALTERNATIVES: Readonly<Record<string, string>> = {
+  "serviceaccount-irsa.yaml": "serviceaccount-pod-identity.yaml",
+};
+
+type Json = Record<string, unknown>;
+
+interface Doc extends ManifestDocument {
+  readonly file: string;
+}
+
+const manifestFiles = readdirSync(EXAMPLES)
+  .filter((f) => f.endsWith(".yaml") && !f.startsWith("world-"))
+  .sort();
+
+const yamlErrors: string[] = [];
+const docs: Doc[] = manifestFiles.flatMap((file) =>
+  parseAllDocuments(readFileSync(join(EXAMPLES, file), "utf8")).flatMap((parsed, i) => {
+    for (const error of parsed.errors) yamlErrors.push(`${file}, document ${i + 1}: ${error.message}`);
+    const object: unknown = parsed.toJS();
+    if (object === null || object === undefined) return [];
+    return [{ file, label: `${file}, document ${i + 1}`, object: object as Json }];
+  }),
+);
+
+const kindOf = (doc: Doc): string => `${String(doc.object.apiVersion)}/${String(doc.object.kind)}`;
+const metadataOf = (
+  object: Json,
+): { name?: string; namespace?: string; annotations?: Record<string, string> } =>
+  (object.metadata ?? {}) as never;
+const isNad = (doc: Doc): boolean => kindOf(doc) === `${NAD.apiVersion}/${NAD.kind}`;
+const kustomizations = docs.filter((d) => d.object.kind === "Kustomization");
+const objects = docs.filter((d) => d.object.kind !== "Kustomization");
+
+// ---- Pods -------------------------------------------------------------------------------------------------
+
+interface Container {
+  name: string;
+  image?: string;
+  args?: string[];
+  env?: { name: string; value?: string; valueFrom?: unknown }[];
+  restartPolicy?: string;
+  ports?: { name?: string; containerPort: number }[];
+  startupProbe?: Probe;
+  readinessProbe?: Probe;
+  livenessProbe?: Probe;
+  volumeMounts?: { name: string; mountPath: string }[];
+}
+interface Probe {
+  httpGet?: { path?: string; port: number | string };
+}
+interface PodSpec {
+  serviceAccountName?: string;
+  initContainers?: Container[];
+  containers: Container[];
+  volumes?: {
+    name: string;
+    downwardAPI?: { items?: { path: string; fieldRef?: { fieldPath: string } }[] };
+  }[];
+  affinity?: {
+    podAntiAffinity?: {
+      requiredDuringSchedulingIgnoredDuringExecution?: { topologyKey: string; labelSelector?: unknown }[];
+    };
+  };
+  terminationGracePeriodSeconds?: number;
+}
+interface Workload {
+  readonly doc: Doc;
+  readonly name: string;
+  readonly namespace: string;
+  readonly annotations: Record<string, string>;
+  readonly pod: PodSpec;
+}
+
+const WORKLOAD_KINDS = new Set(["apps/v1/Deployment", "apps/v1/StatefulSet", "apps/v1/DaemonSet"]);
+const workloads: Workload[] = objects
+  .filter((d) => WORKLOAD_KINDS.has(kindOf(d)))
+  .map((doc) => {
+    const template = (doc.object.spec as { template: { metadata?: Json; spec: PodSpec } }).template;
+    return {
+      doc,
+      name: metadataOf(doc.object).name ?? "",
+      namespace: metadataOf(doc.object).namespace ?? "default",
+      annotations: metadataOf(template).annotations ?? {},
+      pod: template.spec,
+    };
+  });
+
+/** The containers running our image, with the command they run (`init`, `sidecar`, ...). */
+function ipmgrContainers(pod: PodSpec): { container: Container; command: string; asInit: boolean }[] {
+  return [
+    ...(pod.initContainers ?? []).map((c) => ({ container: c, asInit: true })),
+    ...pod.containers.map((c) => ({ container: c, asInit: false })),
+  ]
+    .filter(({ container }) => container.image?.includes("multus-ipmgr") === true)
+    .map((x) => ({ ...x, command: x.container.args?.[0] ?? "" }));
+}
+
+function envOf(container: Container): Record<string, string> {
+  return Object.fromEntries(
+    (container.env ?? []).flatMap((e) => (e.value === undefined ? [] : [[e.name, e.value] as const])),
+  );
+}
+
+const SETTINGS_OF: Record<string, { env: string }[]> = {
+  init: Object.values(initSettings),
+  sidecar: Object.values(sidecarSettings),
+};
+
+// ---- NetworkAttachmentDefinitions --------------------------------------------------------------------------
+
+const parses = (f: () => unknown): boolean => {
+  try {
+    f();
+    return true;
+  } catch {
+    return false;
+  }
+};
+const address = z.string().refine((s) => !s.includes("/") && parses(() => compareAddresses(s, s)), {
+  message: "an IP address",
+});
+const whereaboutsRange = z.strictObject({
+  range: z.string().refine((s) => s.includes("/") && parses(() => parseCidr(s)), { message: "a CIDR" }),
+  range_start: address.optional(),
+  range_end: address.optional(),
+  exclude: z.array(z.string()).optional(),
+});
+/** whereabouts' other documented IPAM keys (README of k8snetworkplumbingwg/whereabouts). */
+const whereaboutsOptions = {
+  gateway: address.optional(),
+  routes: z.array(z.strictObject({ dst: z.string(), gw: address.optional() })).optional(),
+  network_name: z.string().optional(),
+  enable_overlapping_ranges: z.boolean().optional(),
+  node_slice_size: z.string().optional(),
+};
+/**
+ * The CNI configuration we document: ipvlan in L2 mode (optionally `mtu`, `linkInContainer`) with whereabouts,
+ * one range or `ipRanges` (dual stack). A key outside these is refused, so a misspelt one fails.
+ */
+const ipvlanWhereabouts = z.strictObject({
+  cniVersion: z.string(),
+  name: z.string(),
+  type: z.literal("ipvlan"),
+  master: z.string().min(1),
+  mode: z.literal("l2"),
+  mtu: z.number().int().positive().optional(),
+  linkInContainer: z.boolean().optional(),
+  ipam: z.union([
+    z.strictObject({ type: z.literal("whereabouts"), ...whereaboutsRange.shape, ...whereaboutsOptions }),
+    z.strictObject({
+      type: z.literal("whereabouts"),
+      ipRanges: z.array(whereaboutsRange).min(1),
+      ...whereaboutsOptions,
+    }),
+  ]),
+});
+type WhereaboutsRange = z.infer<typeof whereaboutsRange>;
+
+function rangesOf(config: z.infer<typeof ipvlanWhereabouts>): WhereaboutsRange[] {
+  return "ipRanges" in config.ipam ? config.ipam.ipRanges : [config.ipam];
+}
+
+/**
+ * The first and last address whereabouts may hand out from a range: range_start and range_end, or else the
+ * block without its network address and, for IPv4, its broadcast address. For IPv6 both ends of the block
+ * count as handed out (conservative).
+ */
+function poolOf(range: WhereaboutsRange): { first: string; last: string } {
+  const ipv4 = parseCidr(range.range).family === 4;
+  const reserved = awsReservedAddresses(range.range); // first four and last, ascending
+  const network = reserved[0] ?? "";
+  const broadcast = reserved[reserved.length - 1] ?? "";
+  return {
+    first: range.range_start ?? (ipv4 ? (reserved[1] ?? network) : network),
+    last: range.range_end ?? (ipv4 ? lastButOne(range.range) : broadcast),
+  };
+}
+
+function lastButOne(cidr: string): string {
+  const size = cidrSize(cidr);
+  return addressAtOffset(cidr, size > 1n ? size - 2n : 0n);
+}
+
+function excluded(range: WhereaboutsRange, addressText: string): boolean {
+  const { first, last } = poolOf(range);
+  return (
+    compareAddresses(addressText, first) < 0 ||
+    compareAddresses(addressText, last) > 0 ||
+    (range.exclude ?? []).some((cidr) => cidrContains(cidr, addressText))
+  );
+}
+
+const nads = objects.filter(isNad).map((doc) => ({
+  doc,
+  name: metadataOf(doc.object).name ?? "",
+  namespace: metadataOf(doc.object).namespace ?? "default",
+  configText: String((doc.object.spec as { config?: unknown } | undefined)?.config),
+}));
+
+function parsedConfig(configText: string): z.infer<typeof ipvlanWhereabouts> {
+  return ipvlanWhereabouts.parse(JSON.parse(configText));
+}
+
+/** The NADs a pod names in its networks annotation (`a,b` or `ns/a` or the JSON list form). */
+function networksOf(workload: Workload): { name: string; namespace: string }[] {
+  const value = workload.annotations[NETWORKS_ANNOTATION];
+  if (value === undefined) return [];
+  const entries: { name: string; namespace?: string }[] = value.trim().startsWith("[")
+    ? (JSON.parse(value) as { name: string; namespace?: string }[])
+    : value.split(",").map((s) => {
+        const [first, second] = s.trim().split("/");
+        return second === undefined ? { name: first ?? "" } : { namespace: first ?? "", name: second };
+      });
+  return entries.map((e) => ({
+    name: e.name.replace(/@.*$/, ""),
+    namespace: e.namespace ?? workload.namespace,
+  }));
+}
+
+// ---- Tests ------------------------------------------------------------------------------------------------
+
+describe("examples/*.yaml", () => {
+  it("parse as YAML (no duplicate keys), each document with apiVersion, kind and metadata.name", () => {
+    expect(yamlErrors).toEqual([]);
+    expect(manifestFiles.length).toBeGreaterThan(0);
+    for (const doc of objects) {
+      expect({
+        doc: doc.label,
+        ok: typeof doc.object.apiVersion === "string" && typeof doc.object.kind === "string",
+      }).toEqual({ doc: doc.label, ok: true });
+      expect({ doc: doc.label, name: typeof metadataOf(doc.object).name }).toEqual({
+        doc: doc.label,
+        name: "string",
+      });
+    }
+  });
+
+  it("match the Kubernetes schemas (kubernetes-models' validator: types, required fields, enums, formats)", async () => {
+    const failures: string[] = [];
+    for (const doc of objects.filter((d) => !isNad(d))) {
+      const { apiVersion, kind } = doc.object as { apiVersion: string; kind: string };
+      const specifier = `kubernetes-models/${apiVersion}/${kind}`;
+      const module = (await import(/* @vite-ignore */ specifier)) as Record<
+        string,
+        new (
+          data: unknown,
+        ) => { validate(): void }
+      >;
+      const Model = module[kind];
+      if (Model === undefined) {
+        failures.push(`${doc.label}: kubernetes-models has no ${apiVersion} ${kind}`);
+        continue;
+      }
+      try {
+        new Model(doc.object).validate();
+      } catch (error) {
+        failures.push(`${doc.label}: ${(error as Error).message}`);
+      }
+    }
+    expect(failures).toEqual([]);
+  });
+
+  it("name no field the schemas do not know, at any depth (a misspelt field fails here)", () => {
+    expect(checkManifestTypes(ROOT, docs)).toEqual([]);
+  });
+
+  it("the type check finds a misspelt field deep in a pod template, and names it", () => {
+    const deployment = structuredClone(workloads.find((w) => w.doc.object.kind === "Deployment")?.doc);
+    const nad = structuredClone(nads[0]?.doc);
+    if (deployment === undefined || nad === undefined)
+      throw new Error("the examples lost their Deployment or NAD");
+    const container = (deployment.object.spec as { template: { spec: PodSpec } }).template.spec
+      .initContainers?.[0];
+    Object.assign(container ?? {}, { imagePullPolcy: "Always" });
+    Object.assign(nad.object.spec as Json, { confg: "{}" });
+    const problems = checkManifestTypes(ROOT, [deployment, nad]);
+    expect(problems.map((p) => [p.document, p.path])).toEqual([
+      [deployment.label, "spec.template.spec.initContainers[0].imagePullPolcy"],
+      [nad.label, "spec.confg"],
+    ]);
+    expect(problems[0]?.message).toContain("'\"imagePullPolcy\"' does not exist in type");
+  });
+
+  it("cover what a user needs: IPv4 and dual-stack NADs, init, network-status, native sidecar, IRSA, Pod Identity", () => {
+    const configs = nads.map((n) => parsedConfig(n.configText));
+    expect(configs.some((c) => !("ipRanges" in c.ipam))).toBe(true);
+    expect(
+      configs.some(
+        (c) =>
+          "ipRanges" in c.ipam && new Set(c.ipam.ipRanges.map((r) => parseCidr(r.range).family)).size === 2,
+      ),
+    ).toBe(true);
+    const commands = workloads.flatMap((w) =>
+      ipmgrContainers(w.pod).map((c) => [w.doc.object.kind, c.command, c.asInit]),
+    );
+    expect(commands).toContainEqual(["Deployment", "init", true]);
+    expect(commands).toContainEqual(["StatefulSet", "sidecar", true]);
+    expect(
+      workloads.some((w) =>
+        ipmgrContainers(w.pod).some((c) => envOf(c.container).IPMGR_ADDRESS_SOURCE === "network-status"),
+      ),
+    ).toBe(true);
+    const serviceAccounts = objects.filter((d) => d.object.kind === "ServiceAccount").map((d) => d.file);
+    expect(serviceAccounts.sort()).toEqual(["serviceaccount-irsa.yaml", "serviceaccount-pod-identity.yaml"]);
+  });
+});
+
+describe("the multus-ipmgr containers", () => {
+  it.each(workloads.map((w) => [w.doc.label, w] as const))(
+    "%s: use the one image and a known command",
+    (_, w) => {
+      const containers = ipmgrContainers(w.pod);
+      expect(containers.length).toBeGreaterThan(0);
+      for (const { container, command } of containers) {
+        expect(container.image).toBe(IMAGE);
+        expect(["init", "sidecar", "bridge"]).toContain(command);
+      }
+    },
+  );
+
+  it.each(workloads.map((w) => [w.doc.label, w] as const))(
+    "%s: environment the command accepts (known variables, valid values)",
+    (_, w) => {
+      for (const { container, command } of ipmgrContainers(w.pod)) {
+        const known = new Set((SETTINGS_OF[command] ?? []).map((s) => s.env));
+        const unknown = (container.env ?? [])
+          .map((e) => e.name)
+          .filter((n) => n.startsWith("IPMGR_") && !known.has(n));
+        expect({ container: container.name, unknown }).toEqual({ container: container.name, unknown: [] });
+        const load =
+          command === "init" ? loadInitConfig : command === "sidecar" ? loadSidecarConfig : undefined;
+        expect(() => load?.(container.args?.slice(1) ?? [], envOf(container))).not.toThrow();
+      }
+    },
+  );
+
+  it.each(workloads.map((w) => [w.doc.label, w] as const))(
+    "%s: run as `init` in initContainers, or as a native sidecar with probes on its endpoints",
+    (_, w) => {
+      for (const { container, command, asInit } of ipmgrContainers(w.pod)) {
+        if (command === "init") {
+          expect(asInit).toBe(true);
+          expect(container.restartPolicy).toBeUndefined();
+        }
+        if (command !== "sidecar") continue;
+        expect(asInit).toBe(true);
+        expect(container.restartPolicy).toBe("Always");
+        const config = loadSidecarConfig(container.args?.slice(1) ?? [], envOf(container));
+        const portOf = (probe: Probe | undefined): number | undefined => {
+          const port = probe?.httpGet?.port;
+          return typeof port === "number"
+            ? port
+            : container.ports?.find((p) => p.name === port)?.containerPort;
+        };
+        for (const [probe, path] of [
+          [container.startupProbe, "/readyz"],
+          [container.readinessProbe, "/readyz"],
+          [container.livenessProbe, "/healthz"],
+        ] as const) {
+          expect({ path: probe?.httpGet?.path, port: portOf(probe) }).toEqual({
+            path,
+            port: config.httpPort,
+          });
+        }
+        const grace = (w.pod.terminationGracePeriodSeconds ?? 30) * 1000;
+        expect(grace).toBeGreaterThan(config.shutdownGraceMs + 1000);
+        const antiAffinity =
+          w.pod.affinity?.podAntiAffinity?.requiredDuringSchedulingIgnoredDuringExecution ?? [];
+        expect(antiAffinity.map((t) => t.topologyKey)).toContain("kubernetes.io/hostname");
+      }
+    },
+  );
+
+  it.each(workloads.map((w) => [w.doc.label, w] as const))(
+    "%s: with IPMGR_ADDRESS_SOURCE=network-status, mounts the pod's annotations where IPMGR_NETWORK_STATUS_FILE reads them",
+    (_, w) => {
+      for (const { container } of ipmgrContainers(w.pod)) {
+        const env = envOf(container);
+        if (env.IPMGR_ADDRESS_SOURCE !== "network-status") continue;
+        const file = env.IPMGR_NETWORK_STATUS_FILE ?? podSettings.networkStatusFile.default ?? "";
+        const found = (container.volumeMounts ?? []).flatMap((mount) =>
+          (w.pod.volumes ?? [])
+            .filter((v) => v.name === mount.name)
+            .flatMap((v) => v.downwardAPI?.items ?? [])
+            .filter((item) => `${mount.mountPath.replace(/\/$/, "")}/${item.path}` === file)
+            .map((item) => item.fieldRef?.fieldPath),
+        );
+        expect({ file, fieldPaths: found }).toEqual({ file, fieldPaths: ["metadata.annotations"] });
+      }
+    },
+  );
+
+  it.each(workloads.map((w) => [w.doc.label, w] as const))(
+    "%s: its ServiceAccount is in examples/",
+    (_, w) => {
+      const accounts = objects
+        .filter((d) => d.object.kind === "ServiceAccount")
+        .map((d) => `${metadataOf(d.object).namespace}/${metadataOf(d.object).name}`);
+      expect(accounts).toContain(`${w.namespace}/${w.pod.serviceAccountName}`);
+    },
+  );
+});
+
+describe("NetworkAttachmentDefinitions", () => {
+  it.each(nads.map((n) => [n.doc.label, n] as const))(
+    "%s: spec.config is JSON, an ipvlan L2 network with whereabouts IPAM and no unknown key",
+    (_, n) => {
+      const config = parsedConfig(n.configText);
+      expect(config.name).toBe(n.name);
+    },
+  );
+
+  it.each(nads.map((n) => [n.doc.label, n] as const))(
+    "%s: each pool excludes the five addresses AWS reserves in the subnet, in documentation ranges only",
+    (_, n) => {
+      for (const range of rangesOf(parsedConfig(n.configText))) {
+        const { first, last } = poolOf(range);
+        for (const a of [parseCidr(range.range).network, first, last]) {
+          expect({
+            range: range.range,
+            address: a,
+            documentation: anyCidrContains(DOCUMENTATION_RANGES, a),
+          }).toEqual({ range: range.range, address: a, documentation: true });
+        }
+        expect(cidrContains(range.range, first) && cidrContains(range.range, last)).toBe(true);
+        expect(compareAddresses(first, last)).toBeLessThanOrEqual(0);
+        const handedOut = awsReservedAddresses(range.range).filter((r) => !excluded(range, r));
+        expect({ range: range.range, reservedInPool: handedOut }).toEqual({
+          range: range.range,
+          reservedInPool: [],
+        });
+      }
+    },
+  );
+
+  it.each(workloads.map((w) => [w.doc.label, w] as const))(
+    "%s: names networks that exist, whose pools lie inside its IPMGR_ALLOWED_CIDRS",
+    (_, w) => {
+      const networks = networksOf(w);
+      expect(networks.length).toBeGreaterThan(0);
+      for (const network of networks) {
+        const nad = nads.find((n) => n.name === network.name && n.namespace === network.namespace);
+        expect({ network, found: nad !== undefined }).toEqual({ network, found: true });
+        if (nad === undefined) continue;
+        for (const { container } of ipmgrContainers(w.pod)) {
+          const allowed = (envOf(container).IPMGR_ALLOWED_CIDRS ?? "").split(",").map((s) => s.trim());
+          for (const range of rangesOf(parsedConfig(nad.configText))) {
+            const { first, last } = poolOf(range);
+            const inside = allowed.some((cidr) => cidrContains(cidr, first) && cidrContains(cidr, last));
+            expect({ pool: `${first} - ${last}`, allowed, inside }).toEqual({
+              pool: `${first} - ${last}`,
+              allowed,
+              inside: true,
+            });
+          }
+        }
+      }
+    },
+  );
+
+  it("the pool arithmetic: AWS's five reserved addresses are out of a pool only when range_start and range_end keep them out", () => {
+    const whole = { range: "198.51.100.0/24" };
+    expect(awsReservedAddresses(whole.range).filter((r) => !excluded(whole, r))).toEqual([
+      "198.51.100.1",
+      "198.51.100.2",
+      "198.51.100.3",
+    ]);
+    const top = { range: "198.51.100.0/24", range_start: "198.51.100.224", range_end: "198.51.100.255" };
+    expect(awsReservedAddresses(top.range).filter((r) => !excluded(top, r))).toEqual(["198.51.100.255"]);
+    const ours = { ...top, range_end: "198.51.100.254" };
+    expect(awsReservedAddresses(ours.range).filter((r) => !excluded(ours, r))).toEqual([]);
+    const excludedLow = {
+      range: "198.51.100.0/24",
+      range_end: "198.51.100.254",
+      exclude: ["198.51.100.0/30"],
+    };
+    expect(awsReservedAddresses(excludedLow.range).filter((r) => !excluded(excludedLow, r))).toEqual([]);
+  });
+});
+
+describe("ServiceAccounts and IAM roles", () => {
+  const accounts = objects.filter((d) => d.object.kind === "ServiceAccount");
+  const readme = readFileSync(join(EXAMPLES, "README.md"), "utf8");
+
+  it("IRSA: the ServiceAccount names the pod role, whose trust policy admits exactly that ServiceAccount", () => {
+    const irsa = accounts.find((d) => d.file === "serviceaccount-irsa.yaml");
+    const meta = metadataOf(irsa?.object ?? {});
+    expect(meta.annotations?.["eks.amazonaws.com/role-arn"]).toBe(
+      "arn:aws:iam::<ACCOUNT_ID>:role/multus-ipmgr-pod",
+    );
+    const trust = readFileSync(join(EXAMPLES, "iam-trust-policy-irsa.json"), "utf8");
+    expect(trust).toContain(`"system:serviceaccount:${meta.namespace}:${meta.name}"`);
+    expect(JSON.parse(trust).Statement[0].Action).toBe("sts:AssumeRoleWithWebIdentity");
+  });
+
+  it("Pod Identity: the ServiceAccount has no role annotation; its association command is in its file and the README", () => {
+    const doc = accounts.find((d) => d.file === "serviceaccount-pod-identity.yaml");
+    const meta = metadataOf(doc?.object ?? {});
+    expect(meta.annotations ?? {}).toEqual({});
+    const command =
+      /aws eks create-pod-identity-association[^\n]*\\\n[^\n]*--namespace (\S+) --service-account (\S+)/;
+    for (const text of [readFileSync(join(EXAMPLES, "serviceaccount-pod-identity.yaml"), "utf8"), readme]) {
+      const match = command.exec(text.replace(/^# ?/gm, ""));
+      expect(match?.slice(1, 3)).toEqual([meta.namespace, meta.name]);
+    }
+    const trust = JSON.parse(readFileSync(join(EXAMPLES, "iam-trust-policy-pod-identity.json"), "utf8"));
+    expect(trust.Statement[0].Principal).toEqual({ Service: "pods.eks.amazonaws.com" });
+    expect(trust.Statement[0].Action).toEqual(["sts:AssumeRole", "sts:TagSession"]);
+  });
+});
+
+describe("kustomization.yaml and placeholders", () => {
+  it("lists every manifest once, an alternative in place of its twin, and no two objects of one name", () => {
+    expect(kustomizations.map((k) => k.file)).toEqual(["kustomization.yaml"]);
+    const resources = (kustomizations[0]?.object.resources ?? []) as string[];
+    const expected = manifestFiles.filter((f) => f !== "kustomization.yaml" && !(f in ALTERNATIVES));
+    expect([...resources].sort()).toEqual(expected);
+    const keys = objects
+      .filter((d) => resources.includes(d.file))
+      .map((d) => `${kindOf(d)} ${metadataOf(d.object).namespace ?? ""}/${metadataOf(d.object).name}`);
+    expect(keys.length).toBe(new Set(keys).size);
+    for (const [alternative, twin] of Object.entries(ALTERNATIVES)) {
+      const names = (file: string) =>
+        objects.filter((d) => d.file === file).map((d) => `${kindOf(d)} ${metadataOf(d.object).name}`);
+      expect(names(alternative)).toEqual(names(twin));
+    }
+  });
+
+  it("every placeholder used in examples/ is listed in examples/README.md, and every listed one is used", () => {
+    const files = readdirSync(EXAMPLES).filter((f) => /\.(ya?ml|json)$/.test(f));
+    const used = new Set(
+      files.flatMap((f) =>
+        [...readFileSync(join(EXAMPLES, f), "utf8").matchAll(/<[A-Z][A-Z0-9_]*>/g)].map((m) => m[0]),
+      ),
+    );
+    const readme = readFileSync(join(EXAMPLES, "README.md"), "utf8");
+    const section = readme.slice(
+      readme.indexOf("## Placeholders"),
+      readme.indexOf("\n## ", readme.indexOf("## Placeholders") + 1),
+    );
+    const listed = new Set([...section.matchAll(/^\| `(<[A-Z][A-Z0-9_]*>)` \|/gm)].map((m) => m[1] ?? ""));
+    expect([...used].sort()).toEqual([...listed].sort());
+    expect(readme).toContain(IMAGE);
+  });
+});

@@ -1,0 +1,386 @@
+/**
+ * The IAM policies in examples/ grant exactly the EC2 actions each mode can send, derived from the code
+ * (see helpers/ec2-call-graph.ts), and scope them as the Service Authorization Reference allows
+ * ("Actions, resources, and condition keys for Amazon EC2"; README, "IAM").
+ */
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { describe, expect, it } from "vitest";
+import {
+  analyzeAdapter,
+  commandEntries,
+  documentedActions,
+  findAdapters,
+  interfaceMethodNames,
+  reachableModules,
+  runtimeImports,
+  sourceFiles,
+  TAG_ON_CREATE_ACTION,
+  usedMethods,
+} from "./helpers/ec2-call-graph.js";
+
+const ROOT = resolve(import.meta.dirname, "..");
+const SRC = join(ROOT, "src");
+const EXAMPLES = join(ROOT, "examples");
+
+type Mode = "pod" | "bridge";
+
+/**
+ * The IAM role each command runs with. `sim` is the simulator: it answers EC2 calls and sends none.
+ * A new command fails the test until it is placed here (doctor runs with the pod's role, or one of its own).
+ */
+const COMMAND_MODE: Readonly<Record<string, Mode | "none">> = {
+  init: "pod",
+  sidecar: "pod",
+  // Run in the pod's container (kubectl exec), with the pod's role.
+  doctor: "pod",
+  bridge: "bridge",
+  sim: "none",
+};
+
+/**
+ * Until `multus-ipmgr bridge` exists (issue 10), its policy is checked against the Ec2Api methods the
+ * issue specifies: it reads ENIs, moves addresses as the core does, and keeps subnet CIDR reservations
+ * (read, create tagged as ours, delete its own). Once the command is in src/cli/main.ts, its code decides.
+ */
+const PLANNED_BRIDGE_METHODS = [
+  "describeNetworkInterfaces",
+  "assignPrivateIpv4",
+  "unassignPrivateIpv4",
+  "assignIpv6",
+  "unassignIpv6",
+  "getSubnetCidrReservations",
+  "createSubnetCidrReservation",
+  "deleteSubnetCidrReservation",
+];
+
+/** Elastic IP actions: granted by the opt-in examples/iam-policy-elastic-ips.json, never by the pod policy. */
+const ELASTIC_IP_ACTIONS = new Set([
+  "AllocateAddress",
+  "AssociateAddress",
+  "DescribeAddresses",
+  "DescribeAddressesAttribute",
+  "DisassociateAddress",
+  "ModifyAddressAttribute",
+  "ReleaseAddress",
+  "ResetAddressAttribute",
+]);
+
+const POLICY_FILES = {
+  pod: "iam-policy-pod.json",
+  bridge: "iam-policy-bridge.json",
+  elasticIps: "iam-policy-elastic-ips.json",
+} as const;
+
+const NO_MANAGE = { StringEquals: { "aws:ResourceTag/node.k8s.amazonaws.com/no_manage": "true" } };
+const ANY = { resource: "*" } as const;
+const TAGGED_MULTUS_ENI = { resource: "arn:aws:ec2:*:*:network-interface/*", condition: NO_MANAGE } as const;
+
+/**
+ * How a policy must scope each action we know, per the Service Authorization Reference: the four address
+ * calls accept the network-interface resource and the aws:ResourceTag condition key, so they are limited to
+ * ENIs tagged no_manage; DescribeNetworkInterfaces, GetSubnetCidrReservations and
+ * DeleteSubnetCidrReservation accept no resource type ("*" only); CreateSubnetCidrReservation takes the
+ * subnet; CreateTags, its dependent action, is limited to the new reservation at its creation.
+ */
+function requiredScope(
+  action: string,
+  taggedAtCreate: readonly string[],
+): { resource: string; condition?: unknown } | undefined {
+  switch (action) {
+    case "AssignPrivateIpAddresses":
+    case "UnassignPrivateIpAddresses":
+    case "AssignIpv6Addresses":
+    case "UnassignIpv6Addresses":
+      return TAGGED_MULTUS_ENI;
+    case "DescribeNetworkInterfaces":
+    case "GetSubnetCidrReservations":
+    case "DeleteSubnetCidrReservation":
+      return ANY;
+    case "CreateSubnetCidrReservation":
+      return { resource: "arn:aws:ec2:*:*:subnet/*" };
+    case TAG_ON_CREATE_ACTION:
+      return {
+        resource: "arn:aws:ec2:*:*:subnet-cidr-reservation/*",
+        condition: {
+          StringEquals: {
+            "ec2:CreateAction": taggedAtCreate.length === 1 ? taggedAtCreate[0] : [...taggedAtCreate].sort(),
+          },
+        },
+      };
+    default:
+      return undefined;
+  }
+}
+
+interface Statement {
+  readonly Sid?: string;
+  readonly Effect: string;
+  readonly Action: string | string[];
+  readonly Resource: string | string[];
+  readonly Condition?: unknown;
+}
+
+interface Policy {
+  readonly Version: string;
+  readonly Statement: Statement[];
+}
+
+function readPolicy(name: string): Policy {
+  return JSON.parse(readFileSync(join(EXAMPLES, name), "utf8")) as Policy;
+}
+
+const list = (value: string | string[]): string[] => (Array.isArray(value) ? value : [value]);
+
+/** The EC2 actions a policy allows, without the `ec2:` prefix. */
+function policyActions(policy: Policy): Set<string> {
+  return new Set(policy.Statement.flatMap((s) => list(s.Action)).map((a) => a.replace(/^ec2:/, "")));
+}
+
+const sorted = (set: Iterable<string>): string[] => [...set].sort();
+
+// ---- The model of the code -------------------------------------------------------------------------------
+
+const adapters = findAdapters(ROOT, SRC, join(SRC, "sim"));
+const adapterInterfaces = new Set(adapters.flatMap((a) => a.interfaces));
+const interfaceTexts = sourceFiles(SRC)
+  .map((f) => readFileSync(f, "utf8"))
+  .filter((text) => [...adapterInterfaces].some((name) => text.includes(`interface ${name}`)));
+const interfaceMethods = new Set(
+  [...adapterInterfaces].flatMap((name) =>
+    interfaceTexts.flatMap((text) => interfaceMethodNames(text, name)),
+  ),
+);
+const commands = commandEntries(join(SRC, "cli", "main.ts"));
+
+interface Sends {
+  readonly operations: Set<string>;
+  /** Operations sent with tags at creation (they need ec2:CreateTags too). */
+  readonly taggedAtCreate: Set<string>;
+}
+
+function sendsOf(methods: Iterable<string>): Sends {
+  const out: Sends = { operations: new Set(), taggedAtCreate: new Set() };
+  for (const method of methods) {
+    for (const adapter of adapters) {
+      for (const op of adapter.methodOperations.get(method) ?? []) out.operations.add(op);
+      for (const op of adapter.methodTaggedOperations.get(method) ?? []) out.taggedAtCreate.add(op);
+    }
+  }
+  return out;
+}
+
+/** The IAM actions a set of methods needs: the operations, plus CreateTags for tags at creation. */
+function actionsOf(sends: Sends): Set<string> {
+  const actions = new Set(sends.operations);
+  if (sends.taggedAtCreate.size > 0) actions.add(TAG_ON_CREATE_ACTION);
+  return actions;
+}
+
+function methodsOfCommand(command: string): Set<string> {
+  const entries = commands.get(command) ?? [];
+  return usedMethods(reachableModules(entries), interfaceMethods, adapterInterfaces);
+}
+
+function methodsOfMode(mode: Mode): Set<string> {
+  const methods = new Set<string>();
+  for (const [command, m] of Object.entries(COMMAND_MODE)) {
+    if (m !== mode || !commands.has(command)) continue;
+    for (const method of methodsOfCommand(command)) methods.add(method);
+  }
+  return methods;
+}
+
+const bridgeBuilt = commands.has("bridge");
+
+// ---- Tests -----------------------------------------------------------------------------------------------
+
+describe("the EC2 call graph (test helper), on small modules", () => {
+  const adapter = analyzeAdapter(
+    "fixture.ts",
+    `import { AlphaCommand, BetaCommand, GammaCommand, type DeltaCommand, EC2Client } from "@aws-sdk/client-ec2";
+     function sendGamma(client, tags) {
+       return client.send(new GammaCommand({ ...(tags.length > 0 ? { TagSpecifications: tags } : {}) }));
+     }
+     class Adapter implements Api {
+       constructor(private readonly client: EC2Client) {}
+       async alpha() { await this.client.send(new AlphaCommand({})); await this.check(); }
+       async gamma() { return sendGamma(this.client); }
+       private async check() { return this.client.send(new BetaCommand({})); }
+     }`,
+  );
+
+  it("follows private methods and module functions, and sees tags at creation", () => {
+    expect(adapter.interfaces).toEqual(["Api"]);
+    expect(sorted(adapter.methodOperations.get("alpha") ?? [])).toEqual(["Alpha", "Beta"]);
+    expect(sorted(adapter.methodOperations.get("gamma") ?? [])).toEqual(["Gamma"]);
+    expect(sorted(adapter.methodTaggedOperations.get("gamma") ?? [])).toEqual(["Gamma"]);
+    expect(adapter.methodOperations.has("check")).toBe(false);
+  });
+
+  it("counts value imports of XCommand only, and names a command no public method sends", () => {
+    expect(sorted(adapter.importedOperations)).toEqual(["Alpha", "Beta", "Gamma"]);
+    expect(adapter.unreachedOperations.size).toBe(0);
+    const orphan = analyzeAdapter(
+      "orphan.ts",
+      `import { AlphaCommand } from "@aws-sdk/client-ec2";
+       export const send = (c) => c.send(new AlphaCommand({}));`,
+    );
+    expect(sorted(orphan.unreachedOperations)).toEqual(["Alpha"]);
+  });
+
+  it("follows static and dynamic imports, not type-only ones", () => {
+    expect(
+      runtimeImports(
+        "m.ts",
+        `import { a } from "./a.js"; import type { B } from "./b.js"; import { type C } from "./c.js";
+         export { d } from "./d.js"; export type { E } from "./e.js"; const f = () => import("./f.js");
+         import { g } from "pino";`,
+      ),
+    ).toEqual(["./a.js", "./d.js", "./f.js"]);
+  });
+
+  it("reads the IAM action each interface method documents", () => {
+    const text = `export interface Api {
+      /** IAM: ec2:Alpha. Does alpha. */
+      alpha(): Promise<void>;
+      /** No IAM line. */
+      beta(): void;
+    }`;
+    expect(interfaceMethodNames(text, "Api")).toEqual(["alpha", "beta"]);
+    const documented = documentedActions(text, "Api");
+    expect(sorted(documented.get("alpha") ?? [])).toEqual(["Alpha"]);
+    expect(sorted(documented.get("beta") ?? [])).toEqual([]);
+  });
+});
+
+describe("the EC2 adapters", () => {
+  it("are found: src/eni/ec2-client.ts implements Ec2Api", () => {
+    expect(adapters.map((a) => a.file)).toContain("src/eni/ec2-client.ts");
+    expect(adapterInterfaces.has("Ec2Api")).toBe(true);
+    expect(interfaceMethods.size).toBeGreaterThan(0);
+  });
+
+  it("send every command they import from a public method, so the call graph misses none", () => {
+    for (const adapter of adapters) {
+      expect({ file: adapter.file, unreached: sorted(adapter.unreachedOperations) }).toEqual({
+        file: adapter.file,
+        unreached: [],
+      });
+    }
+  });
+
+  it("send from each interface method the IAM action its doc comment names", () => {
+    for (const name of adapterInterfaces) {
+      for (const text of interfaceTexts) {
+        for (const [method, documented] of documentedActions(text, name)) {
+          // A method may send more than its own action: a refused assign re-reads the ENI.
+          const sent = sendsOf([method]).operations;
+          expect({ method, documented: sorted(documented) }).toEqual({
+            method,
+            documented: sorted([...documented].filter((a) => sent.has(a))),
+          });
+          expect({ method, documents: documented.size > 0 }).toEqual({ method, documents: true });
+        }
+      }
+    }
+  });
+});
+
+describe("the commands", () => {
+  it("are each given an IAM role in this test (a new command must be placed in COMMAND_MODE)", () => {
+    expect(sorted(commands.keys()).filter((c) => !(c in COMMAND_MODE))).toEqual([]);
+  });
+
+  it("init and sidecar load their modules through src/cli/main.ts", () => {
+    expect(commands.get("init")).toEqual([join(SRC, "init", "main.ts")]);
+    expect(commands.get("sidecar")).toContain(join(SRC, "sidecar", "main.ts"));
+  });
+
+  it("sim sends no EC2 call: its bundle (src/sim/main.ts, scripts/build.mjs) never loads an EC2 adapter", () => {
+    expect(commands.get("sim")).toEqual([]);
+    const simModules = reachableModules([join(SRC, "sim", "main.ts")]);
+    expect(adapters.map((a) => join(ROOT, a.file)).filter((f) => simModules.has(f))).toEqual([]);
+  });
+});
+
+describe("examples/iam-policy-*.json", () => {
+  const files = readdirSync(EXAMPLES).filter((f) => /^iam-policy.*\.json$/.test(f));
+
+  it("are the pod and bridge policies and the opt-in Elastic IP one, nothing this test does not check", () => {
+    const known = new Set<string>(Object.values(POLICY_FILES));
+    expect(files.filter((f) => !known.has(f))).toEqual([]);
+    expect(files).toContain(POLICY_FILES.pod);
+    expect(files).toContain(POLICY_FILES.bridge);
+  });
+
+  it.each(files)("%s allows EC2 actions by name, with no wildcard, Deny or Not*", (file) => {
+    const policy = readPolicy(file);
+    expect(policy.Version).toBe("2012-10-17");
+    for (const statement of policy.Statement) {
+      expect(Object.keys(statement).sort()).toEqual(
+        ["Action", "Condition", "Effect", "Resource", "Sid"].filter((k) => k in statement),
+      );
+      expect(statement.Effect).toBe("Allow");
+      for (const action of list(statement.Action)) expect(action).toMatch(/^ec2:[A-Z][A-Za-z0-9]+$/);
+    }
+    const actions = policy.Statement.flatMap((s) => list(s.Action));
+    expect(new Set(actions).size).toBe(actions.length);
+  });
+
+  it.each(files)("%s scopes each action as the Service Authorization Reference allows", (file) => {
+    const policy = readPolicy(file);
+    const tagged = sorted(sendsOf(interfaceMethods).taggedAtCreate);
+    for (const statement of policy.Statement) {
+      for (const action of list(statement.Action).map((a) => a.replace(/^ec2:/, ""))) {
+        const scope = requiredScope(action, tagged);
+        if (scope === undefined) continue; // an action this table does not know (Elastic IPs): its file decides
+        expect({ action, resource: statement.Resource, condition: statement.Condition }).toEqual({
+          action,
+          resource: scope.resource,
+          condition: scope.condition,
+        });
+      }
+    }
+  });
+
+  const podSends = sendsOf(methodsOfMode("pod"));
+  const podActions = actionsOf(podSends);
+  const podElasticIp = new Set([...podActions].filter((a) => ELASTIC_IP_ACTIONS.has(a)));
+  const podCore = new Set([...podActions].filter((a) => !ELASTIC_IP_ACTIONS.has(a)));
+
+  it(`${POLICY_FILES.pod} allows exactly what init and sidecar can send (Elastic IP calls aside)`, () => {
+    expect(
+      sorted(policyActions(readPolicy(POLICY_FILES.pod))),
+      `${POLICY_FILES.pod} (received) against the EC2 calls init and sidecar can send (expected)`,
+    ).toEqual(sorted(podCore));
+  });
+
+  it(`${POLICY_FILES.elasticIps}, when present, allows exactly the Elastic IP calls init and sidecar can send`, () => {
+    const present = existsSync(join(EXAMPLES, POLICY_FILES.elasticIps));
+    expect({ present, needed: sorted(podElasticIp) }).toEqual({
+      present: podElasticIp.size > 0,
+      needed: sorted(podElasticIp),
+    });
+    if (present) {
+      expect(
+        sorted(policyActions(readPolicy(POLICY_FILES.elasticIps))),
+        `${POLICY_FILES.elasticIps} (received) against the Elastic IP calls init and sidecar can send (expected)`,
+      ).toEqual(sorted(podElasticIp));
+    }
+  });
+
+  const bridgeMethods = bridgeBuilt ? methodsOfMode("bridge") : new Set(PLANNED_BRIDGE_METHODS);
+  const bridgeTitle = bridgeBuilt
+    ? `${POLICY_FILES.bridge} allows exactly what bridge can send`
+    : `${POLICY_FILES.bridge} allows exactly what the planned bridge (issue 10; not built yet) would send`;
+
+  it(bridgeTitle, () => {
+    for (const method of bridgeMethods) expect(interfaceMethods).toContain(method);
+    const actions = actionsOf(sendsOf(bridgeMethods));
+    expect(
+      sorted(policyActions(readPolicy(POLICY_FILES.bridge))),
+      `${POLICY_FILES.bridge} (received) against the EC2 calls the bridge can send (expected)`,
+    ).toEqual(sorted(actions));
+  });
+});

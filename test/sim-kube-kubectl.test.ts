@@ -1,0 +1,137 @@
+import { type ChildProcess, execFile, spawn, spawnSync } from "node:child_process";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import type { SimulatorHandle } from "../src/sim/index.js";
+import { writeKubeconfig } from "../src/sim/kube/kubeconfig.js";
+import {
+  control,
+  eventually,
+  kubeEndpointOf,
+  kubeWorld,
+  MAC_B,
+  multusPod,
+  NODE_B,
+  startKubeSim,
+} from "./helpers/kube-worlds.js";
+import { makeTempDir, removeTempDir } from "./helpers/temp-dirs.js";
+
+/**
+ * kubectl, a second real client, against the simulator. CI machines may not have it (it is not installed
+ * by the project): the tests are then skipped, with the reason printed.
+ */
+const probe = spawnSync("kubectl", ["version", "--client"], { encoding: "utf8", timeout: 30_000 });
+const kubectlMissing =
+  probe.error !== undefined || probe.status !== 0
+    ? `kubectl is not installed (${probe.error?.message ?? probe.stderr.trim()}); the kubectl tests are skipped`
+    : undefined;
+if (kubectlMissing !== undefined) process.stderr.write(`note: ${kubectlMissing}\n`);
+
+let sim: SimulatorHandle | undefined;
+let dir: string | undefined;
+const children: ChildProcess[] = [];
+
+beforeEach(async () => {
+  sim = await startKubeSim(kubeWorld());
+  dir = makeTempDir("ipmgr-kube-");
+  await writeKubeconfig(join(dir, "kubeconfig"), kubeEndpointOf(sim));
+});
+
+afterEach(async () => {
+  for (const child of children.splice(0)) child.kill("SIGKILL");
+  await sim?.close();
+  sim = undefined;
+  removeTempDir(dir);
+  dir = undefined;
+});
+
+function args(rest: string[]): string[] {
+  // A cache of its own: kubectl would otherwise cache discovery under ~/.kube.
+  return [
+    "--kubeconfig",
+    join(dir as string, "kubeconfig"),
+    "--cache-dir",
+    join(dir as string, "cache"),
+    "--request-timeout=20s",
+    ...rest,
+  ];
+}
+
+function kubectl(...rest: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile("kubectl", args(rest), { encoding: "utf8", timeout: 60_000 }, (error, stdout, stderr) => {
+      resolve({ code: error === null ? 0 : typeof error.code === "number" ? error.code : 1, stdout, stderr });
+    });
+  });
+}
+
+describe.skipIf(kubectlMissing !== undefined)("kubectl against the simulator", () => {
+  it("gets pods in every namespace and nodes", async () => {
+    const pods = await kubectl("get", "pods", "-A");
+    expect(pods.stderr).toBe("");
+    expect(pods.stdout.split("\n")[0]).toMatch(/^NAMESPACE\s+NAME\s+READY\s+STATUS\s+RESTARTS\s+AGE$/);
+    expect(pods.stdout).toMatch(/^cnf\s+upf-0\s+1\/1\s+Running\s+0\s+\d+s$/m);
+    const nodes = await kubectl("get", "nodes", "-o", "wide");
+    expect(nodes.stdout).toMatch(
+      /^ip-198-51-100-20\.ec2\.internal\s+Ready\s+<none>\s+\d+s\s+v1\.31\.0\s+198\.51\.100\.20$/m,
+    );
+  });
+
+  it("sees a pod added while it watches (get -w)", async () => {
+    const child = spawn("kubectl", args(["get", "pods", "-n", "cnf", "-w"]), {
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    children.push(child);
+    let out = "";
+    child.stdout?.on("data", (chunk: Buffer) => {
+      out += chunk.toString();
+    });
+    await eventually(() => out.includes("upf-0"), "the listed pod", 30_000);
+    await control(
+      sim as SimulatorHandle,
+      "POST",
+      "/kubernetes/pods",
+      multusPod("upf-1", NODE_B, ["198.51.100.194"], MAC_B),
+    );
+    await eventually(() => /^upf-1\s+1\/1\s+Running/m.test(out), "the added pod", 30_000);
+  });
+
+  it("applies a NetworkAttachmentDefinition (create, unchanged, configured) and deletes it", async () => {
+    const file = join(dir as string, "nad.yaml");
+    const manifest = (master: string) =>
+      [
+        "apiVersion: k8s.cni.cncf.io/v1",
+        "kind: NetworkAttachmentDefinition",
+        "metadata: { name: sriov-net, namespace: cnf }",
+        `spec: { config: '{"cniVersion":"0.3.1","type":"ipvlan","master":"${master}","ipam":{"type":"whereabouts","range":"198.51.100.224/28"}}' }`,
+      ].join("\n");
+    writeFileSync(file, manifest("eth2"));
+    expect((await kubectl("apply", "-f", file)).stdout).toBe(
+      "networkattachmentdefinition.k8s.cni.cncf.io/sriov-net created\n",
+    );
+    expect((await kubectl("apply", "-f", file)).stdout).toBe(
+      "networkattachmentdefinition.k8s.cni.cncf.io/sriov-net unchanged\n",
+    );
+    writeFileSync(file, manifest("eth3"));
+    expect((await kubectl("apply", "-f", file)).stdout).toBe(
+      "networkattachmentdefinition.k8s.cni.cncf.io/sriov-net configured\n",
+    );
+    const nad = sim
+      ?.state()
+      .kubernetes?.networkAttachmentDefinitions.find((n) => n.metadata.name === "sriov-net");
+    const spec = nad?.spec as { config: string } | undefined;
+    expect(JSON.parse(spec?.config ?? "{}").master).toBe("eth3");
+    expect(nad?.metadata.annotations?.["kubectl.kubernetes.io/last-applied-configuration"]).toContain("eth3");
+    const deleted = await kubectl("delete", "-f", file);
+    expect(deleted.stdout).toBe('networkattachmentdefinition.k8s.cni.cncf.io "sriov-net" deleted\n');
+    expect(sim?.state().kubernetes?.networkAttachmentDefinitions.map((n) => n.metadata.name)).toEqual([
+      "multus-ipvlan",
+    ]);
+  });
+
+  it("deletes a pod and waits for it to be gone", async () => {
+    const deleted = await kubectl("delete", "pod", "-n", "cnf", "upf-0");
+    expect(deleted).toMatchObject({ code: 0, stdout: 'pod "upf-0" deleted\n' });
+    expect(sim?.state().kubernetes?.pods).toEqual([]);
+  });
+});
