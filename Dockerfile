@@ -16,16 +16,19 @@ COPY tsconfig.json ./
 COPY scripts/build.mjs ./scripts/
 COPY src ./src
 # scripts/build.mjs writes linked source maps for development (6 MB beside 1.7 MB of code); the image
-# ships the code only.
-RUN npm run build && find dist -name '*.map' -delete
+# ships the code only. The CLI's bundle starts with #!/usr/bin/env node: executable, it is a command.
+RUN npm run build && find dist -name '*.map' -delete && chmod 0755 dist/multus-ipmgr.mjs
 
 # Debian slim, not distroless: the sidecar watches address changes through `ip -o monitor address`, so the
 # runtime needs iproute2 (without it the sidecar falls back to polling every 50 ms; see README, Decisions).
 FROM node:20-bookworm-slim
+# `multus-ipmgr` on the PATH, for `kubectl exec POD -- multus-ipmgr doctor` and `kubectl debug ... --
+# multus-ipmgr ...` (which replace the entrypoint); the link resolves once dist/ is copied below.
 RUN apt-get update \
     && apt-get install -y --no-install-recommends iproute2 \
     && apt-get clean \
-    && rm -rf /var/lib/apt/lists/*
+    && rm -rf /var/lib/apt/lists/* \
+    && ln -s /app/dist/multus-ipmgr.mjs /usr/local/bin/multus-ipmgr
 WORKDIR /app
 COPY --from=build /src/dist ./dist
 COPY examples/world-demo.yaml ./examples/world-demo.yaml

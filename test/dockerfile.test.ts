@@ -23,7 +23,7 @@ describe("the image", () => {
   });
 
   it("ships no source maps: the build stage deletes them before the runtime stage copies dist/", () => {
-    expect(dockerfile).toMatch(/RUN npm run build && find dist -name '\*\.map' -delete\n/);
+    expect(dockerfile).toMatch(/RUN npm run build && find dist -name '\*\.map' -delete && /);
   });
 
   it("is architecture-neutral: no instruction names an architecture, and the build stage runs on the builder's platform", () => {
@@ -43,6 +43,11 @@ describe("the image", () => {
     expect(runtimeStage).toMatch(/org\.opencontainers\.image\.source="\$\{SOURCE_URL\}"/);
     expect(runtimeStage).toContain('org.opencontainers.image.title="multus-ipmgr"');
     expect(runtimeStage).toContain("org.opencontainers.image.description=");
+  });
+
+  it("puts multus-ipmgr on the PATH, for kubectl exec and kubectl debug", () => {
+    expect(dockerfile).toContain("chmod 0755 dist/multus-ipmgr.mjs");
+    expect(runtimeStage).toContain("ln -s /app/dist/multus-ipmgr.mjs /usr/local/bin/multus-ipmgr");
   });
 
   it("runs as a numeric non-root user", () => {

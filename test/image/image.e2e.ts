@@ -2,7 +2,8 @@
  * The built image, run as a user would run it: read-only root file system with no writable /tmp (as
  * readOnlyRootFilesystem gives in Kubernetes), every capability dropped, no new privileges, its own
  * non-root user. `init` and `sidecar` run in containers that join a lab's pod network namespace, against the
- * simulator in the lab's own namespace, as the pod's containers share the pod's namespace on a node.
+ * simulator in the lab's own namespace, as the pod's containers share the pod's namespace on a node;
+ * `doctor` runs through `podman exec` in the sidecar's container, as `kubectl exec` runs it.
  * Run by `npm run test:image` (scripts/test-image.sh), which builds the image and names it in IPMGR_IMAGE.
  */
 import { type ChildProcess, execFile, spawn } from "node:child_process";
@@ -155,6 +156,9 @@ describe.skipIf(unavailable !== undefined)("the image, run as a user would", () 
     expect(explicit.stdout).toBe(help.stdout);
     const shown = await collect(runImage(["--version"]));
     expect(shown).toMatchObject({ code: 0, stdout: `multus-ipmgr ${version}\n`, stderr: "" });
+    // kubectl debug ... -- multus-ipmgr ... replaces the entrypoint: the command is on the PATH.
+    const onPath = await collect(runImage(["--version"], { extra: ["--entrypoint=multus-ipmgr"] }));
+    expect(onPath).toMatchObject({ code: 0, stdout: `multus-ipmgr ${version}\n`, stderr: "" });
   });
 
   it("sim starts on the example world shipped in the image and stops on SIGTERM", async () => {
@@ -208,7 +212,7 @@ describe.skipIf(unavailable !== undefined)("the image, run as a user would", () 
     expect(await lab.calls()).toEqual([]);
   });
 
-  it("sidecar watches through ip monitor, turns ready, follows a floating address to the other pod, and stops with 0", async () => {
+  it("sidecar watches through ip monitor, turns ready, answers doctor through exec, follows a floating address to the other pod, and stops with 0", async () => {
     lab = await Lab.start(floatingPairWorld(), [
       podA(["198.51.100.70/25", `${FLOAT4}/25`]),
       podB(["198.51.100.90/25"]),
@@ -241,6 +245,36 @@ describe.skipIf(unavailable !== undefined)("the image, run as a user would", () 
       expect(s.logs.find((line) => line.addressEvents !== undefined)?.addressEvents).toBe("ip-monitor");
     }
     expect(await holds(l, ENI.node1A1, FLOAT4)).toBe(true);
+
+    // kubectl exec POD -c multus-ipmgr -- multus-ipmgr doctor: the container's own environment, its
+    // namespace's interfaces and /sys/class/net. This world has no subnet CIDR reservation: those are its
+    // only problems, exit 10.
+    const doctor = await run("podman", [
+      ...PODMAN,
+      "exec",
+      containers[0] ?? "",
+      "multus-ipmgr",
+      "doctor",
+      "--json",
+    ]).then(
+      (r) => ({ code: 0, stdout: r.stdout }),
+      (e: { code: number; stdout: string }) => ({ code: e.code, stdout: e.stdout }),
+    );
+    const report = JSON.parse(doctor.stdout) as {
+      exitCode: number;
+      checks: { name: string; status: string; detail: string }[];
+    };
+    expect(doctor.code).toBe(report.exitCode);
+    expect(report.exitCode).toBe(10);
+    expect(report.checks.filter((c) => c.status === "problem").map((c) => c.name)).toEqual([
+      "reservation",
+      "reservation",
+    ]);
+    const statusOf = (name: string) => report.checks.filter((c) => c.name === name).map((c) => c.status);
+    for (const name of ["interfaces", "link", "imds", "instance", "eni-match", "addresses", "ip-command"]) {
+      expect({ name, statuses: statusOf(name) }).toEqual({ name, statuses: statusOf(name).map(() => "ok") });
+      expect(statusOf(name).length).toBeGreaterThan(0);
+    }
 
     await l.removeAddress("a", "net1", `${FLOAT4}/25`);
     await l.addAddress("b", "net1", `${FLOAT4}/25`);
