@@ -1,26 +1,48 @@
-# multus-ipmgr: one image for every command (init, sidecar, sim).
-# The bundle in dist/ runs with node alone, so the runtime image carries no node_modules.
-FROM node:20-bookworm-slim AS build
+# syntax=docker/dockerfile:1
+# multus-ipmgr: one image for every command (init, sidecar, sim), for amd64 and arm64 (Graviton) alike.
+# dist/ is plain JavaScript that runs with node alone: the runtime image carries no node_modules, and the
+# build stage runs on the builder's own platform (no emulation in `docker buildx build --platform
+# linux/amd64,linux/arm64`), since its output is the same for every platform.
+FROM --platform=$BUILDPLATFORM node:20-bookworm-slim AS build
 WORKDIR /src
 COPY package.json package-lock.json ./
 # npm install, not npm ci: the lockfile lacks optional binaries for other platforms (see .ci/run).
-RUN npm install --no-audit --no-fund
-COPY tsconfig.json biome.json ./
-COPY scripts ./scripts
+# Behind a TLS-inspecting proxy, hand its CA bundle to npm for this step only (nothing of it stays in any
+# layer): --secret id=npm_ca,src=/path/to/ca-bundle.pem
+RUN --mount=type=secret,id=npm_ca,required=false \
+    if [ -s /run/secrets/npm_ca ]; then export NODE_EXTRA_CA_CERTS=/run/secrets/npm_ca; fi \
+    && npm install --no-audit --no-fund
+COPY tsconfig.json ./
+COPY scripts/build.mjs ./scripts/
 COPY src ./src
-RUN npm run build
+# scripts/build.mjs writes linked source maps for development (6 MB beside 1.7 MB of code); the image
+# ships the code only. The CLI's bundle starts with #!/usr/bin/env node: executable, it is a command.
+RUN npm run build && find dist -name '*.map' -delete && chmod 0755 dist/multus-ipmgr.mjs
 
 # Debian slim, not distroless: the sidecar watches address changes through `ip -o monitor address`, so the
 # runtime needs iproute2 (without it the sidecar falls back to polling every 50 ms; see README, Decisions).
 FROM node:20-bookworm-slim
+# `multus-ipmgr` on the PATH, for `kubectl exec POD -- multus-ipmgr doctor` and `kubectl debug ... --
+# multus-ipmgr ...` (which replace the entrypoint); the link resolves once dist/ is copied below.
 RUN apt-get update \
     && apt-get install -y --no-install-recommends iproute2 \
-    && rm -rf /var/lib/apt/lists/*
+    && apt-get clean \
+    && rm -rf /var/lib/apt/lists/* \
+    && ln -s /app/dist/multus-ipmgr.mjs /usr/local/bin/multus-ipmgr
 WORKDIR /app
 COPY --from=build /src/dist ./dist
 COPY examples/world-demo.yaml ./examples/world-demo.yaml
+# Labels last, so that a new version reuses the layers above. VERSION is package.json's (a test keeps the
+# default in step); SOURCE_URL is where your copy of the repository lives.
+ARG VERSION=0.1.0
+ARG SOURCE_URL=""
+LABEL org.opencontainers.image.title="multus-ipmgr" \
+      org.opencontainers.image.description="Makes Multus (ipvlan) pod addresses reachable inside an Amazon VPC by assigning them to the worker ENIs that carry them" \
+      org.opencontainers.image.source="${SOURCE_URL}" \
+      org.opencontainers.image.licenses="Apache-2.0" \
+      org.opencontainers.image.version="${VERSION}"
 # Reading interfaces, netlink address events, IMDS and EC2 need no capability: run as the image's
-# unprivileged `node` user.
+# unprivileged `node` user (numeric, so that runAsNonRoot can verify it).
 USER 1000:1000
 ENTRYPOINT ["node", "/app/dist/multus-ipmgr.mjs"]
 CMD ["--help"]

@@ -4,33 +4,66 @@
 # addresses, runs `multus-ipmgr init` inside it, and shows the ENI's addresses before and after.
 # Everything it creates is removed on exit, also on failure or Ctrl-C.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+SCRIPT="$(cd "$(dirname "$0")" && pwd)/$(basename "$0")"
+cd "$(dirname "$SCRIPT")/.."
+
+# Run it as yourself: it installs and builds as you, then asks sudo for the part that needs root (network
+# namespaces). Run as root (sudo, su, a root shell or a container), it builds as the owner of the checkout, so
+# that node_modules/ and dist/ never belong to root in someone else's tree and `npm install && npm test`
+# works afterwards as that user. _IPMGR_DEMO_BUILT and _IPMGR_DEMO_NODE pass the build and the node
+# executable across the sudo re-execution (sudo resets PATH, and Node is often installed per user).
 
 die() { printf 'demo: %s\n' "$*" >&2; exit 1; }
-[ "$(id -u)" = 0 ] || die "needs root to create network namespaces: run it as root, e.g. sudo bash scripts/demo.sh"
-command -v ip >/dev/null || die "needs iproute2 (the ip command): apt-get install iproute2"
-command -v node >/dev/null || die "needs Node.js 20 or newer: https://nodejs.org or your distribution's nodejs package"
-node -e 'process.exit(Number(process.versions.node.split(".")[0]) >= 20 ? 0 : 1)' ||
-  die "needs Node.js 20 or newer, found $(node --version)"
-
-if [ ! -d node_modules ]; then
-  echo "== installing dependencies (npm install)"
-  npm install --no-audit --no-fund >/dev/null
+command -v ip >/dev/null || [ -x /usr/sbin/ip ] || [ -x /sbin/ip ] ||
+  die "needs iproute2 (the ip command): install it, e.g. apt-get install iproute2 or dnf install iproute"
+NODE="${_IPMGR_DEMO_NODE:-$(command -v node || true)}"
+if [ -z "$NODE" ]; then
+  if [ "$(id -u)" = 0 ] && [ -n "${SUDO_USER:-}" ]; then
+    die "needs Node.js 20 or newer, and root's PATH (which sudo resets) has none: run it as yourself, bash scripts/demo.sh, and it asks sudo for the network namespaces only"
+  fi
+  die "needs Node.js 20 or newer on the PATH: install it from https://nodejs.org or your distribution's nodejs package"
 fi
-echo "== building dist/multus-ipmgr.mjs"
-npm run --silent build
+"$NODE" -e 'process.exit(Number(process.versions.node.split(".")[0]) >= 20 ? 0 : 1)' ||
+  die "needs Node.js 20 or newer, found $("$NODE" --version) at $NODE: install Node.js 20 or newer"
+# shellcheck source=scripts/as-owner.sh
+. scripts/as-owner.sh
+AS_OWNER_PATH_PREFIX="$(dirname "$NODE")"
 
+WORK="$(mktemp -d)"
+AS_OWNER_SCRATCH="$WORK"
 SIM_NS="ipmdemo-$$-sim"
 POD_NS="ipmdemo-$$-pod"
-WORK="$(mktemp -d)"
 SIM_PID=""
 cleanup() {
   [ -n "$SIM_PID" ] && kill "$SIM_PID" 2>/dev/null || true
-  ip netns del "$POD_NS" 2>/dev/null || true
-  ip netns del "$SIM_NS" 2>/dev/null || true
+  if [ "$(id -u)" = 0 ]; then
+    ip netns del "$POD_NS" 2>/dev/null || true
+    ip netns del "$SIM_NS" 2>/dev/null || true
+  fi
   rm -rf "$WORK"
 }
 trap cleanup EXIT INT TERM
+
+if [ "${_IPMGR_DEMO_BUILT:-}" != 1 ]; then
+  check_owned node_modules dist || exit 1
+  if [ ! -d node_modules ]; then
+    echo "== installing dependencies (npm install)"
+    as_owner npm install --no-audit --no-fund >/dev/null
+  fi
+  echo "== building dist/multus-ipmgr.mjs"
+  as_owner npm run --silent build
+fi
+
+if [ "$(id -u)" != 0 ]; then
+  if command -v sudo >/dev/null; then
+    echo "== network namespaces need root: running the rest with sudo"
+    trap - EXIT INT TERM
+    rm -rf "$WORK"
+    exec sudo -- env _IPMGR_DEMO_BUILT=1 _IPMGR_DEMO_NODE="$NODE" bash "$SCRIPT"
+  fi
+  die "network namespaces need root, and sudo is not installed: run the rest as root, e.g. su root -c 'bash $SCRIPT'"
+fi
+[ -s dist/multus-ipmgr.mjs ] || die "dist/multus-ipmgr.mjs is missing: run npm run build first"
 
 ENI_MAC="02:00:00:00:0b:01"   # eni-0multus1 in examples/world-demo.yaml
 POD_ADDRESSES=("198.51.100.200/25" "2001:db8:100:2::200/64")
@@ -56,27 +89,27 @@ for a in "${POD_ADDRESSES[@]}"; do
 done
 
 echo "== starting the simulator with examples/world-demo.yaml"
-ip netns exec "$SIM_NS" node dist/multus-ipmgr.mjs sim --world examples/world-demo.yaml --host 192.0.2.1 \
+ip netns exec "$SIM_NS" "$NODE" dist/multus-ipmgr.mjs sim --world examples/world-demo.yaml --host 192.0.2.1 \
   >"$WORK/ready" 2>"$WORK/sim.log" &
 SIM_PID=$!
 for _ in $(seq 100); do [ -s "$WORK/ready" ] && break; sleep 0.05; done
 [ -s "$WORK/ready" ] || die "the simulator did not start: $(cat "$WORK/sim.log")"
 READY="$(head -n 1 "$WORK/ready")"
-field() { node -e 'const r = JSON.parse(process.argv[1]); console.log(eval("r." + process.argv[2]))' "$READY" "$1"; }
+field() { "$NODE" -e 'const r = JSON.parse(process.argv[1]); console.log(eval("r." + process.argv[2]))' "$READY" "$1"; }
 EC2="$(field ec2)"
 CONTROL="$(field control)"
 IMDS="$(field 'imds["i-0demo1"]')"
 echo "   ready: $READY"
 
 show_eni() {
-  ip netns exec "$SIM_NS" node --input-type=module -e '
+  ip netns exec "$SIM_NS" "$NODE" --input-type=module -e '
     const state = await (await fetch(process.argv[1] + "/state")).json();
     const eni = state.enis.find((e) => e.eniId === "eni-0multus1");
     console.log(`   eni-0multus1 (${eni.mac})  IPv4: ${eni.ipv4s.join(", ")}  IPv6: ${eni.ipv6s.join(", ") || "none"}`);
   ' "$CONTROL"
 }
 show_calls() {
-  ip netns exec "$SIM_NS" node --input-type=module -e '
+  ip netns exec "$SIM_NS" "$NODE" --input-type=module -e '
     const calls = await (await fetch(process.argv[1] + "/calls")).json();
     if (calls.length === 0) console.log("   (no EC2 call)");
     for (const c of calls) {
@@ -98,7 +131,7 @@ run_init() {
     AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=demo AWS_SECRET_ACCESS_KEY=demo \
     AWS_ENDPOINT_URL_EC2="$EC2" AWS_EC2_METADATA_SERVICE_ENDPOINT="$IMDS" \
     IPMGR_ALLOWED_CIDRS="$ALLOWED" IPMGR_TERMINATION_LOG="" \
-    node dist/multus-ipmgr.mjs init
+    "$NODE" dist/multus-ipmgr.mjs init
 }
 
 echo

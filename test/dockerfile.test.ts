@@ -1,12 +1,83 @@
+/**
+ * The Dockerfile and its build context, read as text. `npm run test:image` builds and runs the image for
+ * real (test/image/image.e2e.ts); these checks keep the properties that build cannot show on one machine.
+ */
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 
+const dockerfile = readFileSync("Dockerfile", "utf8");
+/** Instructions, without comments, continuation lines joined. */
+const instructions = dockerfile
+  .replace(/\\\n/g, " ")
+  .split("\n")
+  .filter((line) => line.trim() !== "" && !line.trimStart().startsWith("#"));
+const runtimeStage = dockerfile.slice(dockerfile.lastIndexOf("\nFROM "));
+
 describe("the image", () => {
   it("carries iproute2, which the sidecar's address events need", () => {
-    expect(readFileSync("Dockerfile", "utf8")).toMatch(/apt-get install .*iproute2/);
+    expect(dockerfile).toMatch(/apt-get install .*iproute2/);
   });
 
   it("ships the simulator's bundle beside the CLI's (dist/ is copied whole)", () => {
-    expect(readFileSync("Dockerfile", "utf8")).toContain("COPY --from=build /src/dist ./dist");
+    expect(dockerfile).toContain("COPY --from=build /src/dist ./dist");
+  });
+
+  it("ships no source maps: the build stage deletes them before the runtime stage copies dist/", () => {
+    expect(dockerfile).toMatch(/RUN npm run build && find dist -name '\*\.map' -delete && /);
+  });
+
+  it("is architecture-neutral: no instruction names an architecture, and the build stage runs on the builder's platform", () => {
+    for (const line of instructions) expect(line).not.toMatch(/amd64|x86_64|x64|arm64|aarch64|armhf/);
+    expect(instructions[0]).toBe("FROM --platform=$BUILDPLATFORM node:20-bookworm-slim AS build");
+    expect(runtimeStage).toMatch(/^\nFROM node:20-bookworm-slim\n/);
+  });
+
+  it("carries the OCI labels, its version by default package.json's", () => {
+    const { version, license } = JSON.parse(readFileSync("package.json", "utf8")) as {
+      version: string;
+      license: string;
+    };
+    expect(runtimeStage).toContain(`ARG VERSION=${version}\n`);
+    expect(runtimeStage).toContain(`org.opencontainers.image.licenses="${license}"`);
+    expect(runtimeStage).toMatch(/org\.opencontainers\.image\.version="\$\{VERSION\}"/);
+    expect(runtimeStage).toMatch(/org\.opencontainers\.image\.source="\$\{SOURCE_URL\}"/);
+    expect(runtimeStage).toContain('org.opencontainers.image.title="multus-ipmgr"');
+    expect(runtimeStage).toContain("org.opencontainers.image.description=");
+  });
+
+  it("puts multus-ipmgr on the PATH, for kubectl exec and kubectl debug", () => {
+    expect(dockerfile).toContain("chmod 0755 dist/multus-ipmgr.mjs");
+    expect(runtimeStage).toContain("ln -s /app/dist/multus-ipmgr.mjs /usr/local/bin/multus-ipmgr");
+  });
+
+  it("runs as a numeric non-root user", () => {
+    expect(runtimeStage).toMatch(/\nUSER 1000:1000\n/);
+  });
+});
+
+describe("the build context (.dockerignore)", () => {
+  const rules = readFileSync(".dockerignore", "utf8")
+    .split("\n")
+    .map((line) => line.trim())
+    .filter((line) => line !== "" && !line.startsWith("#"));
+  const included = rules.filter((rule) => rule.startsWith("!")).map((rule) => rule.slice(1));
+
+  it("leaves everything out but what the Dockerfile copies", () => {
+    expect(rules[0]).toBe("*");
+    const sources = instructions
+      .filter((line) => line.startsWith("COPY ") && !line.includes("--from="))
+      .flatMap((line) => line.split(/\s+/).slice(1, -1));
+    const covered = (source: string) =>
+      included.some((rule) => source === rule.replace(/\/$/, "") || source.startsWith(rule));
+    expect(sources.filter((source) => !covered(source))).toEqual([]);
+    expect(
+      included.filter((rule) => !sources.some((source) => source.startsWith(rule.replace(/\/$/, "")))),
+    ).toEqual([]);
+  });
+
+  it("never takes node_modules, dist, .git, .bench or tests into the context", () => {
+    for (const path of ["node_modules", "dist", ".git", ".bench", "test", "bench", ".ci"]) {
+      expect(included.some((rule) => rule === path || rule.startsWith(`${path}/`))).toBe(false);
+    }
   });
 });
