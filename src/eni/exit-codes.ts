@@ -23,6 +23,8 @@ export const ExitCode = {
   ec2Unavailable: 9,
   /** `doctor` only: at least one check found a problem (the report says which, and the fix). */
   doctorProblem: 10,
+  /** `bridge` only: the Kubernetes API refused (RBAC, an unknown resource) or could not be reached at start. */
+  kubernetes: 11,
 } as const;
 
 export type ExitCodeValue = (typeof ExitCode)[keyof typeof ExitCode];
