@@ -28,6 +28,7 @@ import type {
 } from "./kube-api.js";
 import type { BridgeMetrics, WaveOutcome } from "./metrics.js";
 import type { PodEventReporter } from "./pod-events.js";
+import type { SubnetView } from "./reservation-cover.js";
 import { type BridgeRefusal, overlayRecent, planWave, type RecentChange } from "./wave-plan.js";
 
 /** The tag that marks an ENI the VPC CNI must leave alone: a Multus ENI. */
@@ -136,6 +137,18 @@ export class Bridge {
   /** The last wave's report; undefined before the first. */
   get report(): WaveReport | undefined {
     return this.#report;
+  }
+
+  #lastSubnets: SubnetView[] = [];
+  /** The subnets of this node's Multus ENIs at the last wave, for the reservations keeper. */
+  get lastSubnets(): readonly SubnetView[] {
+    return this.#lastSubnets;
+  }
+
+  /** Whether every watch has listed once. */
+  get synced(): boolean {
+    const c = this.#collections;
+    return c !== undefined && Object.values(c).every((collection) => collection.synced);
   }
 
   /** The ranges the last wave managed, for the reservations keeper. */
@@ -286,6 +299,9 @@ export class Bridge {
     this.#nextPendingAt =
       desired.pending.length === 0 ? undefined : Math.min(...desired.pending.map((p) => p.releaseAt));
     this.#lastDesired = desired;
+    this.#lastSubnets = enis
+      .filter((e) => multusEniIds.has(e.eniId))
+      .map((e) => ({ subnetId: e.subnetId, cidrs: [...e.subnetIpv4Cidrs, ...e.subnetIpv6Cidrs] }));
 
     const plan: Plan = await planFor(
       { interfaces: desired.interfaces, enis },

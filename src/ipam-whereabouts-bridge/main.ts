@@ -1,3 +1,4 @@
+import { hostname } from "node:os";
 import { reportFailure } from "../cli/report-failure.js";
 import { addressesPerEniOf } from "../doctor/instance-limits.js";
 import { systemClock } from "../eni/clock.js";
@@ -13,6 +14,7 @@ import { Bridge } from "./bridge.js";
 import type { KubeApi } from "./kube-api.js";
 import { BridgeMetrics } from "./metrics.js";
 import { PodEventReporter } from "./pod-events.js";
+import { ReservationKeeper } from "./reservation-keeper.js";
 import { type BridgeConfig, bridgeSettings, loadBridgeConfig } from "./settings.js";
 
 const help = (): string => `usage: multus-ipmgr bridge [flags]
@@ -39,6 +41,40 @@ async function addressesPerEni(imds: ImdsClient, logger: Logger): Promise<number
     );
   }
   return limit;
+}
+
+/**
+ * Every interval, once the watches have listed and a wave has run: the Lease, then the reservations.
+ * A failure is logged and the next pass tries again; it never stops the waves.
+ */
+async function keepReservations(
+  keeper: ReservationKeeper,
+  bridge: Bridge,
+  intervalMs: number,
+  signal: AbortSignal,
+  logger: Logger,
+): Promise<void> {
+  let failing = false;
+  while (!signal.aborted) {
+    const desired = bridge.lastDesired;
+    if (desired !== undefined && bridge.synced) {
+      try {
+        await keeper.pass(desired.ranges, bridge.lastSubnets);
+        await keeper.prune(desired.ranges, bridge.lastSubnets);
+        if (failing) logger.info("the reservations pass works again");
+        failing = false;
+      } catch (error) {
+        if (!failing)
+          logger.warn({ err: error }, "the reservations pass failed; it runs again after the interval");
+        failing = true;
+      }
+    }
+    await systemClock
+      .sleep(desired === undefined ? Math.min(intervalMs, 1_000) : intervalMs, signal)
+      .catch((error: unknown) => {
+        if (!signal.aborted) throw error;
+      });
+  }
 }
 
 /** Entrypoint of `multus-ipmgr bridge`: config, adapters, signals, then the Bridge. */
@@ -122,10 +158,23 @@ export async function main(argv: readonly string[]): Promise<number> {
         addressesPerEni: await addressesPerEni(imds, log),
       },
     );
+    const keeper =
+      config.reservations === "off"
+        ? undefined
+        : new ReservationKeeper(
+            { kube: kubeApi, ec2, clock, logger: log, metrics },
+            {
+              mode: config.reservations,
+              leaseNamespace: config.leaseNamespace,
+              leaseName: config.leaseName,
+              leaseDurationMs: config.leaseDurationMs,
+              identity: `${hostname()}_${config.nodeName}`,
+            },
+          );
     http = await startHttpServer({
       host: config.httpHost,
       port: config.httpPort,
-      status: { health: () => bridge.health(), readiness: () => bridge.readiness() },
+      status: { health: () => bridge.health(), readiness: () => bridge.readiness(keeper?.lines() ?? []) },
       metrics,
       logger: log,
     });
@@ -142,6 +191,10 @@ export async function main(argv: readonly string[]): Promise<number> {
     );
     const stop = new AbortController();
     const running = bridge.run(stop.signal);
+    const keeping =
+      keeper === undefined
+        ? Promise.resolve()
+        : keepReservations(keeper, bridge, config.reservationIntervalMs, stop.signal, log);
     const ended = await Promise.race([
       running.then(
         () => ({ kind: "stopped" as const }),
@@ -160,7 +213,10 @@ export async function main(argv: readonly string[]): Promise<number> {
     const graceOver = new Promise<"grace-expired">((resolve) => {
       timer = setTimeout(() => resolve("grace-expired"), config.shutdownGraceMs);
     });
-    const outcome = await Promise.race([running.then(() => "finished" as const), graceOver]);
+    const outcome = await Promise.race([
+      Promise.all([running, keeping]).then(() => "finished" as const),
+      graceOver,
+    ]);
     clearTimeout(timer);
     if (outcome === "grace-expired") {
       inflight.abort(new Error("the shutdown grace ran out"));
