@@ -343,7 +343,7 @@ describe("desired state", () => {
     );
     expect(state.releases.map((r) => r.reason)).toEqual([
       expect.stringContaining(
-        "whereabouts allocates it to cnf/elsewhere, which is not on this node (IPPool kube-system/198.51.100.192-27)",
+        "whereabouts allocates it to cnf/elsewhere, which is not a pod of this node (gone, or on another node; IPPool kube-system/198.51.100.192-27)",
       ),
     ]);
   });

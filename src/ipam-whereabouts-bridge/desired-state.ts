@@ -312,7 +312,7 @@ export function desiredState(input: DesiredInput): DesiredState {
       const whereabouts =
         owner === undefined
           ? "whereabouts allocates it to no pod"
-          : `whereabouts allocates it to ${owner.podref}, which is not on this node (${owner.source})`;
+          : `whereabouts allocates it to ${owner.podref}, which is not a pod of this node (gone, or on another node; ${owner.source})`;
       releases.push({
         eniId: eni.eniId,
         address,
