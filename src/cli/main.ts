@@ -14,6 +14,7 @@ const USAGE = `usage: multus-ipmgr <command> [flags]
 commands:
   init      assign this pod's Multus addresses to the worker ENIs that carry them, then exit
   sidecar   keep assigning them as they change (floating IPs), serve /healthz /readyz /metrics
+  bridge    on every node (DaemonSet): keep the node's Multus ENIs holding its pods' whereabouts addresses
   doctor    check IMDS, the ENIs, IAM, the subnets and the pod's interfaces from inside the pod (--json)
   sim       run the local EC2 Query API and IMDSv2 simulator (--world FILE)
 
@@ -36,6 +37,7 @@ const commands: Record<string, () => Promise<CommandMain>> = {
     return (await import("../sidecar/main.js")).main;
   },
   doctor: async () => (await import("../doctor/main.js")).main,
+  bridge: async () => (await import("../ipam-whereabouts-bridge/main.js")).main,
   sim: async () => ((await import(SIM_BUNDLE)) as { main: CommandMain }).main,
 };
 

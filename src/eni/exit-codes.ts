@@ -28,6 +28,8 @@ export const ExitCode = {
    * another private address, or the address carries another Elastic IP.
    */
   elasticIp: 11,
+  /** `bridge` only: the Kubernetes API refused (RBAC, an unknown resource) or could not be reached at start. */
+  kubernetes: 12,
 } as const;
 
 export type ExitCodeValue = (typeof ExitCode)[keyof typeof ExitCode];

@@ -301,3 +301,47 @@ export function canonicalAddressText(value: string): string {
   const canonicalAddress = tryCanonical(address) ?? address.toLowerCase();
   return slash === -1 ? canonicalAddress : `${canonicalAddress}${text.slice(slash)}`;
 }
+
+/** The address as a number, for interval arithmetic (`addressOfValue` is the inverse). @throws InvalidAddressError */
+export function addressValue(address: string): bigint {
+  return parseOrThrow(address).value;
+}
+
+/** The canonical address of a number of the family. @throws RangeError outside the family's space. */
+export function addressOfValue(fam: IpFamily, value: bigint): string {
+  if (value < 0n || value >= 1n << BigInt(bits(fam))) {
+    throw new RangeError(`${value} is not an IPv${fam} address value`);
+  }
+  return format({ family: fam, value });
+}
+
+/** The first and last address of a block, as numbers. @throws InvalidCidrError */
+export function cidrBounds(cidr: string): { family: IpFamily; first: bigint; last: bigint } {
+  const parsed = parseCidrInternal(cidr);
+  return { family: parsed.family, first: parsed.network, last: lastOf(parsed) };
+}
+
+/**
+ * The smallest list of CIDR blocks whose union is exactly the addresses `first` to `last` (inclusive), in
+ * ascending order: each block is the largest aligned one that starts at the next uncovered address and
+ * ends within the interval. Empty when `first > last`.
+ */
+export function intervalToCidrs(fam: IpFamily, first: bigint, last: bigint): string[] {
+  const width = BigInt(bits(fam));
+  const out: string[] = [];
+  let start = first;
+  while (start <= last) {
+    // Largest power of two that divides `start` (its alignment), capped by the space's width.
+    let size = 0n;
+    while (
+      size < width &&
+      (start & ((1n << (size + 1n)) - 1n)) === 0n &&
+      start + (1n << (size + 1n)) - 1n <= last
+    ) {
+      size += 1n;
+    }
+    out.push(`${format({ family: fam, value: start })}/${Number(width - size)}`);
+    start += 1n << size;
+  }
+  return out;
+}

@@ -46,7 +46,10 @@ export function multusPod(
  * (198.51.100.128/25, 2001:db8:100:2::/64), a NAD cnf/multus-ipvlan over 198.51.100.192/27, its IPPool,
  * and the pods given (default: upf-0 on NODE_A holding 198.51.100.193). Documentation ranges only.
  */
-export function kubeWorld(kubernetes: Record<string, unknown> = {}): World {
+export function kubeWorld(
+  kubernetes: Record<string, unknown> = {},
+  aws: { ipv4AddressesPerEni?: number } = {},
+): World {
   const eni = (id: string, mac: string, deviceIndex: number, subnet: string, primaryIpv4: string) => ({
     id,
     mac,
@@ -70,6 +73,7 @@ export function kubeWorld(kubernetes: Record<string, unknown> = {}): World {
     instances: [
       {
         id: "i-0a",
+        ...(aws.ipv4AddressesPerEni === undefined ? {} : { ipv4AddressesPerEni: aws.ipv4AddressesPerEni }),
         enis: [
           eni("eni-0a0", "02:00:00:00:01:00", 0, "subnet-0nodes", "198.51.100.10"),
           eni("eni-0a1", MAC_A, 1, "subnet-0multus", "198.51.100.140"),

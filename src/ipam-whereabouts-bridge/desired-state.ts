@@ -1,0 +1,346 @@
+/**
+ * The bridge's desired state: from what it observed (this node's pods, the NADs, whereabouts' pools and
+ * reservations, this node's ENIs) to which address belongs on which ENI, which are in conflict, and which
+ * secondary addresses are released. Pure and deterministic: no I/O, no clock (`now` is an input), and the
+ * output does not depend on the order of any input list.
+ *
+ * Placement. Each non-default network-status entry with a MAC, on a pod of this node that the bridge
+ * manages (not opted out, not running the sidecar), asks for its addresses on the ENI with that MAC. An
+ * entry whose MAC matches no ENI of this node is left out (`unmatched`): macvlan, bridge and SR-IOV give the
+ * pod a MAC of its own, and only ipvlan's pod interface carries its ENI's MAC. The planner (src/eni/planner.ts)
+ * then refuses as in `init`: outside the allowed CIDRs, outside the ENI's subnet, a primary address.
+ *
+ * Conflicts (never moved, reported on both pods):
+ *   whereabouts allocates the address to another pod (IPPool or OverlappingRangeIPReservation podref);
+ *   two pods of this node carry it. A pod being deleted yields to a running pod with the same address.
+ *
+ * Release. A secondary address of one of this node's Multus ENIs is released when it lies in a managed range
+ * (a whereabouts range of any NAD, within the allowed CIDRs), no pod of this node carries it (pods being
+ * deleted, opted out or running the sidecar included), whereabouts does not allocate it to a pod of this
+ * node (a pod starting, before Multus wrote its annotation), and all this has held for the grace period.
+ * Never a primary address, never one outside the managed ranges, never another node's ENI (only this
+ * node's ENIs are input).
+ */
+import {
+  addressAtOffset,
+  anyCidrContains,
+  canonicalCidr,
+  compareAddresses,
+  family,
+  tryCanonical,
+} from "../eni/ip.js";
+import type { EniState, IpFamily, PodInterface } from "../eni/types.js";
+import type { IpPoolInfo, NadInfo, OverlappingReservationInfo, PodInfo } from "./kube-api.js";
+import { type PodSkipReason, podNetworks, skipReasonOf } from "./pod-networks.js";
+import { rangeContains, rangesOfNad, type WhereaboutsRange } from "./whereabouts-ranges.js";
+
+export interface PodRef {
+  readonly namespace: string;
+  readonly name: string;
+  /** Undefined for a pod known only by whereabouts' podref (on another node, or gone). */
+  readonly uid: string | undefined;
+}
+
+export interface DesiredInput {
+  /** The pods of this node. */
+  readonly pods: readonly PodInfo[];
+  readonly nads: readonly NadInfo[];
+  readonly ipPools: readonly IpPoolInfo[];
+  readonly overlappingReservations: readonly OverlappingReservationInfo[];
+  /** This node's ENIs (IMDS), Multus ENIs read in full. */
+  readonly enis: readonly EniState[];
+  /** The ENIs the bridge may release addresses from: tagged no_manage, or at a configured device index. */
+  readonly multusEniIds: ReadonlySet<string>;
+  readonly allowedCidrs: readonly string[];
+  /** Milliseconds since the epoch. */
+  readonly now: number;
+  /** How long an address must stay unused before it is released, in ms. */
+  readonly releaseGraceMs: number;
+  /** From the previous computation: `unusedKey(eniId, address)` -> since when it is unused (ms). */
+  readonly unusedSince: ReadonlyMap<string, number>;
+}
+
+export interface Conflict {
+  readonly address: string;
+  /** The pod of this node that carries the address. */
+  readonly pod: PodRef;
+  /** The other claimant: the pod whereabouts allocates the address to, or another pod of this node. */
+  readonly other: PodRef;
+  /** A sentence naming both pods, the address, where the claim comes from, and the fix. */
+  readonly detail: string;
+}
+
+export interface Release {
+  readonly eniId: string;
+  readonly address: string;
+  readonly family: IpFamily;
+  /** Why, in one sentence (logged with every release). */
+  readonly reason: string;
+}
+
+export interface PendingRelease {
+  readonly eniId: string;
+  readonly address: string;
+  /** When the grace ends, ms since the epoch. */
+  readonly releaseAt: number;
+}
+
+export interface DesiredState {
+  /** The planner's input: one interface per managed attachment, named `namespace/pod/interface`. */
+  readonly interfaces: PodInterface[];
+  /** Interface name (as above) -> its pod. */
+  readonly podOfInterface: ReadonlyMap<string, PodRef>;
+  readonly managedPods: PodRef[];
+  readonly skippedPods: { readonly pod: PodRef; readonly reason: PodSkipReason }[];
+  /** Attachments whose MAC matches no ENI of this node (not ipvlan on an ENI): left alone. */
+  readonly unmatched: { readonly pod: PodRef; readonly interfaceName: string; readonly mac: string }[];
+  readonly conflicts: Conflict[];
+  /** Unreadable annotations or NAD configurations, one sentence each. */
+  readonly problems: string[];
+  /** Whereabouts ranges of every NAD (before the allowed CIDRs are applied). */
+  readonly ranges: WhereaboutsRange[];
+  readonly releases: Release[];
+  readonly pending: PendingRelease[];
+  /** To pass back as `unusedSince` next time. */
+  readonly unusedSince: Map<string, number>;
+}
+
+/** The key of an (ENI, address) pair in `unusedSince`. */
+export function unusedKey(eniId: string, address: string): string {
+  return `${eniId} ${address}`;
+}
+
+const byString = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
+const podKey = (pod: { namespace: string; name: string }): string => `${pod.namespace}/${pod.name}`;
+const refOf = (pod: PodInfo): PodRef => ({ namespace: pod.namespace, name: pod.name, uid: pod.uid });
+
+function refOfPodref(podref: string): PodRef {
+  const slash = podref.indexOf("/");
+  return slash < 0
+    ? { namespace: "default", name: podref, uid: undefined }
+    : { namespace: podref.slice(0, slash), name: podref.slice(slash + 1), uid: undefined };
+}
+
+interface Owner {
+  readonly podref: string;
+  readonly source: string;
+}
+
+/** Who whereabouts says holds each address: IPPool allocations first, then reservations. */
+function whereaboutsOwners(
+  pools: readonly IpPoolInfo[],
+  reservations: readonly OverlappingReservationInfo[],
+  problems: string[],
+): Map<string, Owner> {
+  const owners = new Map<string, Owner>();
+  const sortedPools = [...pools].sort((a, b) => byString(podKey(a), podKey(b)));
+  for (const pool of sortedPools) {
+    let cidr: string;
+    try {
+      cidr = canonicalCidr(pool.range);
+    } catch {
+      problems.push(`IPPool ${podKey(pool)}: spec.range ${JSON.stringify(pool.range)} is not a CIDR`);
+      continue;
+    }
+    for (const [offset, allocation] of Object.entries(pool.allocations).sort(([a], [b]) => byString(a, b))) {
+      if (allocation.podref === undefined || allocation.podref === "") continue;
+      let address: string;
+      try {
+        if (!/^\d+$/.test(offset)) throw new RangeError(offset);
+        address = addressAtOffset(cidr, BigInt(offset));
+      } catch {
+        problems.push(
+          `IPPool ${podKey(pool)}: allocation ${JSON.stringify(offset)} is not an offset inside ${cidr}`,
+        );
+        continue;
+      }
+      if (!owners.has(address))
+        owners.set(address, { podref: allocation.podref, source: `IPPool ${podKey(pool)}` });
+    }
+  }
+  for (const reservation of [...reservations].sort((a, b) => byString(podKey(a), podKey(b)))) {
+    const address = tryCanonical(reservation.name) ?? tryCanonical(reservation.name.replaceAll("-", ":"));
+    if (address === undefined || reservation.podref === undefined || reservation.podref === "") continue;
+    if (!owners.has(address)) {
+      owners.set(address, {
+        podref: reservation.podref,
+        source: `OverlappingRangeIPReservation ${podKey(reservation)}`,
+      });
+    }
+  }
+  return owners;
+}
+
+interface Claim {
+  readonly pod: PodInfo;
+  readonly interfaceName: string;
+  readonly mac: string;
+  readonly address: string;
+}
+
+export function desiredState(input: DesiredInput): DesiredState {
+  const problems: string[] = [];
+  const pods = [...input.pods].sort((a, b) => byString(podKey(a), podKey(b)) || byString(a.uid, b.uid));
+  const podsOnNode = new Set(pods.map(podKey));
+  const enisByMac = new Map<string, EniState>();
+  for (const eni of [...input.enis].sort((a, b) => byString(a.eniId, b.eniId))) {
+    const mac = eni.mac.toLowerCase();
+    if (!enisByMac.has(mac)) enisByMac.set(mac, eni);
+  }
+
+  const ranges: WhereaboutsRange[] = [];
+  for (const nad of [...input.nads].sort((a, b) => byString(podKey(a), podKey(b)))) {
+    const read = rangesOfNad(nad);
+    ranges.push(...read.ranges);
+    problems.push(...read.problems);
+  }
+  const owners = whereaboutsOwners(input.ipPools, input.overlappingReservations, problems);
+
+  const carried = new Set<string>();
+  const claims: Claim[] = [];
+  const managedPods: PodRef[] = [];
+  const skippedPods: DesiredState["skippedPods"] = [];
+  const unmatched: DesiredState["unmatched"] = [];
+  for (const pod of pods) {
+    const networks = podNetworks(pod);
+    problems.push(...networks.problems);
+    for (const attachment of networks.attachments) for (const a of attachment.addresses) carried.add(a);
+    const skip = skipReasonOf(pod);
+    if (skip !== undefined) {
+      skippedPods.push({ pod: refOf(pod), reason: skip });
+      continue;
+    }
+    managedPods.push(refOf(pod));
+    for (const attachment of networks.attachments) {
+      if (!enisByMac.has(attachment.mac)) {
+        unmatched.push({ pod: refOf(pod), interfaceName: attachment.interfaceName, mac: attachment.mac });
+        continue;
+      }
+      for (const address of attachment.addresses) {
+        claims.push({ pod, interfaceName: attachment.interfaceName, mac: attachment.mac, address });
+      }
+    }
+  }
+
+  // Per address: the running claimants win over pods being deleted; then whereabouts and the other pods decide.
+  const byAddress = new Map<string, Claim[]>();
+  for (const claim of claims) byAddress.set(claim.address, [...(byAddress.get(claim.address) ?? []), claim]);
+  const conflicts: Conflict[] = [];
+  const accepted: Claim[] = [];
+  for (const [address, all] of byAddress) {
+    const running = all.filter((c) => !c.pod.deleting);
+    const contenders = running.length > 0 ? running : all;
+    const podrefs = [...new Set(contenders.map((c) => podKey(c.pod)))].sort(byString);
+    const owner = owners.get(address);
+    if (owner !== undefined && !podrefs.includes(owner.podref)) {
+      for (const claim of contenders) {
+        conflicts.push({
+          address,
+          pod: refOf(claim.pod),
+          other: refOfPodref(owner.podref),
+          detail:
+            `address ${address} on ${podKey(claim.pod)} (${claim.interfaceName}) is allocated by whereabouts to ` +
+            `${owner.podref} (${owner.source}); it is not assigned to any ENI until only one pod claims it: ` +
+            "recreate the pod that does not own it, or clean up the stale allocation.",
+        });
+      }
+      continue;
+    }
+    if (podrefs.length > 1) {
+      for (const claim of contenders) {
+        const others = podrefs.filter((p) => p !== podKey(claim.pod));
+        for (const other of others) {
+          conflicts.push({
+            address,
+            pod: refOf(claim.pod),
+            other: refOfPodref(other),
+            detail:
+              `address ${address} is carried by ${podrefs.join(" and ")} on this node; ` +
+              "it is not assigned to any ENI until only one pod carries it: give each pod its own address.",
+          });
+        }
+      }
+      continue;
+    }
+    accepted.push(...contenders);
+  }
+
+  const interfacesByName = new Map<string, { mac: string; addresses: string[]; pod: PodInfo }>();
+  for (const claim of accepted) {
+    const name = `${podKey(claim.pod)}/${claim.interfaceName}`;
+    const entry = interfacesByName.get(name) ?? { mac: claim.mac, addresses: [], pod: claim.pod };
+    entry.addresses.push(claim.address);
+    interfacesByName.set(name, entry);
+  }
+  const interfaces: PodInterface[] = [];
+  const podOfInterface = new Map<string, PodRef>();
+  for (const [name, entry] of [...interfacesByName].sort(([a], [b]) => byString(a, b))) {
+    interfaces.push({
+      name,
+      mac: entry.mac,
+      addresses: [...new Set(entry.addresses)].sort(compareAddresses),
+    });
+    podOfInterface.set(name, refOf(entry.pod));
+  }
+
+  const managed = (address: string): boolean =>
+    ranges.some((range) => rangeContains(range, address)) && anyCidrContains(input.allowedCidrs, address);
+  const releases: Release[] = [];
+  const pending: PendingRelease[] = [];
+  const unusedSince = new Map<string, number>();
+  const multusEnis = input.enis
+    .filter((eni) => input.multusEniIds.has(eni.eniId) && eni.summary !== true)
+    .sort((a, b) => byString(a.eniId, b.eniId));
+  for (const eni of multusEnis) {
+    const primary = eni.primaryIpv4 === undefined ? undefined : tryCanonical(eni.primaryIpv4);
+    const held = [...eni.ipv4s, ...eni.ipv6s]
+      .map((a) => tryCanonical(a))
+      .filter((a): a is string => a !== undefined && a !== primary);
+    for (const address of [...new Set(held)].sort(compareAddresses)) {
+      if (!managed(address) || carried.has(address)) continue;
+      const owner = owners.get(address);
+      if (owner !== undefined && podsOnNode.has(owner.podref)) continue;
+      const key = unusedKey(eni.eniId, address);
+      const since = input.unusedSince.get(key) ?? input.now;
+      unusedSince.set(key, since);
+      const releaseAt = since + input.releaseGraceMs;
+      if (input.now < releaseAt) {
+        pending.push({ eniId: eni.eniId, address, releaseAt });
+        continue;
+      }
+      const seconds = Math.round((input.now - since) / 1000);
+      const whereabouts =
+        owner === undefined
+          ? "whereabouts allocates it to no pod"
+          : `whereabouts allocates it to ${owner.podref}, which is not a pod of this node (gone, or on another node; ${owner.source})`;
+      releases.push({
+        eniId: eni.eniId,
+        address,
+        family: family(address),
+        reason:
+          `no pod of this node has carried ${address} for ${seconds} s (grace ${Math.round(input.releaseGraceMs / 1000)} s); ` +
+          `${whereabouts}; it lies in a managed range and is a secondary address of Multus ENI ${eni.eniId}`,
+      });
+    }
+  }
+
+  conflicts.sort(
+    (a, b) =>
+      compareAddresses(a.address, b.address) ||
+      byString(podKey(a.pod), podKey(b.pod)) ||
+      byString(podKey(a.other), podKey(b.other)),
+  );
+  return {
+    interfaces,
+    podOfInterface,
+    managedPods,
+    skippedPods,
+    unmatched,
+    conflicts,
+    problems,
+    ranges,
+    releases,
+    pending,
+    unusedSince,
+  };
+}

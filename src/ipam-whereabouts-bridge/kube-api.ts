@@ -1,0 +1,117 @@
+/**
+ * The Kubernetes calls the bridge makes, and only those, in the bridge's own shapes. Implemented by
+ * kube-client.ts, the only importer of @kubernetes/client-node (loaded with a dynamic import, so that no
+ * other command parses it). Each method's doc comment names the RBAC verbs and resources it needs; the
+ * ClusterRole in examples/bridge-rbac.yaml grants exactly those.
+ */
+
+/** A container of a pod: enough to recognise the sidecar. */
+export interface ContainerInfo {
+  readonly name: string;
+  readonly image: string;
+  readonly args: readonly string[];
+}
+
+/** A pod of this node, as the bridge reads it. */
+export interface PodInfo {
+  readonly namespace: string;
+  readonly name: string;
+  readonly uid: string;
+  readonly nodeName: string | undefined;
+  /** `metadata.deletionTimestamp` is set: the pod is terminating and keeps its addresses until it is gone. */
+  readonly deleting: boolean;
+  readonly annotations: Readonly<Record<string, string>>;
+  /** Init containers (native sidecars among them) and containers. */
+  readonly containers: readonly ContainerInfo[];
+}
+
+/** A NetworkAttachmentDefinition (k8s.cni.cncf.io/v1): its CNI configuration, unparsed. */
+export interface NadInfo {
+  readonly namespace: string;
+  readonly name: string;
+  /** `spec.config`: a CNI JSON document in a string; empty when the NAD has none (a CNI file on the node). */
+  readonly config: string;
+}
+
+/** One whereabouts allocation: the container and the pod ("namespace/name") an address was given to. */
+export interface WhereaboutsAllocation {
+  readonly id: string | undefined;
+  readonly podref: string | undefined;
+  readonly ifname: string | undefined;
+}
+
+/** A whereabouts IPPool (whereabouts.cni.cncf.io/v1alpha1): allocations keyed by decimal offset in `range`. */
+export interface IpPoolInfo {
+  readonly namespace: string;
+  readonly name: string;
+  readonly range: string;
+  readonly allocations: Readonly<Record<string, WhereaboutsAllocation>>;
+}
+
+/** A whereabouts OverlappingRangeIPReservation: one per allocated address, named after it (`:` as `-`). */
+export interface OverlappingReservationInfo {
+  readonly namespace: string;
+  readonly name: string;
+  readonly podref: string | undefined;
+  readonly containerId: string | undefined;
+}
+
+/** A coordination.k8s.io/v1 Lease. */
+export interface LeaseInfo {
+  readonly namespace: string;
+  readonly name: string;
+  readonly holderIdentity: string | undefined;
+  readonly leaseDurationSeconds: number | undefined;
+  readonly acquireTime: Date | undefined;
+  readonly renewTime: Date | undefined;
+  readonly leaseTransitions: number | undefined;
+  /** Undefined only for a Lease not created yet. */
+  readonly resourceVersion: string | undefined;
+}
+
+/** A core/v1 Event about a pod. */
+export interface PodEvent {
+  readonly pod: { readonly namespace: string; readonly name: string; readonly uid: string | undefined };
+  readonly type: "Normal" | "Warning";
+  /** UpperCamelCase, e.g. `AddressesAssigned`. */
+  readonly reason: string;
+  readonly message: string;
+}
+
+/** The objects a watch holds now. Reads the cache of the watch: no request. */
+export interface WatchedCollection<T> {
+  list(): readonly T[];
+  /** Whether the first list has completed (the cache is complete, or has been once). */
+  readonly synced: boolean;
+}
+
+/** Told about every change of a watched collection, and about watches that fail and are restarted. */
+export interface WatchListener {
+  /** Any object was added, modified or deleted (after a relist too). Must not throw. */
+  changed(): void;
+  /** A list or watch failed; it is retried after `retryInMs`. Must not throw. */
+  failed?(resource: string, error: unknown, retryInMs: number): void;
+}
+
+export interface KubeApi {
+  /** RBAC: pods get, list, watch (cluster-wide, field selector `spec.nodeName`). */
+  watchPods(nodeName: string, listener: WatchListener): Promise<WatchedCollection<PodInfo>>;
+  /** RBAC: network-attachment-definitions (k8s.cni.cncf.io) list, watch, in every namespace. */
+  watchNetworkAttachmentDefinitions(listener: WatchListener): Promise<WatchedCollection<NadInfo>>;
+  /** RBAC: ippools (whereabouts.cni.cncf.io) list, watch, in every namespace. */
+  watchIpPools(listener: WatchListener): Promise<WatchedCollection<IpPoolInfo>>;
+  /** RBAC: overlappingrangeipreservations (whereabouts.cni.cncf.io) list, watch, in every namespace. */
+  watchOverlappingReservations(
+    listener: WatchListener,
+  ): Promise<WatchedCollection<OverlappingReservationInfo>>;
+  /** RBAC: leases (coordination.k8s.io) get. Undefined when there is none. */
+  getLease(namespace: string, name: string): Promise<LeaseInfo | undefined>;
+  /** RBAC: leases create. @throws KubeConflictError when it exists already (409). */
+  createLease(lease: LeaseInfo): Promise<LeaseInfo>;
+  /** RBAC: leases update. @throws KubeConflictError when `resourceVersion` is stale (409). */
+  updateLease(lease: LeaseInfo): Promise<LeaseInfo>;
+  /** RBAC: events (core) create. */
+  createEvent(event: PodEvent): Promise<void>;
+  /** Stops every watch. */
+  close(): Promise<void>;
+}

@@ -1,0 +1,245 @@
+import { hostname } from "node:os";
+import { reportFailure } from "../cli/report-failure.js";
+import { addressesPerEniOf } from "../doctor/instance-limits.js";
+import { systemClock } from "../eni/clock.js";
+import { IMDS_ENDPOINT_BY_MODE } from "../eni/config.js";
+import { ExitCode } from "../eni/exit-codes.js";
+import { ImdsClient } from "../eni/imds-client.js";
+import { LazyEc2Api } from "../eni/lazy-ec2-api.js";
+import { createLogger, type Logger } from "../eni/logger.js";
+import { describeSettings } from "../eni/settings.js";
+import { type RunningHttpServer, startHttpServer } from "../sidecar/http-server.js";
+import { shutdownSignals } from "../sidecar/shutdown.js";
+import { Bridge } from "./bridge.js";
+import type { KubeApi } from "./kube-api.js";
+import { BridgeMetrics } from "./metrics.js";
+import { PodEventReporter } from "./pod-events.js";
+import { ReservationKeeper } from "./reservation-keeper.js";
+import { type BridgeConfig, bridgeSettings, loadBridgeConfig } from "./settings.js";
+
+const help = (): string => `usage: multus-ipmgr bridge [flags]
+
+Runs on every node (a DaemonSet): watches the node's pods, the NetworkAttachmentDefinitions and whereabouts'
+pools, and keeps the node's Multus ENIs holding exactly the Multus addresses of its pods, in waves of at
+most one EC2 call per ENI and family. Releases addresses of whereabouts ranges that no pod of the node has
+carried for the grace period. Pods annotated multus-ipmgr.io/managed: "false", or running the sidecar, are
+left to themselves. Serves /healthz, /readyz and /metrics. SIGTERM/SIGINT: finishes the EC2 call in progress
+and exits 0; past IPMGR_SHUTDOWN_GRACE_MS the calls are aborted and it exits 8.
+
+flags (each also read from its environment variable):
+${describeSettings(bridgeSettings)}
+`;
+
+/** The instance type's addresses per ENI (IMDS `instance-type`, the table doctor uses); undefined if unknown. */
+async function addressesPerEni(imds: ImdsClient, logger: Logger): Promise<number | undefined> {
+  const type = (await imds.get("/latest/meta-data/instance-type"))?.trim();
+  const limit = type === undefined ? undefined : addressesPerEniOf(type);
+  if (limit === undefined) {
+    logger.warn(
+      { instanceType: type },
+      "the instance type is not in the built-in table: a wave does not check the ENIs' room, EC2 refuses what does not fit",
+    );
+  }
+  return limit;
+}
+
+/**
+ * Every interval, once the watches have listed and a wave has run: the Lease, then the reservations.
+ * A failure is logged and the next pass tries again; it never stops the waves.
+ */
+async function keepReservations(
+  keeper: ReservationKeeper,
+  bridge: Bridge,
+  intervalMs: number,
+  signal: AbortSignal,
+  logger: Logger,
+): Promise<void> {
+  let failing = false;
+  while (!signal.aborted) {
+    const desired = bridge.lastDesired;
+    if (desired !== undefined && bridge.synced) {
+      try {
+        await keeper.pass(desired.ranges, bridge.lastSubnets);
+        await keeper.prune(desired.ranges, bridge.lastSubnets);
+        if (failing) logger.info("the reservations pass works again");
+        failing = false;
+      } catch (error) {
+        if (!failing)
+          logger.warn({ err: error }, "the reservations pass failed; it runs again after the interval");
+        failing = true;
+      }
+    }
+    await systemClock
+      .sleep(desired === undefined ? Math.min(intervalMs, 1_000) : intervalMs, signal)
+      .catch((error: unknown) => {
+        if (!signal.aborted) throw error;
+      });
+  }
+}
+
+/** Entrypoint of `multus-ipmgr bridge`: config, adapters, signals, then the Bridge. */
+export async function main(argv: readonly string[]): Promise<number> {
+  if (argv.includes("--help") || argv.includes("-h")) {
+    process.stdout.write(help());
+    return ExitCode.ok;
+  }
+  let logger: Logger | undefined;
+  let terminationLog: string | undefined = process.env.IPMGR_TERMINATION_LOG ?? "/dev/termination-log";
+  const signals = shutdownSignals((signal, exitCode) => {
+    logger?.warn({ signal, exitCode }, "second signal: exiting at once");
+    process.exit(exitCode);
+  });
+  let kube: KubeApi | undefined;
+  let http: RunningHttpServer | undefined;
+  try {
+    const config: BridgeConfig = loadBridgeConfig(argv, process.env);
+    terminationLog = config.terminationLog;
+    const log = createLogger(config.logLevel, { command: "bridge", node: config.nodeName });
+    logger = log;
+    const clock = systemClock;
+    const metrics = new BridgeMetrics();
+    // Aborted when the shutdown grace runs out: cuts the EC2 and IMDS calls in flight, and their retries.
+    const inflight = new AbortController();
+    const imds = new ImdsClient({
+      endpoint: config.imdsEndpoint ?? IMDS_ENDPOINT_BY_MODE[config.imdsEndpointMode],
+      requestTimeoutMs: config.imdsTimeoutMs,
+      clock,
+      logger: log,
+      signal: inflight.signal,
+    });
+    const ec2 = new LazyEc2Api(async () => {
+      const region = config.region ?? (await imds.region());
+      const { createEc2Api } = await import("../eni/ec2-client.js");
+      return createEc2Api({
+        region,
+        ...(config.ec2Endpoint === undefined ? {} : { endpoint: config.ec2Endpoint }),
+        requestTimeoutMs: config.ec2TimeoutMs,
+        retry: {
+          maxAttempts: config.ec2MaxAttempts,
+          baseDelayMs: config.ec2RetryBaseMs,
+          maxDelayMs: config.ec2RetryMaxMs,
+        },
+        logger: log,
+        observer: metrics.ec2Observer,
+        signal: inflight.signal,
+      });
+    });
+    ec2.warmUp();
+    const { createKubeApi } = await import("./kube-client.js");
+    const kubeApi = createKubeApi({
+      kubeconfig: config.kubeconfig,
+      clock,
+      logger: log,
+      watchTimeoutSeconds: 300 + Math.floor(Math.random() * 300),
+      requestTimeoutMs: 10_000,
+      restartBaseMs: 500,
+      restartMaxMs: 30_000,
+      component: "multus-ipmgr-bridge",
+      host: config.nodeName,
+    });
+    kube = kubeApi;
+    const events = new PodEventReporter(kubeApi, clock, log, metrics, {
+      repeatIntervalMs: config.eventIntervalMs,
+      perSecond: 5,
+      burst: 25,
+    });
+    const bridge = new Bridge(
+      { kube: kubeApi, imds, ec2, clock, logger: log, metrics, events },
+      {
+        nodeName: config.nodeName,
+        allowedCidrs: config.allowedCidrs,
+        deviceIndexes: config.deviceIndexes,
+        waveWindowMs: config.waveWindowMs,
+        releaseGraceMs: config.releaseGraceMs,
+        releaseDryRun: config.releaseDryRun,
+        resyncIntervalMs: config.resyncIntervalMs,
+        retry: { baseMs: config.retryBaseMs, maxMs: config.retryMaxMs },
+        recentMemoryMs: config.confirmTimeoutMs,
+        addressesPerEni: await addressesPerEni(imds, log),
+      },
+    );
+    const keeper =
+      config.reservations === "off"
+        ? undefined
+        : new ReservationKeeper(
+            { kube: kubeApi, ec2, clock, logger: log, metrics },
+            {
+              mode: config.reservations,
+              leaseNamespace: config.leaseNamespace,
+              leaseName: config.leaseName,
+              leaseDurationMs: config.leaseDurationMs,
+              identity: `${hostname()}_${config.nodeName}`,
+            },
+          );
+    http = await startHttpServer({
+      host: config.httpHost,
+      port: config.httpPort,
+      status: { health: () => bridge.health(), readiness: () => bridge.readiness(keeper?.lines() ?? []) },
+      metrics,
+      logger: log,
+    });
+    await bridge.start();
+    log.info(
+      {
+        allowedCidrs: config.allowedCidrs,
+        deviceIndexes: config.deviceIndexes,
+        releaseGraceMs: config.releaseGraceMs,
+        releaseDryRun: config.releaseDryRun,
+        http: `${http.host}:${http.port}`,
+      },
+      "bridge started",
+    );
+    const stop = new AbortController();
+    const running = bridge.run(stop.signal);
+    const keeping =
+      keeper === undefined
+        ? Promise.resolve()
+        : keepReservations(keeper, bridge, config.reservationIntervalMs, stop.signal, log);
+    const ended = await Promise.race([
+      running.then(
+        () => ({ kind: "stopped" as const }),
+        (error: unknown) => ({ kind: "failed" as const, error }),
+      ),
+      signals.first.then((signal) => ({ kind: "signal" as const, signal })),
+    ]);
+    if (ended.kind === "failed") throw ended.error;
+    if (ended.kind === "stopped") throw new Error("the wave loop stopped without a signal");
+    log.info(
+      { signal: ended.signal, graceMs: config.shutdownGraceMs },
+      "shutting down: finishing the EC2 call in progress",
+    );
+    stop.abort();
+    let timer: NodeJS.Timeout | undefined;
+    const graceOver = new Promise<"grace-expired">((resolve) => {
+      timer = setTimeout(() => resolve("grace-expired"), config.shutdownGraceMs);
+    });
+    const outcome = await Promise.race([
+      Promise.all([running, keeping]).then(() => "finished" as const),
+      graceOver,
+    ]);
+    clearTimeout(timer);
+    if (outcome === "grace-expired") {
+      inflight.abort(new Error("the shutdown grace ran out"));
+      log.warn(
+        { graceMs: config.shutdownGraceMs },
+        "the shutdown grace ran out: the calls in flight were aborted",
+      );
+    }
+    await Promise.race([events.flush(), new Promise((resolve) => setTimeout(resolve, 1_000).unref())]);
+    await kubeApi.close();
+    await http.close();
+    if (outcome === "grace-expired") return ExitCode.timeout;
+    log.info("stopped");
+    return ExitCode.ok;
+  } catch (error) {
+    await kube
+      ?.close()
+      .catch((closeError: unknown) => logger?.warn({ err: closeError }, "cleanup after failure failed"));
+    await http
+      ?.close()
+      .catch((closeError: unknown) => logger?.warn({ err: closeError }, "cleanup after failure failed"));
+    return reportFailure("bridge", error, logger, terminationLog);
+  } finally {
+    signals.dispose();
+  }
+}

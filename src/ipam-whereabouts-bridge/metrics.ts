@@ -1,0 +1,200 @@
+import { Counter, Gauge, Histogram, Registry } from "prom-client";
+import type { Ec2CallObserver, Ec2CallRecord } from "../eni/ec2-api.js";
+
+const PREFIX = "multus_ipmgr_bridge_";
+
+/** How a wave ended: `applied` made EC2 changes, `noop` found everything in place, `error` is retried. */
+export type WaveOutcome = "applied" | "noop" | "error";
+
+/**
+ * The bridge's Prometheus metrics, on a registry of their own. As in the sidecar, of the default process
+ * metrics only resident memory and CPU time, read at scrape time (the others wake the process every 10 ms).
+ */
+export class BridgeMetrics {
+  readonly registry = new Registry();
+  readonly #pods: Gauge<"state">;
+  readonly #addressesHeld: Gauge;
+  readonly #addressesWanted: Gauge;
+  readonly #refused: Gauge;
+  readonly #conflicts: Gauge;
+  readonly #pendingReleases: Gauge;
+  readonly #waves: Counter<"outcome">;
+  readonly #waveDuration: Histogram;
+  readonly #ec2Calls: Counter<"operation" | "outcome">;
+  readonly #ec2Duration: Histogram<"operation">;
+  readonly #releases: Counter<"mode">;
+  readonly #watchRestarts: Counter<"resource">;
+  readonly #reservationsMissing: Gauge;
+  readonly #reservationsCreated: Counter;
+  readonly #events: Counter<"outcome">;
+
+  constructor() {
+    const registers = [this.registry];
+    new Gauge({
+      name: "process_resident_memory_bytes",
+      help: "Resident memory size in bytes.",
+      registers,
+      collect() {
+        this.set(process.memoryUsage.rss());
+      },
+    });
+    let cpuReported = 0;
+    new Counter({
+      name: "process_cpu_seconds_total",
+      help: "Total user and system CPU time spent in seconds.",
+      registers,
+      collect() {
+        const { user, system } = process.cpuUsage();
+        const now = (user + system) / 1e6;
+        if (now > cpuReported) this.inc(now - cpuReported);
+        cpuReported = Math.max(cpuReported, now);
+      },
+    });
+    this.#pods = new Gauge({
+      name: `${PREFIX}pods`,
+      help: "Pods of this node seen at the last wave, by state: managed, opted-out, sidecar.",
+      labelNames: ["state"],
+      registers,
+    });
+    this.#addressesWanted = new Gauge({
+      name: `${PREFIX}addresses_wanted`,
+      help: "Pod addresses that belong on a Multus ENI of this node (refused ones excluded), at the last wave.",
+      registers,
+    });
+    this.#addressesHeld = new Gauge({
+      name: `${PREFIX}addresses_held`,
+      help: "Of those, the addresses their ENI holds after the last wave.",
+      registers,
+    });
+    this.#refused = new Gauge({
+      name: `${PREFIX}addresses_refused`,
+      help: "Pod addresses refused at the last wave (outside the allowed CIDRs or the ENI's subnet, a primary, not a Multus ENI, ENI full).",
+      registers,
+    });
+    this.#conflicts = new Gauge({
+      name: `${PREFIX}conflicts`,
+      help: "Pod addresses in conflict at the last wave (whereabouts allocates them to another pod, or two pods carry them).",
+      registers,
+    });
+    this.#pendingReleases = new Gauge({
+      name: `${PREFIX}releases_pending`,
+      help: "Unused addresses of managed ranges waiting for their grace period to end.",
+      registers,
+    });
+    this.#waves = new Counter({
+      name: `${PREFIX}waves_total`,
+      help: "Waves run, by outcome: applied (EC2 changed), noop (all in place), error (run again whole after a backoff).",
+      labelNames: ["outcome"],
+      registers,
+    });
+    this.#waveDuration = new Histogram({
+      name: `${PREFIX}wave_duration_seconds`,
+      help: "Wall time of a wave, IMDS reads and EC2 calls included, in seconds.",
+      buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+      registers,
+    });
+    this.#ec2Calls = new Counter({
+      name: `${PREFIX}ec2_calls_total`,
+      help: "EC2 API calls, by EC2 action and outcome (ok or error); one call includes all its retries.",
+      labelNames: ["operation", "outcome"],
+      registers,
+    });
+    this.#ec2Duration = new Histogram({
+      name: `${PREFIX}ec2_call_duration_seconds`,
+      help: "Wall time of an EC2 API call, every retry and backoff included, in seconds.",
+      labelNames: ["operation"],
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+      registers,
+    });
+    this.#releases = new Counter({
+      name: `${PREFIX}releases_total`,
+      help: "Addresses released from a Multus ENI after their grace period, by mode: released, or dry-run (logged only).",
+      labelNames: ["mode"],
+      registers,
+    });
+    this.#watchRestarts = new Counter({
+      name: `${PREFIX}watch_restarts_total`,
+      help: "Kubernetes lists or watches that failed and were restarted after a backoff, by resource.",
+      labelNames: ["resource"],
+      registers,
+    });
+    this.#reservationsMissing = new Gauge({
+      name: `${PREFIX}reservation_drift`,
+      help: "CIDR blocks of whereabouts ranges that no explicit subnet CIDR reservation covers, at the last comparison by this bridge (0 when it does not hold the Lease).",
+      registers,
+    });
+    this.#reservationsCreated = new Counter({
+      name: `${PREFIX}reservations_created_total`,
+      help: "Subnet CIDR reservations this bridge created (IPMGR_BRIDGE_RESERVATIONS=create).",
+      registers,
+    });
+    this.#events = new Counter({
+      name: `${PREFIX}kube_events_total`,
+      help: "Kubernetes Events about pods, by outcome: posted, suppressed (same event within the interval, or over the rate), failed.",
+      labelNames: ["outcome"],
+      registers,
+    });
+    for (const outcome of ["applied", "noop", "error"] as const) this.#waves.inc({ outcome }, 0);
+    for (const mode of ["released", "dry-run"] as const) this.#releases.inc({ mode }, 0);
+    this.#reservationsCreated.inc(0);
+  }
+
+  /** Feed this to the EC2 adapter as its observer. Never throws. */
+  readonly ec2Observer: Ec2CallObserver = (record: Ec2CallRecord): void => {
+    this.#ec2Calls.inc({ operation: record.operation, outcome: record.outcome });
+    this.#ec2Duration.observe({ operation: record.operation }, record.durationMs / 1000);
+  };
+
+  wave(outcome: WaveOutcome, ms: number): void {
+    this.#waves.inc({ outcome });
+    this.#waveDuration.observe(Math.max(0, ms) / 1000);
+  }
+
+  view(v: {
+    managed: number;
+    optedOut: number;
+    sidecar: number;
+    wanted: number;
+    held: number;
+    refused: number;
+    conflicts: number;
+    pendingReleases: number;
+  }): void {
+    this.#pods.set({ state: "managed" }, v.managed);
+    this.#pods.set({ state: "opted-out" }, v.optedOut);
+    this.#pods.set({ state: "sidecar" }, v.sidecar);
+    this.#addressesWanted.set(v.wanted);
+    this.#addressesHeld.set(v.held);
+    this.#refused.set(v.refused);
+    this.#conflicts.set(v.conflicts);
+    this.#pendingReleases.set(v.pendingReleases);
+  }
+
+  released(count: number, dryRun: boolean): void {
+    this.#releases.inc({ mode: dryRun ? "dry-run" : "released" }, count);
+  }
+
+  watchRestart(resource: string): void {
+    this.#watchRestarts.inc({ resource });
+  }
+
+  reservationDrift(missing: number): void {
+    this.#reservationsMissing.set(missing);
+  }
+
+  reservationCreated(): void {
+    this.#reservationsCreated.inc();
+  }
+
+  event(outcome: "posted" | "suppressed" | "failed"): void {
+    this.#events.inc({ outcome });
+  }
+
+  async text(): Promise<string> {
+    return this.registry.metrics();
+  }
+
+  get contentType(): string {
+    return this.registry.contentType;
+  }
+}

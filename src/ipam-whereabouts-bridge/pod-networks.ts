@@ -1,0 +1,99 @@
+/**
+ * What a pod of this node carries, read from its Multus annotation, and whether the bridge manages it. Pure.
+ */
+
+import { tryCanonical } from "../eni/ip.js";
+import { NETWORK_STATUS_ANNOTATIONS } from "../eni/network-status.js";
+import type { PodInfo } from "./kube-api.js";
+
+/** `multus-ipmgr.io/managed: "false"`: the bridge leaves the pod to its own init or sidecar container. */
+export const MANAGED_ANNOTATION = "multus-ipmgr.io/managed";
+/** `multus-ipmgr.io/sidecar: "true"`: the pod runs the sidecar, which moves its addresses itself. */
+export const SIDECAR_ANNOTATION = "multus-ipmgr.io/sidecar";
+
+/** One Multus attachment of a pod that names a MAC: its addresses belong on the ENI with that MAC. */
+export interface PodAttachment {
+  /** The network, as Multus names it: usually `namespace/nad-name`. */
+  readonly network: string;
+  readonly interfaceName: string;
+  readonly mac: string;
+  /** Canonical addresses; text that is no address is left out (and reported). */
+  readonly addresses: readonly string[];
+}
+
+export interface PodNetworks {
+  readonly attachments: PodAttachment[];
+  /** Sentences about entries that could not be read; the readable ones still count. */
+  readonly problems: string[];
+}
+
+export type PodSkipReason = "opted-out" | "sidecar";
+
+/**
+ * Why the bridge leaves a pod alone, or undefined when it manages it: the opt-out annotation, or the
+ * sidecar (by annotation, or a container of a multus-ipmgr image whose first argument is `sidecar`).
+ */
+export function skipReasonOf(pod: PodInfo): PodSkipReason | undefined {
+  if (pod.annotations[MANAGED_ANNOTATION] === "false") return "opted-out";
+  if (pod.annotations[SIDECAR_ANNOTATION] === "true") return "sidecar";
+  const runsSidecar = pod.containers.some(
+    (c) => imageName(c.image).includes("multus-ipmgr") && c.args[0] === "sidecar",
+  );
+  return runsSidecar ? "sidecar" : undefined;
+}
+
+/** `registry:5000/team/multus-ipmgr:0.1.0@sha256:...` gives `multus-ipmgr`. */
+function imageName(image: string): string {
+  const withoutDigest = image.split("@")[0] ?? "";
+  const last = withoutDigest.split("/").pop() ?? "";
+  return last.split(":")[0] ?? "";
+}
+
+/**
+ * The non-default entries of the pod's `k8s.v1.cni.cncf.io/network-status` annotation (or the older
+ * `networks-status`) that name an interface and a MAC. No annotation: none yet (Multus writes it after CNI ADD).
+ */
+export function podNetworks(pod: PodInfo): PodNetworks {
+  const ref = `${pod.namespace}/${pod.name}`;
+  const annotation = NETWORK_STATUS_ANNOTATIONS.find((key) => pod.annotations[key] !== undefined);
+  if (annotation === undefined) return { attachments: [], problems: [] };
+  let entries: unknown;
+  try {
+    entries = JSON.parse(pod.annotations[annotation] ?? "");
+  } catch {
+    return { attachments: [], problems: [`pod ${ref}: the ${annotation} annotation is not JSON`] };
+  }
+  if (!Array.isArray(entries)) {
+    return { attachments: [], problems: [`pod ${ref}: the ${annotation} annotation is not a JSON list`] };
+  }
+  const attachments: PodAttachment[] = [];
+  const problems: string[] = [];
+  entries.forEach((raw: unknown, index) => {
+    if (typeof raw !== "object" || raw === null) {
+      problems.push(`pod ${ref}: ${annotation} entry ${index} is not an object`);
+      return;
+    }
+    const entry = raw as Record<string, unknown>;
+    if (entry.default === true) return;
+    if (typeof entry.interface !== "string" || typeof entry.mac !== "string" || entry.mac === "") return;
+    const ips = Array.isArray(entry.ips) ? entry.ips : [];
+    const addresses: string[] = [];
+    for (const ip of ips) {
+      const address = typeof ip === "string" ? tryCanonical(ip) : undefined;
+      if (address === undefined) {
+        problems.push(
+          `pod ${ref}: ${annotation} entry ${index} lists ${JSON.stringify(ip)}, which is not an address`,
+        );
+      } else {
+        addresses.push(address);
+      }
+    }
+    attachments.push({
+      network: typeof entry.name === "string" ? entry.name : "",
+      interfaceName: entry.interface,
+      mac: entry.mac.trim().toLowerCase(),
+      addresses,
+    });
+  });
+  return { attachments, problems };
+}

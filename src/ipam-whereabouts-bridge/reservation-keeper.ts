@@ -1,0 +1,234 @@
+/**
+ * Subnet CIDR reservations over the whereabouts ranges, kept by one bridge at a time: the holder of a
+ * coordination.k8s.io Lease compares the reservations of its Multus ENIs' subnets with the ranges, and in
+ * `create` mode creates what is missing, tagged as ours. It never deletes a reservation it did not create.
+ * EC2 takes no client token for CreateSubnetCidrReservation: a create retried after a lost answer may be
+ * refused as an overlap with the one that was made, so a refused create is followed by a re-read, and a
+ * block now covered counts as created.
+ */
+import type { Clock } from "../eni/clock.js";
+import type { Ec2Api } from "../eni/ec2-api.js";
+import { Ec2Error } from "../eni/errors/ec2-error.js";
+import { cidrsOverlap } from "../eni/ip.js";
+import type { Logger } from "../eni/logger.js";
+import type { SubnetCidrReservation } from "../eni/types.js";
+import { KubeConflictError } from "./errors/kube-conflict-error.js";
+import type { KubeApi } from "./kube-api.js";
+import type { BridgeMetrics } from "./metrics.js";
+import {
+  reservationGap,
+  type SubnetView,
+  type WantedBlock,
+  wantedReservations,
+} from "./reservation-cover.js";
+import type { WhereaboutsRange } from "./whereabouts-ranges.js";
+
+/** The tag our reservations carry; only reservations with it are ever deleted. */
+export const RESERVATION_TAG = "multus-ipmgr.io/managed-by";
+export const RESERVATION_TAG_VALUE = "bridge";
+
+export interface ReservationKeeperOptions {
+  readonly mode: "report" | "create";
+  readonly leaseNamespace: string;
+  readonly leaseName: string;
+  readonly leaseDurationMs: number;
+  /** This replica, as the Lease's holderIdentity. */
+  readonly identity: string;
+}
+
+export interface ReservationStatus {
+  /** Whether this replica holds the Lease. */
+  readonly leader: boolean;
+  /** Blocks still missing after the last pass (created ones excluded). */
+  readonly missing: readonly WantedBlock[];
+  readonly created: readonly WantedBlock[];
+  readonly problems: readonly string[];
+}
+
+export class ReservationKeeper {
+  #status: ReservationStatus = { leader: false, missing: [], created: [], problems: [] };
+
+  constructor(
+    private readonly deps: {
+      kube: KubeApi;
+      ec2: Ec2Api;
+      clock: Clock;
+      logger: Logger;
+      metrics: BridgeMetrics;
+    },
+    private readonly options: ReservationKeeperOptions,
+  ) {}
+
+  get status(): ReservationStatus {
+    return this.#status;
+  }
+
+  /** /readyz lines (they never make the bridge unready). */
+  lines(): string[] {
+    const s = this.#status;
+    if (!s.leader) return [];
+    return [
+      ...s.missing.map(
+        (b) =>
+          `reservation missing: ${b.cidr} in ${b.subnetId} (whereabouts range ${b.range} of NAD ${b.nad}); ` +
+          (this.options.mode === "create"
+            ? "the next pass creates it"
+            : `set IPMGR_BRIDGE_RESERVATIONS=create, or aws ec2 create-subnet-cidr-reservation --subnet-id ${b.subnetId} --cidr ${b.cidr} --reservation-type explicit`),
+      ),
+      ...s.problems,
+    ];
+  }
+
+  /** Takes or renews the Lease; true when this replica holds it. A lost race is not an error. */
+  async acquire(): Promise<boolean> {
+    const { kube, clock, logger } = this.deps;
+    const { leaseNamespace: namespace, leaseName: name, identity, leaseDurationMs } = this.options;
+    const now = new Date(clock.now());
+    const durationSeconds = Math.ceil(leaseDurationMs / 1000);
+    try {
+      const current = await kube.getLease(namespace, name);
+      if (current === undefined) {
+        await kube.createLease({
+          namespace,
+          name,
+          holderIdentity: identity,
+          leaseDurationSeconds: durationSeconds,
+          acquireTime: now,
+          renewTime: now,
+          leaseTransitions: 0,
+          resourceVersion: undefined,
+        });
+        logger.info({ lease: `${namespace}/${name}` }, "took the reservations Lease");
+        return true;
+      }
+      const ours = current.holderIdentity === identity;
+      const renewedAt = current.renewTime?.getTime() ?? 0;
+      const expired = renewedAt + (current.leaseDurationSeconds ?? durationSeconds) * 1000 <= now.getTime();
+      if (!ours && !expired && current.holderIdentity !== undefined && current.holderIdentity !== "") {
+        return false;
+      }
+      await kube.updateLease({
+        ...current,
+        holderIdentity: identity,
+        leaseDurationSeconds: durationSeconds,
+        renewTime: now,
+        ...(ours ? {} : { acquireTime: now, leaseTransitions: (current.leaseTransitions ?? 0) + 1 }),
+      });
+      if (!ours)
+        logger.info(
+          { lease: `${namespace}/${name}`, from: current.holderIdentity },
+          "took the reservations Lease over",
+        );
+      return true;
+    } catch (error) {
+      if (error instanceof KubeConflictError) {
+        return false;
+      }
+      throw error;
+    }
+  }
+
+  /**
+   * One pass: renew or take the Lease; if held, compare and (in `create` mode) create. `ranges` and
+   * `subnets` come from the last wave (whereabouts ranges of every NAD, the node's Multus ENIs' subnets).
+   */
+  async pass(
+    ranges: readonly WhereaboutsRange[],
+    subnets: readonly SubnetView[],
+  ): Promise<ReservationStatus> {
+    const leader = await this.acquire();
+    if (!leader) {
+      this.#status = { leader: false, missing: [], created: [], problems: [] };
+      this.deps.metrics.reservationDrift(0);
+      return this.#status;
+    }
+    const wanted = wantedReservations(ranges, subnets);
+    const subnetIds = [...new Set(wanted.map((w) => w.subnetId))].sort();
+    const existing = await this.#read(subnetIds);
+    const gap = reservationGap(wanted, existing);
+    const created: WantedBlock[] = [];
+    let missing = gap.missing;
+    if (this.options.mode === "create") {
+      missing = [];
+      for (const block of gap.missing) {
+        if (await this.#create(block)) created.push(block);
+        else missing.push(block);
+      }
+    } else if (gap.missing.length > 0) {
+      this.deps.logger.warn(
+        { missing: gap.missing.map((b) => `${b.subnetId} ${b.cidr}`) },
+        "whereabouts ranges without an explicit subnet CIDR reservation (IPMGR_BRIDGE_RESERVATIONS=report)",
+      );
+    }
+    for (const problem of gap.problems)
+      this.deps.logger.warn({ problem }, "a subnet CIDR reservation is in the way");
+    this.deps.metrics.reservationDrift(missing.length);
+    this.#status = { leader: true, missing, created, problems: gap.problems };
+    return this.#status;
+  }
+
+  async #read(subnetIds: readonly string[]): Promise<SubnetCidrReservation[]> {
+    const lists = await Promise.all(subnetIds.map((id) => this.deps.ec2.getSubnetCidrReservations(id)));
+    return lists.flat();
+  }
+
+  /** Creates one block; true when it is covered afterwards (made by us, or found there after a refusal). */
+  async #create(block: WantedBlock): Promise<boolean> {
+    const { ec2, logger, metrics } = this.deps;
+    try {
+      const made = await ec2.createSubnetCidrReservation(
+        block.subnetId,
+        block.cidr,
+        "explicit",
+        `multus-ipmgr: whereabouts range ${block.range} of NAD ${block.nad}`.slice(0, 255),
+        { [RESERVATION_TAG]: RESERVATION_TAG_VALUE },
+      );
+      metrics.reservationCreated();
+      logger.info(
+        { reservationId: made.reservationId, subnetId: block.subnetId, cidr: block.cidr, nad: block.nad },
+        "created a subnet CIDR reservation",
+      );
+      return true;
+    } catch (error) {
+      if (!(error instanceof Ec2Error) || error.kind !== "refused") throw error;
+      // EC2 takes no client token: a create whose answer was lost and that was retried is refused as an
+      // overlap with the reservation it made. Read again; covered now is success.
+      const again = reservationGap([block], await this.#read([block.subnetId]));
+      if (again.missing.length === 0 && again.problems.length === 0) {
+        logger.info(
+          { subnetId: block.subnetId, cidr: block.cidr, code: error.code },
+          "the reservation was already there",
+        );
+        return true;
+      }
+      logger.warn(
+        { err: error, subnetId: block.subnetId, cidr: block.cidr },
+        "EC2 refused a subnet CIDR reservation",
+      );
+      return false;
+    }
+  }
+
+  /**
+   * Deletes reservations tagged as ours whose blocks no whereabouts range wants any more (a NAD removed or
+   * narrowed). Only in `create` mode, only by the Lease holder; a reservation without our tag is never
+   * deleted. Returns the ids deleted.
+   */
+  async prune(ranges: readonly WhereaboutsRange[], subnets: readonly SubnetView[]): Promise<string[]> {
+    if (this.options.mode !== "create" || !this.#status.leader) return [];
+    const wanted = wantedReservations(ranges, subnets);
+    const subnetIds = subnets.map((s) => s.subnetId);
+    const deleted: string[] = [];
+    for (const r of await this.#read(subnetIds)) {
+      if (r.tags[RESERVATION_TAG] !== RESERVATION_TAG_VALUE) continue;
+      if (wanted.some((w) => w.subnetId === r.subnetId && cidrsOverlap(w.cidr, r.cidr))) continue;
+      this.deps.logger.info(
+        { reservationId: r.reservationId, subnetId: r.subnetId, cidr: r.cidr },
+        "deleting our subnet CIDR reservation: no whereabouts range covers it any more",
+      );
+      await this.deps.ec2.deleteSubnetCidrReservation(r.reservationId);
+      deleted.push(r.reservationId);
+    }
+    return deleted;
+  }
+}

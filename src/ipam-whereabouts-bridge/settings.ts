@@ -1,0 +1,191 @@
+/**
+ * `bridge`'s settings. In this module, not src/eni/config.ts, so that init's bundle does not carry them.
+ * The AWS, IMDS, EC2 retry, log and termination-log settings are the pod commands' own.
+ */
+import * as z from "zod/mini";
+import { podSettings, sidecarSettings } from "../eni/config.js";
+import { field, loadSettings, type Setting, type SettingValues } from "../eni/settings.js";
+
+function setting<T>(s: Setting<T>): Setting<T> {
+  return s;
+}
+
+/** Comma-separated device indexes, e.g. `1,2`; empty: none (the no_manage tag decides). */
+const deviceIndexes = z.pipe(
+  z.string(),
+  z.transform((text, ctx) => {
+    const items = text
+      .split(",")
+      .map((x) => x.trim())
+      .filter((x) => x.length > 0);
+    for (const item of items) {
+      if (!/^\d{1,2}$/.test(item) || Number(item) < 1) {
+        ctx.issues.push({
+          input: text,
+          code: "custom",
+          message: `${JSON.stringify(item)} is not a secondary ENI's device index; write them like 1,2 (device 0 is the primary ENI, never a Multus ENI)`,
+        });
+        return z.NEVER;
+      }
+    }
+    return items.map(Number);
+  }),
+);
+
+const {
+  allowedCidrs,
+  region,
+  ec2Endpoint,
+  imdsEndpoint,
+  imdsEndpointMode,
+  imdsTimeoutMs,
+  ec2TimeoutMs,
+  ec2MaxAttempts,
+  ec2RetryBaseMs,
+  ec2RetryMaxMs,
+  confirmTimeoutMs,
+  logLevel,
+  terminationLog,
+} = podSettings;
+
+export const bridgeSettings = {
+  allowedCidrs,
+  nodeName: setting({
+    env: "NODE_NAME",
+    flag: "--node-name",
+    default: undefined,
+    doc: "This node's name (spec.nodeName of its pods), from the downward API: fieldRef spec.nodeName.",
+    schema: field.text(),
+  }),
+  kubeconfig: setting({
+    env: "IPMGR_KUBECONFIG",
+    flag: "--kubeconfig",
+    default: undefined,
+    optional: true,
+    doc: "A kubeconfig file. Unset: KUBECONFIG, ~/.kube/config, or the pod's service account (in cluster).",
+    schema: field.text(),
+  }),
+  deviceIndexes: setting({
+    env: "IPMGR_BRIDGE_DEVICE_INDEXES",
+    flag: "--device-indexes",
+    default: "",
+    doc: "Device indexes of this node's Multus ENIs, e.g. 1,2. Empty: the ENIs tagged node.k8s.amazonaws.com/no_manage=true (one DescribeNetworkInterfaces at start and on every resync).",
+    schema: deviceIndexes,
+  }),
+  waveWindowMs: setting({
+    env: "IPMGR_BRIDGE_WAVE_WINDOW_MS",
+    flag: "--wave-window-ms",
+    default: "200",
+    unit: "ms",
+    doc: "How long changes are gathered before a wave of EC2 calls: pods appearing together cost one call per ENI and family.",
+    schema: field.milliseconds(0, 60_000),
+  }),
+  releaseGraceMs: setting({
+    env: "IPMGR_BRIDGE_RELEASE_GRACE_MS",
+    flag: "--release-grace-ms",
+    default: "300000",
+    unit: "ms",
+    doc: "How long an address of a managed range must stay unused by every pod of this node before it is released (a StatefulSet pod restarting keeps its address).",
+    schema: field.milliseconds(0, 86_400_000),
+  }),
+  releaseDryRun: setting({
+    env: "IPMGR_BRIDGE_RELEASE_DRY_RUN",
+    flag: "--release-dry-run",
+    default: "false",
+    doc: "Log (and count) the releases the bridge would make, and make none.",
+    schema: field.boolean(),
+  }),
+  resyncIntervalMs: setting({
+    env: "IPMGR_BRIDGE_RESYNC_INTERVAL_MS",
+    flag: "--resync-interval-ms",
+    default: "60000",
+    unit: "ms",
+    doc: "A wave runs at least this often, even without a change (IMDS re-read: drift, a new ENI, grace periods ending).",
+    schema: field.milliseconds(1000, 86_400_000),
+  }),
+  retryBaseMs: setting({
+    env: "IPMGR_BRIDGE_RETRY_BASE_MS",
+    flag: "--retry-base-ms",
+    default: "1000",
+    unit: "ms",
+    doc: "First delay before a failed wave (EC2 throttled or unavailable after its retries, IMDS failing) is run again whole; doubles per failure.",
+    schema: field.milliseconds(1, 600_000),
+  }),
+  retryMaxMs: setting({
+    env: "IPMGR_BRIDGE_RETRY_MAX_MS",
+    flag: "--retry-max-ms",
+    default: "60000",
+    unit: "ms",
+    doc: "Cap of the delay between failed waves.",
+    schema: field.milliseconds(1, 3_600_000),
+  }),
+  eventIntervalMs: setting({
+    env: "IPMGR_BRIDGE_EVENT_INTERVAL_MS",
+    flag: "--event-interval-ms",
+    default: "600000",
+    unit: "ms",
+    doc: "The same Kubernetes Event (pod, reason, message) is not posted again within this time.",
+    schema: field.milliseconds(0, 86_400_000),
+  }),
+  reservations: setting({
+    env: "IPMGR_BRIDGE_RESERVATIONS",
+    flag: "--reservations",
+    default: "report",
+    doc: "Subnet CIDR reservations over the whereabouts ranges, kept by one bridge at a time (a Lease): report (compare and report what is missing), create (also create what is missing, tagged as ours), off (no reservation call).",
+    schema: field.enumOf(["report", "create", "off"] as const),
+  }),
+  reservationIntervalMs: setting({
+    env: "IPMGR_BRIDGE_RESERVATION_INTERVAL_MS",
+    flag: "--reservation-interval-ms",
+    default: "60000",
+    unit: "ms",
+    doc: "How often the Lease holder compares the reservations (and renews the Lease).",
+    schema: field.milliseconds(1000, 86_400_000),
+  }),
+  leaseNamespace: setting({
+    env: "IPMGR_BRIDGE_LEASE_NAMESPACE",
+    flag: "--lease-namespace",
+    default: "kube-system",
+    doc: "Namespace of the reservations Lease.",
+    schema: field.text(),
+  }),
+  leaseName: setting({
+    env: "IPMGR_BRIDGE_LEASE_NAME",
+    flag: "--lease-name",
+    default: "multus-ipmgr-reservations",
+    doc: "Name of the reservations Lease.",
+    schema: field.text(),
+  }),
+  leaseDurationMs: setting({
+    env: "IPMGR_BRIDGE_LEASE_DURATION_MS",
+    flag: "--lease-duration-ms",
+    default: "90000",
+    unit: "ms",
+    doc: "How long the Lease holds without renewal; another bridge takes it over after that.",
+    schema: field.milliseconds(1000, 3_600_000),
+  }),
+  region,
+  ec2Endpoint,
+  imdsEndpoint,
+  imdsEndpointMode,
+  imdsTimeoutMs,
+  ec2TimeoutMs,
+  ec2MaxAttempts,
+  ec2RetryBaseMs,
+  ec2RetryMaxMs,
+  confirmTimeoutMs,
+  logLevel,
+  terminationLog,
+  shutdownGraceMs: setting({
+    ...sidecarSettings.shutdownGraceMs,
+    doc: "On SIGTERM, how long the wave in progress may take; past it its EC2 and IMDS calls are aborted and the bridge exits 8.",
+  }),
+  httpPort: sidecarSettings.httpPort,
+  httpHost: sidecarSettings.httpHost,
+};
+
+export type BridgeConfig = SettingValues<typeof bridgeSettings>;
+
+export function loadBridgeConfig(argv: readonly string[], env: NodeJS.ProcessEnv): BridgeConfig {
+  return loadSettings(bridgeSettings, argv, env);
+}

@@ -1,0 +1,220 @@
+/**
+ * One wave's EC2 actions, from the planner's plan and the desired releases. Pure.
+ *
+ * - Releases come first (one unassign per ENI and family), so that their room serves this wave's assigns.
+ * - Assigns go only to Multus ENIs (tagged no_manage or at a configured device index): an address whose
+ *   interface sits on another ENI (the primary ENI, one the VPC CNI manages) is refused, not assigned.
+ * - Each ENI gets at most one assign per family, holding no more addresses than the ENI has room for
+ *   (the instance type's per-ENI limit counts the primary address); the rest are refused as `eni-full`
+ *   before any call, instead of a call that EC2 refuses whole (`PrivateIpAddressLimitExceeded`).
+ * - IPv6 moves (unassign from another holder) stay before the assign they serve, as the core plans them.
+ *
+ * And the view of the ENIs a wave starts from: IMDS reflects EC2's changes with a delay, so an address EC2
+ * accepted recently counts as held by its new ENI, and one released recently as gone, until IMDS agrees or
+ * the memory expires.
+ */
+import { compareAddresses } from "../eni/ip.js";
+import type { EniState, Placement, Plan, PlanAction } from "../eni/types.js";
+import type { PodRef, Release } from "./desired-state.js";
+
+export type BridgeRefusalReason =
+  | "outside-allowed-cidrs"
+  | "outside-eni-subnet"
+  | "unknown-mac"
+  | "eni-primary-address"
+  | "address-conflict"
+  | "not-multus-eni"
+  | "eni-full";
+
+export interface BridgeRefusal {
+  readonly address: string;
+  /** `namespace/pod/interface`. */
+  readonly interfaceName: string;
+  readonly reason: BridgeRefusalReason;
+  readonly detail: string;
+}
+
+export interface WaveInput {
+  /** From src/eni/planner.ts (via planFor), without releases. */
+  readonly plan: Plan;
+  readonly releases: readonly Release[];
+  readonly enis: readonly EniState[];
+  readonly multusEniIds: ReadonlySet<string>;
+  /** Addresses per ENI and family for this instance type, the primary included; undefined: unknown. */
+  readonly addressesPerEni: number | undefined;
+}
+
+export interface Wave {
+  /** In execution order: releases, IPv6 moves, IPv4 assigns, IPv6 assigns. */
+  readonly actions: PlanAction[];
+  /** Addresses that will be held by the right ENI once the actions succeed (already held ones included). */
+  readonly placements: Placement[];
+  readonly refusals: BridgeRefusal[];
+}
+
+const byString = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
+
+function releaseActions(releases: readonly Release[]): PlanAction[] {
+  const groups = new Map<string, string[]>();
+  for (const r of releases) {
+    const key = `${r.family} ${r.eniId}`;
+    groups.set(key, [...(groups.get(key) ?? []), r.address]);
+  }
+  return [...groups]
+    .sort(([a], [b]) => byString(a, b))
+    .map(([key, addresses]): PlanAction => {
+      const [fam, eniId = ""] = key.split(" ");
+      const sorted = [...new Set(addresses)].sort(compareAddresses);
+      return fam === "4"
+        ? { kind: "unassign-ipv4", eniId, addresses: sorted }
+        : { kind: "unassign-ipv6", eniId, addresses: sorted, reason: "release" };
+    });
+}
+
+export function planWave(input: WaveInput): Wave {
+  const { plan, enis, multusEniIds, addressesPerEni } = input;
+  const eniById = new Map(enis.map((e) => [e.eniId, e]));
+  const refusals: BridgeRefusal[] = plan.refusals.map((r) => ({
+    address: r.address,
+    interfaceName: r.interfaceName,
+    reason: r.reason,
+    detail: r.detail,
+  }));
+  const refusedPlacement = new Set<string>();
+  const refuse = (p: Placement, reason: BridgeRefusalReason, detail: string): void => {
+    refusals.push({ address: p.address, interfaceName: p.interfaceName, reason, detail });
+    refusedPlacement.add(`${p.eniId} ${p.address}`);
+  };
+
+  for (const p of plan.placements) {
+    if (!multusEniIds.has(p.eniId)) {
+      const eni = eniById.get(p.eniId);
+      refuse(
+        p,
+        "not-multus-eni",
+        `address ${p.address} on ${p.interfaceName} sits on ENI ${p.eniId} (device ${eni?.deviceIndex ?? "?"}), ` +
+          "which is not a Multus ENI of this node (tagged node.k8s.amazonaws.com/no_manage=true, or in " +
+          "IPMGR_BRIDGE_DEVICE_INDEXES); make the NetworkAttachmentDefinition's master a Multus ENI.",
+      );
+    }
+  }
+
+  const released = releaseActions(input.releases);
+  const freedBy = new Map<string, number>();
+  for (const action of released) {
+    const key = `${action.kind === "unassign-ipv4" ? 4 : 6} ${action.eniId}`;
+    freedBy.set(key, (freedBy.get(key) ?? 0) + action.addresses.length);
+  }
+
+  const actions: PlanAction[] = [...released];
+  const assigns: PlanAction[] = [];
+  for (const action of plan.actions) {
+    if (action.kind === "unassign-ipv6" && action.reason === "move") {
+      actions.push(action);
+      continue;
+    }
+    if (action.kind !== "assign-ipv4" && action.kind !== "assign-ipv6") continue;
+    const fam = action.kind === "assign-ipv4" ? 4 : 6;
+    let addresses = action.addresses.filter((a) => !refusedPlacement.has(`${action.eniId} ${a}`));
+    const eni = eniById.get(action.eniId);
+    if (addresses.length > 0 && addressesPerEni !== undefined && eni !== undefined) {
+      // IPv4 holds the primary among its addresses; an IPv6 ENI holds up to the same number of IPv6 addresses.
+      const held = fam === 4 ? Math.max(eni.ipv4s.length, 1) : eni.ipv6s.length;
+      const room = Math.max(0, addressesPerEni - held + (freedBy.get(`${fam} ${action.eniId}`) ?? 0));
+      if (addresses.length > room) {
+        for (const address of addresses.slice(room)) {
+          for (const p of plan.placements.filter((x) => x.address === address && x.eniId === action.eniId)) {
+            refuse(
+              p,
+              "eni-full",
+              `address ${address} on ${p.interfaceName} does not fit on ENI ${action.eniId}: it holds ${held} ` +
+                `IPv${fam} addresses of the ${addressesPerEni} its instance type allows per ENI, and this wave ` +
+                `assigns ${room} more; release addresses no pod uses, or spread the pods over more nodes.`,
+            );
+          }
+        }
+        addresses = addresses.slice(0, room);
+      }
+    }
+    if (addresses.length > 0) assigns.push({ ...action, addresses });
+  }
+  // IPv6 moves whose assign was refused entirely are dropped: the address stays with its holder.
+  const assigned6 = new Set(assigns.filter((a) => a.kind === "assign-ipv6").flatMap((a) => a.addresses));
+  const kept = actions.filter(
+    (a) => !(a.kind === "unassign-ipv6" && a.reason === "move") || a.addresses.some((x) => assigned6.has(x)),
+  );
+  const movesTrimmed = kept.map((a) =>
+    a.kind === "unassign-ipv6" && a.reason === "move"
+      ? { ...a, addresses: a.addresses.filter((x) => assigned6.has(x)) }
+      : a,
+  );
+  refusals.sort(
+    (a, b) =>
+      compareAddresses(a.address, b.address) ||
+      byString(a.interfaceName, b.interfaceName) ||
+      byString(a.reason, b.reason),
+  );
+  return {
+    actions: [...movesTrimmed, ...assigns],
+    placements: plan.placements.filter((p) => !refusedPlacement.has(`${p.eniId} ${p.address}`)),
+    refusals,
+  };
+}
+
+/** What this process changed recently, which IMDS may not show yet. */
+export interface RecentChange {
+  readonly eniId: string;
+  readonly address: string;
+  readonly kind: "assigned" | "released";
+  /** Forgotten after this time (ms since the epoch), whatever IMDS shows. */
+  readonly until: number;
+}
+
+/**
+ * The ENIs as IMDS shows them, corrected by the changes EC2 accepted recently. Returns the corrected ENIs
+ * and the changes still worth remembering (those IMDS does not reflect yet and that have not expired).
+ */
+export function overlayRecent(
+  enis: readonly EniState[],
+  recent: readonly RecentChange[],
+  now: number,
+): { enis: EniState[]; recent: RecentChange[] } {
+  const live = recent.filter((c) => c.until > now);
+  const still: RecentChange[] = [];
+  const corrected = enis.map((eni) => ({ ...eni, ipv4s: [...eni.ipv4s], ipv6s: [...eni.ipv6s] }));
+  for (const change of live) {
+    const target = corrected.find((e) => e.eniId === change.eniId);
+    if (target === undefined) continue;
+    const list = change.address.includes(":") ? target.ipv6s : target.ipv4s;
+    const shows = list.includes(change.address);
+    if (change.kind === "assigned") {
+      if (shows) continue;
+      list.push(change.address);
+      // The address moved here: an older view of another of our ENIs may still show it.
+      for (const other of corrected) {
+        if (other === target) continue;
+        const otherList = change.address.includes(":") ? other.ipv6s : other.ipv4s;
+        const index = otherList.indexOf(change.address);
+        if (index >= 0) otherList.splice(index, 1);
+      }
+    } else {
+      if (!shows) continue;
+      list.splice(list.indexOf(change.address), 1);
+    }
+    still.push(change);
+  }
+  return { enis: corrected, recent: still };
+}
+
+/** The pods a placement or refusal is about, by interface name. */
+export function podsOf(
+  interfaceNames: Iterable<string>,
+  podOfInterface: ReadonlyMap<string, PodRef>,
+): PodRef[] {
+  const seen = new Map<string, PodRef>();
+  for (const name of interfaceNames) {
+    const pod = podOfInterface.get(name);
+    if (pod !== undefined) seen.set(`${pod.namespace}/${pod.name}`, pod);
+  }
+  return [...seen.values()];
+}

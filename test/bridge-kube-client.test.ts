@@ -1,0 +1,193 @@
+/**
+ * The bridge's Kubernetes adapter (src/ipam-whereabouts-bridge/kube-client.ts, the real
+ * @kubernetes/client-node) against the simulator's Kubernetes API.
+ */
+import { afterEach, describe, expect, it } from "vitest";
+import { systemClock } from "../src/eni/clock.js";
+import { createLogger } from "../src/eni/logger.js";
+import { KubeConflictError } from "../src/ipam-whereabouts-bridge/errors/kube-conflict-error.js";
+import { KubeError } from "../src/ipam-whereabouts-bridge/errors/kube-error.js";
+import type { KubeApi, LeaseInfo } from "../src/ipam-whereabouts-bridge/kube-api.js";
+import { createKubeApi } from "../src/ipam-whereabouts-bridge/kube-client.js";
+import type { SimulatorHandle } from "../src/sim/index.js";
+import { type KubeProxy, startKubeProxy, tempKubeconfig } from "./helpers/kube-proxy.js";
+import {
+  eventually,
+  kubeEndpointOf,
+  MAC_A,
+  MAC_B,
+  multusPod,
+  NODE_A,
+  NODE_B,
+  startKubeSim,
+} from "./helpers/kube-worlds.js";
+
+let sim: SimulatorHandle | undefined;
+let proxy: KubeProxy | undefined;
+let api: KubeApi | undefined;
+const cleanups: (() => unknown)[] = [];
+
+afterEach(async () => {
+  await api?.close();
+  api = undefined;
+  for (const c of cleanups.splice(0)) await c();
+  await proxy?.close();
+  proxy = undefined;
+  await sim?.close();
+  sim = undefined;
+});
+
+async function start(
+  options: { watchTimeoutSeconds?: number } = {},
+): Promise<{ s: SimulatorHandle; k: KubeApi; p: KubeProxy }> {
+  sim = await startKubeSim();
+  proxy = await startKubeProxy(kubeEndpointOf(sim));
+  const kubeconfig = await tempKubeconfig(proxy.url);
+  cleanups.push(kubeconfig.remove);
+  api = createKubeApi({
+    kubeconfig: kubeconfig.path,
+    clock: systemClock,
+    logger: createLogger("silent"),
+    watchTimeoutSeconds: options.watchTimeoutSeconds ?? 300,
+    requestTimeoutMs: 5_000,
+    restartBaseMs: 50,
+    restartMaxMs: 200,
+    component: "multus-ipmgr-bridge",
+    host: NODE_A,
+  });
+  return { s: sim, k: api, p: proxy };
+}
+
+describe("the bridge's Kubernetes adapter", () => {
+  it("lists and watches the pods of one node only, with bookmarks and a server-side timeout", async () => {
+    const { s, k, p } = await start();
+    let changes = 0;
+    const pods = await k.watchPods(NODE_A, { changed: () => changes++ });
+    expect(pods.synced).toBe(true);
+    expect(pods.list().map((pod) => pod.name)).toEqual(["upf-0"]);
+    const watch = p.requests.find((r) => r.includes("watch=true"));
+    expect(watch).toContain("fieldSelector=spec.nodeName%3Dip-198-51-100-10.ec2.internal");
+    expect(watch).toContain("allowWatchBookmarks=true");
+    expect(watch).toContain("timeoutSeconds=300");
+    s.kubernetes?.addPod(multusPod("upf-1", NODE_B, ["198.51.100.194"], MAC_B));
+    s.kubernetes?.addPod(multusPod("upf-2", NODE_A, ["198.51.100.195"], MAC_A));
+    await eventually(() => pods.list().length === 2, "upf-2 in the cache");
+    expect(
+      pods
+        .list()
+        .map((pod) => pod.name)
+        .sort(),
+    ).toEqual(["upf-0", "upf-2"]);
+    expect(changes).toBeGreaterThanOrEqual(2);
+    s.kubernetes?.deletePod("cnf", "upf-2", 30);
+    await eventually(
+      () => pods.list().find((pod) => pod.name === "upf-2")?.deleting === true,
+      "upf-2 terminating",
+    );
+  });
+
+  it("reads NADs, IPPools (allocations decoded later) and OverlappingRangeIPReservations", async () => {
+    const { k } = await start();
+    const listener = { changed: () => undefined };
+    const nads = await k.watchNetworkAttachmentDefinitions(listener);
+    const pools = await k.watchIpPools(listener);
+    const orips = await k.watchOverlappingReservations(listener);
+    expect(nads.list().map((n) => `${n.namespace}/${n.name}`)).toEqual(["cnf/multus-ipvlan"]);
+    expect(JSON.parse(nads.list()[0]?.config ?? "{}").ipam.range).toBe("198.51.100.192/27");
+    expect(pools.list()).toEqual([
+      {
+        namespace: "kube-system",
+        name: "198.51.100.192-27",
+        range: "198.51.100.192/27",
+        allocations: { "1": { id: "c0ffee", podref: "cnf/upf-0", ifname: "net1" } },
+      },
+    ]);
+    expect(orips.list()).toEqual([]);
+  });
+
+  it("resumes a broken watch, relists after 410, and restarts with backoff after the API server fails", async () => {
+    const { s, k, p } = await start();
+    const failures: string[] = [];
+    const pods = await k.watchPods(NODE_A, {
+      changed: () => undefined,
+      failed: (resource, _error, retryInMs) => failures.push(`${resource} ${retryInMs >= 50}`),
+    });
+    // A cut connection: client-node watches again from its resourceVersion.
+    p.cut();
+    s.kubernetes?.addPod(multusPod("a1", NODE_A, [], MAC_A));
+    await eventually(() => pods.list().some((pod) => pod.name === "a1"), "a1 after the cut");
+    // 410: history compacted while the watch was down, so it relists.
+    for (const name of ["b1", "b2", "b3"]) s.kubernetes?.addPod(multusPod(name, NODE_B, [], MAC_B));
+    s.kubernetes?.compact();
+    s.kubernetes?.deletePod("cnf", "a1");
+    s.kubernetes?.closeWatches();
+    await eventually(() => !pods.list().some((pod) => pod.name === "a1"), "a1 gone after the relist");
+    // An outage: the informer stops on a 500; the adapter restarts it, with backoff, until it works again.
+    p.failing = true;
+    p.cut();
+    await eventually(() => failures.length >= 2, "two failures reported");
+    s.kubernetes?.addPod(multusPod("a2", NODE_A, [], MAC_A));
+    p.failing = false;
+    await eventually(() => pods.list().some((pod) => pod.name === "a2"), "a2 after the outage");
+    expect(failures.every((f) => f === "pods true")).toBe(true);
+    expect(
+      pods
+        .list()
+        .map((pod) => pod.name)
+        .sort(),
+    ).toEqual(["a2", "upf-0"]);
+  });
+
+  it("creates, reads and updates a Lease, with 409 as KubeConflictError", async () => {
+    const { s, k } = await start();
+    expect(await k.getLease("kube-system", "multus-ipmgr-reservations")).toBeUndefined();
+    const lease: LeaseInfo = {
+      namespace: "kube-system",
+      name: "multus-ipmgr-reservations",
+      holderIdentity: "bridge-a",
+      leaseDurationSeconds: 30,
+      acquireTime: new Date(1_700_000_000_000),
+      renewTime: new Date(1_700_000_000_000),
+      leaseTransitions: 0,
+      resourceVersion: undefined,
+    };
+    const created = await k.createLease(lease);
+    expect(created).toEqual({ ...lease, resourceVersion: expect.any(String) });
+    await expect(k.createLease(lease)).rejects.toBeInstanceOf(KubeConflictError);
+    const renewed = await k.updateLease({ ...created, renewTime: new Date(1_700_000_010_000) });
+    await expect(k.updateLease({ ...created, holderIdentity: "bridge-b" })).rejects.toBeInstanceOf(
+      KubeConflictError,
+    );
+    expect((await k.getLease("kube-system", "multus-ipmgr-reservations"))?.renewTime).toEqual(
+      renewed.renewTime,
+    );
+    expect(s.state().kubernetes?.leases).toHaveLength(1);
+  });
+
+  it("creates Events on a pod", async () => {
+    const { s, k } = await start();
+    await k.createEvent({
+      pod: { namespace: "cnf", name: "upf-0", uid: undefined },
+      type: "Warning",
+      reason: "AddressesNotAssigned",
+      message: "EC2 refused: UnauthorizedOperation (ec2:AssignPrivateIpAddresses)",
+    });
+    const events = (s.state().kubernetes?.events ?? []) as unknown as Record<
+      string,
+      Record<string, string>
+    >[];
+    expect(events.map((e) => [e.involvedObject?.name, e.reason, e.source?.host])).toEqual([
+      ["upf-0", "AddressesNotAssigned", NODE_A],
+    ]);
+  });
+
+  it("names the call and the fix when the API server answers an error", async () => {
+    const { k, p } = await start();
+    p.failing = true;
+    const error = await k.getLease("kube-system", "x").catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(KubeError);
+    expect((error as KubeError).message).toBe(
+      "get Lease kube-system/x failed (500 InternalError: etcdserver: request timed out); see the API server's message.",
+    );
+  });
+});

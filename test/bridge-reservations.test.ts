@@ -1,0 +1,185 @@
+import fc from "fast-check";
+import { afterEach, describe, expect, it } from "vitest";
+import { systemClock } from "../src/eni/clock.js";
+import { addressOfValue, cidrBounds } from "../src/eni/ip.js";
+import { createLogger } from "../src/eni/logger.js";
+import type { SubnetCidrReservation } from "../src/eni/types.js";
+import { createKubeApi } from "../src/ipam-whereabouts-bridge/kube-client.js";
+import { BridgeMetrics } from "../src/ipam-whereabouts-bridge/metrics.js";
+import { reservationGap, wantedReservations } from "../src/ipam-whereabouts-bridge/reservation-cover.js";
+import { RESERVATION_TAG, ReservationKeeper } from "../src/ipam-whereabouts-bridge/reservation-keeper.js";
+import { rangesOfNad, type WhereaboutsRange } from "../src/ipam-whereabouts-bridge/whereabouts-ranges.js";
+import type { SimulatorHandle } from "../src/sim/index.js";
+import { tempKubeconfig } from "./helpers/kube-proxy.js";
+import { kubeEndpointOf, kubeWorld, NODE_A, startKubeSim } from "./helpers/kube-worlds.js";
+import { ec2ApiFor } from "./helpers/sim-fixtures.js";
+
+function ranges(ipam: unknown): WhereaboutsRange[] {
+  return rangesOfNad({
+    namespace: "cnf",
+    name: "n",
+    config: JSON.stringify({ ipam: { type: "whereabouts", ...(ipam as object) } }),
+  }).ranges;
+}
+
+const SUBNET = { subnetId: "subnet-0multus", cidrs: ["198.51.100.128/25", "2001:db8:100:2::/64"] };
+
+describe("reservation cover", () => {
+  it("covers each range inside each subnet with the fewest blocks, without excluded and AWS-reserved addresses", () => {
+    expect(wantedReservations(ranges({ range: "198.51.100.192/27" }), [SUBNET]).map((w) => w.cidr)).toEqual([
+      "198.51.100.192/27",
+    ]);
+    // The last address of the subnet (198.51.100.255) is AWS's; 198.51.100.200/30 is excluded.
+    expect(
+      wantedReservations(ranges({ range: "198.51.100.192/26", exclude: ["198.51.100.200/30"] }), [
+        SUBNET,
+      ]).map((w) => w.cidr),
+    ).toEqual([
+      "198.51.100.192/29",
+      "198.51.100.204/30",
+      "198.51.100.208/28",
+      "198.51.100.224/28",
+      "198.51.100.240/29",
+      "198.51.100.248/30",
+      "198.51.100.252/31",
+      "198.51.100.254/32",
+    ]);
+    expect(wantedReservations(ranges({ range: "203.0.113.0/24" }), [SUBNET])).toEqual([]);
+    expect(
+      wantedReservations(ranges({ range: "2001:db8:100:2::100/120" }), [SUBNET]).map((w) => w.cidr),
+    ).toEqual(["2001:db8:100:2::100/120"]);
+  });
+
+  it("finds what explicit reservations leave uncovered, and reports a prefix reservation in the way", () => {
+    const wanted = wantedReservations(ranges({ range: "198.51.100.192/27" }), [SUBNET]);
+    const explicit = (cidr: string, type: "explicit" | "prefix" = "explicit"): SubnetCidrReservation => ({
+      reservationId: `scr-${cidr}`,
+      subnetId: "subnet-0multus",
+      cidr,
+      type,
+      description: undefined,
+      tags: {},
+    });
+    expect(reservationGap(wanted, [explicit("198.51.100.192/27")]).missing).toEqual([]);
+    expect(reservationGap(wanted, [explicit("198.51.100.192/28")]).missing.map((m) => m.cidr)).toEqual([
+      "198.51.100.208/28",
+    ]);
+    const prefix = reservationGap(wanted, [explicit("198.51.100.192/28", "prefix")]);
+    expect(prefix.missing.map((m) => m.cidr)).toEqual(["198.51.100.192/27"]);
+    expect(prefix.problems[0]).toContain(
+      "prefix reservation scr-198.51.100.192/28 (198.51.100.192/28) in subnet-0multus overlaps",
+    );
+  });
+
+  it("wanted blocks cover exactly the range's addresses in the subnet outside AWS's five, and nothing else", () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 128, max: 255 }), fc.integer({ min: 128, max: 255 }), (x, y) => {
+        const [a, b] = x <= y ? [x, y] : [y, x];
+        const wanted = wantedReservations(ranges({ range: `198.51.100.${a}-198.51.100.${b}/24` }), [SUBNET]);
+        const covered = new Set<number>();
+        for (const w of wanted) {
+          const { first, last } = cidrBounds(w.cidr);
+          for (let v = first; v <= last; v++) {
+            const n = Number(addressOfValue(4, v).split(".")[3]);
+            expect(covered.has(n)).toBe(false);
+            covered.add(n);
+          }
+        }
+        for (let n = 128; n <= 255; n++) {
+          expect(covered.has(n)).toBe(n >= a && n <= b && n >= 132 && n <= 254);
+        }
+      }),
+      { numRuns: 300 },
+    );
+  });
+});
+
+let sim: SimulatorHandle | undefined;
+const cleanups: (() => unknown)[] = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0)) await c();
+  await sim?.close();
+  sim = undefined;
+});
+
+async function keeper(
+  s: SimulatorHandle,
+  identity: string,
+  mode: "report" | "create",
+): Promise<ReservationKeeper> {
+  const kubeconfig = await tempKubeconfig(kubeEndpointOf(s));
+  cleanups.push(kubeconfig.remove);
+  const logger = createLogger("silent");
+  const kube = createKubeApi({
+    kubeconfig: kubeconfig.path,
+    clock: systemClock,
+    logger,
+    watchTimeoutSeconds: 300,
+    requestTimeoutMs: 5_000,
+    restartBaseMs: 50,
+    restartMaxMs: 200,
+    component: "multus-ipmgr-bridge",
+    host: NODE_A,
+  });
+  cleanups.push(() => kube.close());
+  return new ReservationKeeper(
+    { kube, ec2: ec2ApiFor(s), clock: systemClock, logger, metrics: new BridgeMetrics() },
+    {
+      mode,
+      leaseNamespace: "kube-system",
+      leaseName: "multus-ipmgr-reservations",
+      leaseDurationMs: 60_000,
+      identity,
+    },
+  );
+}
+
+describe("reservation keeper against the simulator", () => {
+  const dual = ranges({ ipRanges: [{ range: "198.51.100.192/27" }, { range: "2001:db8:100:2::100/120" }] });
+
+  it("creates each missing reservation once, tagged as ours, when two replicas race; a second pass changes nothing", async () => {
+    sim = await startKubeSim(kubeWorld());
+    const a = await keeper(sim, "bridge-a", "create");
+    const b = await keeper(sim, "bridge-b", "create");
+    const [ra, rb] = await Promise.all([a.pass(dual, [SUBNET]), b.pass(dual, [SUBNET])]);
+    expect([ra.leader, rb.leader].filter(Boolean)).toHaveLength(1);
+    const reservations = sim.state().reservations;
+    expect(reservations.map((r) => r.cidr).sort()).toEqual(["198.51.100.192/27", "2001:db8:100:2::100/120"]);
+    expect(
+      sim.calls().filter((c) => c.action === "CreateSubnetCidrReservation" && c.outcome === "ok"),
+    ).toHaveLength(2);
+    expect(sim.calls().find((c) => c.action === "CreateSubnetCidrReservation")?.params).toEqual(
+      expect.objectContaining({ "TagSpecification.1.Tag.1.Key": RESERVATION_TAG }),
+    );
+    const leader = ra.leader ? a : b;
+    sim.clearCalls();
+    expect((await leader.pass(dual, [SUBNET])).missing).toEqual([]);
+    expect(sim.calls().filter((c) => c.action === "CreateSubnetCidrReservation")).toEqual([]);
+    expect(sim.state().kubernetes?.leases).toHaveLength(1);
+  });
+
+  it("reports what is missing without creating it in report mode", async () => {
+    sim = await startKubeSim(kubeWorld());
+    const reporter = await keeper(sim, "bridge-a", "report");
+    const status = await reporter.pass(dual, [SUBNET]);
+    expect(status.missing.map((m) => m.cidr)).toEqual(["198.51.100.192/27", "2001:db8:100:2::100/120"]);
+    expect(reporter.lines()[0]).toContain("reservation missing: 198.51.100.192/27 in subnet-0multus");
+    expect(sim.state().reservations).toEqual([]);
+  });
+
+  it("never deletes a reservation it did not create", async () => {
+    sim = await startKubeSim(kubeWorld());
+    const ec2 = ec2ApiFor(sim);
+    await ec2.createSubnetCidrReservation(
+      "subnet-0multus",
+      "198.51.100.224/28",
+      "explicit",
+      "someone else's",
+      {},
+    );
+    const k = await keeper(sim, "bridge-a", "create");
+    await k.pass(dual, [SUBNET]);
+    expect(await k.prune([], [SUBNET])).toHaveLength(2);
+    expect(sim.state().reservations.map((r) => r.cidr)).toEqual(["198.51.100.224/28"]);
+  });
+});

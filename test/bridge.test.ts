@@ -1,0 +1,278 @@
+/**
+ * The bridge in-process against the simulator: EC2 and IMDS of node A, and the Kubernetes API through the
+ * real @kubernetes/client-node. Every test checks the simulator's state (the ENIs' addresses, the EC2 calls).
+ */
+import { afterEach, describe, expect, it } from "vitest";
+import { systemClock } from "../src/eni/clock.js";
+import type { Ec2CallRecord } from "../src/eni/ec2-api.js";
+import { createLogger } from "../src/eni/logger.js";
+import { Bridge, type BridgeOptions } from "../src/ipam-whereabouts-bridge/bridge.js";
+import type { KubeApi } from "../src/ipam-whereabouts-bridge/kube-api.js";
+import { createKubeApi } from "../src/ipam-whereabouts-bridge/kube-client.js";
+import { BridgeMetrics } from "../src/ipam-whereabouts-bridge/metrics.js";
+import { PodEventReporter } from "../src/ipam-whereabouts-bridge/pod-events.js";
+import type { SimulatorHandle, World } from "../src/sim/index.js";
+import { tempKubeconfig } from "./helpers/kube-proxy.js";
+import {
+  eventually,
+  kubeEndpointOf,
+  kubeWorld,
+  MAC_A,
+  MAC_B,
+  multusPod,
+  NODE_A,
+  NODE_B,
+  startKubeSim,
+} from "./helpers/kube-worlds.js";
+import { ec2ApiFor, imdsFor } from "./helpers/sim-fixtures.js";
+
+const MUTATING = new Set([
+  "AssignPrivateIpAddresses",
+  "UnassignPrivateIpAddresses",
+  "AssignIpv6Addresses",
+  "UnassignIpv6Addresses",
+]);
+
+interface Harness {
+  readonly sim: SimulatorHandle;
+  readonly bridge: Bridge;
+  readonly kube: KubeApi;
+  readonly metrics: BridgeMetrics;
+  readonly calls: Ec2CallRecord[];
+  /** The addresses EC2 holds on an ENI, the primary first. */
+  held(eniId: string): string[];
+  mutatingCalls(): string[];
+}
+
+const running: { stop: () => Promise<void> }[] = [];
+
+afterEach(async () => {
+  for (const r of running.splice(0)) await r.stop();
+});
+
+async function startBridge(world: World, options: Partial<BridgeOptions> = {}): Promise<Harness> {
+  const sim = await startKubeSim(world);
+  const kubeconfig = await tempKubeconfig(kubeEndpointOf(sim));
+  const logger = createLogger("silent");
+  const kube = createKubeApi({
+    kubeconfig: kubeconfig.path,
+    clock: systemClock,
+    logger,
+    watchTimeoutSeconds: 300,
+    requestTimeoutMs: 5_000,
+    restartBaseMs: 50,
+    restartMaxMs: 200,
+    component: "multus-ipmgr-bridge",
+    host: NODE_A,
+  });
+  const metrics = new BridgeMetrics();
+  const calls: Ec2CallRecord[] = [];
+  const ec2 = ec2ApiFor(sim, {
+    observer: (record) => {
+      calls.push(record);
+      metrics.ec2Observer(record);
+    },
+  });
+  const imds = imdsFor(sim, "i-0a", { clock: systemClock });
+  const events = new PodEventReporter(kube, systemClock, logger, metrics, {
+    repeatIntervalMs: 60_000,
+    perSecond: 100,
+    burst: 100,
+  });
+  const bridge = new Bridge(
+    { kube, imds, ec2, clock: systemClock, logger, metrics, events },
+    {
+      nodeName: NODE_A,
+      allowedCidrs: ["198.51.100.192/26", "2001:db8:100:2::/64"],
+      deviceIndexes: [],
+      waveWindowMs: 100,
+      releaseGraceMs: 1_500,
+      releaseDryRun: false,
+      resyncIntervalMs: 60_000,
+      retry: { baseMs: 50, maxMs: 500 },
+      recentMemoryMs: 5_000,
+      addressesPerEni: 50,
+      ...options,
+    },
+  );
+  await bridge.start();
+  const stop = new AbortController();
+  const loop = bridge.run(stop.signal);
+  running.push({
+    stop: async () => {
+      stop.abort();
+      await loop;
+      await events.flush();
+      await kube.close();
+      await sim.close();
+      kubeconfig.remove();
+    },
+  });
+  const held = (eniId: string): string[] => sim.state().enis.find((e) => e.eniId === eniId)?.ipv4s ?? [];
+  return {
+    sim,
+    bridge,
+    kube,
+    metrics,
+    calls,
+    held,
+    mutatingCalls: () =>
+      sim
+        .calls()
+        .filter((c) => MUTATING.has(c.action) && c.outcome === "ok")
+        .map((c) => c.action),
+  };
+}
+
+const ipv4 = (n: number) => `198.51.100.${n}`;
+
+describe("bridge against the simulator (EC2, IMDS, Kubernetes API)", () => {
+  it("assigns the addresses of a burst of 40 pods in a handful of EC2 calls, not one per pod", async () => {
+    const h = await startBridge(kubeWorld({}, { ipv4AddressesPerEni: 50 }));
+    await eventually(() => h.held("eni-0a1").includes(ipv4(193)), "upf-0's address on eni-0a1");
+    h.sim.clearCalls();
+    for (let i = 0; i < 40; i++) {
+      h.sim.kubernetes?.addPod(multusPod(`burst-${i}`, NODE_A, [ipv4(200 + i)], MAC_A));
+    }
+    await eventually(
+      () => h.held("eni-0a1").length === 42,
+      "41 pod addresses and the primary on eni-0a1",
+      15_000,
+    );
+    const calls = h.mutatingCalls();
+    expect(calls.length).toBeGreaterThanOrEqual(1);
+    expect(calls.length).toBeLessThanOrEqual(4);
+    expect(new Set(calls)).toEqual(new Set(["AssignPrivateIpAddresses"]));
+    // Node B's ENI is never touched.
+    expect(h.held("eni-0b1")).toEqual(["198.51.100.150"]);
+  });
+
+  it("releases a deleted pod's address only after the grace period, and never an address outside the managed ranges", async () => {
+    const world = kubeWorld({
+      pods: [multusPod("upf-0", NODE_A, [ipv4(193)], MAC_A), multusPod("upf-1", NODE_A, [ipv4(195)], MAC_A)],
+    });
+    const h = await startBridge(world);
+    await eventually(() => h.held("eni-0a1").includes(ipv4(195)), "upf-1's address");
+    // An address outside every whereabouts range (a sidecar's floating address), held by the Multus ENI.
+    const ec2 = ec2ApiFor(h.sim);
+    await ec2.assignPrivateIpv4("eni-0a1", ["198.51.100.170"], false);
+    const deletedAt = Date.now();
+    h.sim.kubernetes?.deletePod("cnf", "upf-1");
+    await eventually(() => !h.held("eni-0a1").includes(ipv4(195)), "upf-1's address released", 10_000);
+    expect(Date.now() - deletedAt).toBeGreaterThanOrEqual(1_500);
+    expect(h.held("eni-0a1")).toEqual(["198.51.100.140", ipv4(193), "198.51.100.170"]);
+    const unassigns = h.sim.calls().filter((c) => c.action === "UnassignPrivateIpAddresses");
+    expect(unassigns.map((c) => c.params)).toEqual([
+      expect.objectContaining({ NetworkInterfaceId: "eni-0a1", "PrivateIpAddress.1": ipv4(195) }),
+    ]);
+  });
+
+  it("keeps a StatefulSet pod's address while it restarts with the same address: no release, no second assign", async () => {
+    const h = await startBridge(kubeWorld(), { releaseGraceMs: 3_000 });
+    await eventually(() => h.held("eni-0a1").includes(ipv4(193)), "upf-0's address");
+    h.sim.clearCalls();
+    h.sim.kubernetes?.deletePod("cnf", "upf-0", 30);
+    await new Promise((r) => setTimeout(r, 400));
+    h.sim.kubernetes?.deletePod("cnf", "upf-0");
+    await new Promise((r) => setTimeout(r, 700));
+    h.sim.kubernetes?.addPod(
+      multusPod("upf-0", NODE_A, [ipv4(193)], MAC_A, { uid: "4d7e2c6a-0000-4000-8000-000000000001" }),
+    );
+    await new Promise((r) => setTimeout(r, 3_500));
+    expect(h.held("eni-0a1")).toEqual(["198.51.100.140", ipv4(193)]);
+    expect(h.mutatingCalls()).toEqual([]);
+  });
+
+  it("assigns IPv6 and dual-stack addresses, one call per family", async () => {
+    const h = await startBridge(
+      kubeWorld({
+        networkAttachmentDefinitions: [
+          {
+            namespace: "cnf",
+            name: "multus-ipvlan",
+            config: {
+              type: "ipvlan",
+              master: "eth1",
+              ipam: {
+                type: "whereabouts",
+                ipRanges: [{ range: "198.51.100.192/27" }, { range: "2001:db8:100:2::100/120" }],
+              },
+            },
+          },
+        ],
+        pods: [
+          multusPod("dual", NODE_A, [ipv4(196), "2001:db8:100:2::196"], MAC_A),
+          multusPod("v6", NODE_A, ["2001:db8:100:2::197"], MAC_A),
+        ],
+      }),
+    );
+    await eventually(
+      () => (h.sim.state().enis.find((e) => e.eniId === "eni-0a1")?.ipv6s.length ?? 0) === 2,
+      "two IPv6 addresses on eni-0a1",
+    );
+    expect(
+      h.sim
+        .state()
+        .enis.find((e) => e.eniId === "eni-0a1")
+        ?.ipv6s.sort(),
+    ).toEqual(["2001:db8:100:2::196", "2001:db8:100:2::197"]);
+    expect(h.held("eni-0a1")).toContain(ipv4(196));
+    expect(h.mutatingCalls().sort()).toEqual(["AssignIpv6Addresses", "AssignPrivateIpAddresses"]);
+  });
+
+  it("does not move an address whereabouts allocates to another pod, and posts an Event on both pods", async () => {
+    const h = await startBridge(
+      kubeWorld({
+        pods: [multusPod("intruder", NODE_A, [ipv4(193)], MAC_A)],
+      }),
+    );
+    await eventually(() => (h.sim.state().kubernetes?.events.length ?? 0) >= 2, "two AddressConflict events");
+    const events = (h.sim.state().kubernetes?.events ?? []) as unknown as {
+      reason: string;
+      involvedObject: { name: string };
+    }[];
+    expect(events.map((e) => `${e.reason} ${e.involvedObject.name}`).sort()).toEqual([
+      "AddressConflict intruder",
+      "AddressConflict upf-0",
+    ]);
+    expect(h.held("eni-0a1")).toEqual(["198.51.100.140"]);
+    expect(
+      h.bridge
+        .readiness()
+        .lines.some((l) => l.startsWith("conflict: address 198.51.100.193 on cnf/intruder")),
+    ).toBe(true);
+  });
+
+  it("leaves pods on other nodes and opted-out pods alone, and catches up after the watches break and history is compacted", async () => {
+    const h = await startBridge(kubeWorld());
+    await eventually(() => h.held("eni-0a1").includes(ipv4(193)), "upf-0's address");
+    h.sim.kubernetes?.addPod(multusPod("on-b", NODE_B, [ipv4(210)], MAC_B));
+    h.sim.kubernetes?.addPod(
+      multusPod("own", NODE_A, [ipv4(211)], MAC_A, { annotations: { "multus-ipmgr.io/managed": "false" } }),
+    );
+    h.sim.kubernetes?.compact();
+    h.sim.kubernetes?.closeWatches();
+    h.sim.kubernetes?.addPod(multusPod("after", NODE_A, [ipv4(212)], MAC_A));
+    await eventually(() => h.held("eni-0a1").includes(ipv4(212)), "the pod added after the break");
+    expect(h.held("eni-0a1")).toEqual(["198.51.100.140", ipv4(193), ipv4(212)]);
+    expect(h.held("eni-0b1")).toEqual(["198.51.100.150"]);
+  });
+
+  it("runs a throttled wave again whole after a backoff, and loses nothing", async () => {
+    const h = await startBridge(kubeWorld());
+    await eventually(() => h.held("eni-0a1").includes(ipv4(193)), "upf-0's address");
+    h.sim.setFaults({
+      failNext: [
+        { action: "AssignPrivateIpAddresses", code: "RequestLimitExceeded", status: 503, count: 20 },
+      ],
+    });
+    h.sim.kubernetes?.addPod(multusPod("t1", NODE_A, [ipv4(220)], MAC_A));
+    h.sim.kubernetes?.addPod(multusPod("t2", NODE_A, [ipv4(221)], MAC_A));
+    await eventually(
+      () => h.held("eni-0a1").includes(ipv4(220)) && h.held("eni-0a1").includes(ipv4(221)),
+      "both addresses after the throttling",
+      20_000,
+    );
+    expect(await h.metrics.text()).toMatch(/multus_ipmgr_bridge_waves_total\{outcome="error"\} [1-9]/);
+  });
+});

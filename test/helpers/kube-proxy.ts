@@ -1,0 +1,90 @@
+/**
+ * A pass-through HTTP proxy in front of the simulator's Kubernetes API that a test can turn into an outage:
+ * while `failing`, every request gets a 500 Status and open watches are cut. Watches stream through as
+ * they come. Listens on 127.0.0.1.
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { createServer, type IncomingMessage, request, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { writeKubeconfig } from "../../src/sim/kube/kubeconfig.js";
+
+export interface KubeProxy {
+  readonly url: string;
+  /** Requests seen, as `GET /api/v1/pods?... STATUS`. */
+  readonly requests: string[];
+  failing: boolean;
+  /** Cuts every open response (watches). */
+  cut(): void;
+  close(): Promise<void>;
+}
+
+export async function startKubeProxy(target: string): Promise<KubeProxy> {
+  const open = new Set<ServerResponse>();
+  const requests: string[] = [];
+  const state = { failing: false };
+  const server = createServer((req: IncomingMessage, res: ServerResponse) => {
+    if (state.failing) {
+      requests.push(`${req.method} ${req.url} 500`);
+      res.writeHead(500, { "content-type": "application/json" });
+      res.end(
+        JSON.stringify({
+          kind: "Status",
+          apiVersion: "v1",
+          status: "Failure",
+          message: "etcdserver: request timed out",
+          reason: "InternalError",
+          code: 500,
+        }),
+      );
+      return;
+    }
+    const upstream = request(
+      new URL(req.url ?? "/", target),
+      { method: req.method, headers: req.headers },
+      (answer) => {
+        requests.push(`${req.method} ${req.url} ${answer.statusCode}`);
+        res.writeHead(answer.statusCode ?? 502, answer.headers);
+        res.flushHeaders();
+        answer.pipe(res);
+      },
+    );
+    upstream.on("error", () => res.destroy());
+    open.add(res);
+    res.on("close", () => {
+      open.delete(res);
+      upstream.destroy();
+    });
+    req.pipe(upstream);
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    requests,
+    get failing() {
+      return state.failing;
+    },
+    set failing(value: boolean) {
+      state.failing = value;
+    },
+    cut() {
+      for (const res of open) res.destroy();
+    },
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const res of open) res.destroy();
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}
+
+/** A kubeconfig file for `server` in a temporary directory; `remove` deletes the directory. */
+export async function tempKubeconfig(server: string): Promise<{ path: string; remove(): void }> {
+  const dir = mkdtempSync(join(tmpdir(), "ipmgr-kubeconfig-"));
+  const path = join(dir, "kubeconfig");
+  await writeKubeconfig(path, server);
+  return { path, remove: () => rmSync(dir, { recursive: true, force: true }) };
+}
