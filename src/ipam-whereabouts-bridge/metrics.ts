@@ -1,5 +1,6 @@
 import { Counter, Gauge, Histogram, Registry } from "prom-client";
-import type { Ec2CallObserver, Ec2CallRecord } from "../eni/ec2-api.js";
+import type { Ec2CallObserver } from "../eni/ec2-api.js";
+import { registerEc2CallMetrics, registerProcessMetrics } from "../eni/process-metrics.js";
 
 const PREFIX = "multus_ipmgr_bridge_";
 
@@ -7,8 +8,8 @@ const PREFIX = "multus_ipmgr_bridge_";
 export type WaveOutcome = "applied" | "noop" | "error";
 
 /**
- * The bridge's Prometheus metrics, on a registry of their own. As in the sidecar, of the default process
- * metrics only resident memory and CPU time, read at scrape time (the others wake the process every 10 ms).
+ * The bridge's Prometheus metrics, on a registry of their own, with the process metrics of
+ * registerProcessMetrics.
  */
 export class BridgeMetrics {
   readonly registry = new Registry();
@@ -20,8 +21,6 @@ export class BridgeMetrics {
   readonly #pendingReleases: Gauge;
   readonly #waves: Counter<"outcome">;
   readonly #waveDuration: Histogram;
-  readonly #ec2Calls: Counter<"operation" | "outcome">;
-  readonly #ec2Duration: Histogram<"operation">;
   readonly #releases: Counter<"mode">;
   readonly #watchRestarts: Counter<"resource">;
   readonly #reservationsMissing: Gauge;
@@ -30,26 +29,8 @@ export class BridgeMetrics {
 
   constructor() {
     const registers = [this.registry];
-    new Gauge({
-      name: "process_resident_memory_bytes",
-      help: "Resident memory size in bytes.",
-      registers,
-      collect() {
-        this.set(process.memoryUsage.rss());
-      },
-    });
-    let cpuReported = 0;
-    new Counter({
-      name: "process_cpu_seconds_total",
-      help: "Total user and system CPU time spent in seconds.",
-      registers,
-      collect() {
-        const { user, system } = process.cpuUsage();
-        const now = (user + system) / 1e6;
-        if (now > cpuReported) this.inc(now - cpuReported);
-        cpuReported = Math.max(cpuReported, now);
-      },
-    });
+    registerProcessMetrics(this.registry);
+    this.ec2Observer = registerEc2CallMetrics(this.registry, PREFIX);
     this.#pods = new Gauge({
       name: `${PREFIX}pods`,
       help: "Pods of this node seen at the last wave, by state: managed, opted-out, sidecar.",
@@ -93,19 +74,6 @@ export class BridgeMetrics {
       buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
       registers,
     });
-    this.#ec2Calls = new Counter({
-      name: `${PREFIX}ec2_calls_total`,
-      help: "EC2 API calls, by EC2 action and outcome (ok or error); one call includes all its retries.",
-      labelNames: ["operation", "outcome"],
-      registers,
-    });
-    this.#ec2Duration = new Histogram({
-      name: `${PREFIX}ec2_call_duration_seconds`,
-      help: "Wall time of an EC2 API call, every retry and backoff included, in seconds.",
-      labelNames: ["operation"],
-      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
-      registers,
-    });
     this.#releases = new Counter({
       name: `${PREFIX}releases_total`,
       help: "Addresses released from a Multus ENI after their grace period, by mode: released, or dry-run (logged only).",
@@ -140,10 +108,7 @@ export class BridgeMetrics {
   }
 
   /** Feed this to the EC2 adapter as its observer. Never throws. */
-  readonly ec2Observer: Ec2CallObserver = (record: Ec2CallRecord): void => {
-    this.#ec2Calls.inc({ operation: record.operation, outcome: record.outcome });
-    this.#ec2Duration.observe({ operation: record.operation }, record.durationMs / 1000);
-  };
+  readonly ec2Observer: Ec2CallObserver;
 
   wave(outcome: WaveOutcome, ms: number): void {
     this.#waves.inc({ outcome });

@@ -1,42 +1,26 @@
 import { Counter, Gauge, Histogram, Registry } from "prom-client";
-import type { Ec2CallObserver, Ec2CallRecord } from "../eni/ec2-api.js";
+import type { Ec2CallObserver } from "../eni/ec2-api.js";
+import {
+  nodeProcessStats,
+  type ProcessStats,
+  registerEc2CallMetrics,
+  registerProcessMetrics,
+} from "../eni/process-metrics.js";
+
+export type { ProcessStats } from "../eni/process-metrics.js";
 
 /** How a reconcile ended: `applied` made EC2 changes, `noop` found everything in place, `error` failed. */
 export type ReconcileOutcome = "applied" | "noop" | "error";
 
 const PREFIX = "multus_ipmgr_";
 
-/** What the process metrics read, at scrape time. */
-export interface ProcessStats {
-  residentMemoryBytes(): number;
-  cpuSeconds(): number;
-  /** V8's heap: total (reserved by the heap spaces) and used, in bytes; and memory held outside it. */
-  heap(): { readonly totalBytes: number; readonly usedBytes: number; readonly externalBytes: number };
-}
-
-const nodeProcessStats: ProcessStats = {
-  residentMemoryBytes: () => process.memoryUsage.rss(),
-  heap: () => {
-    const usage = process.memoryUsage();
-    return { totalBytes: usage.heapTotal, usedBytes: usage.heapUsed, externalBytes: usage.external };
-  },
-  cpuSeconds: () => {
-    const { user, system } = process.cpuUsage();
-    return (user + system) / 1e6;
-  },
-};
-
 /**
  * The sidecar's Prometheus metrics, on a registry of their own (not prom-client's global one, so that tests
- * and several instances in one process never collide). Of the default process metrics, only resident memory and
- * CPU time, read at scrape time: the rest include an event-loop monitor that wakes the process every 10 ms,
- * which would cost more than the whole idle sidecar.
+ * and several instances in one process never collide), with the process metrics of registerProcessMetrics.
  */
 export class SidecarMetrics {
   readonly registry = new Registry();
   readonly #reconciles: Counter<"outcome">;
-  readonly #ec2Calls: Counter<"operation" | "outcome">;
-  readonly #ec2Duration: Histogram<"operation">;
   readonly #addressesHeld: Gauge;
   readonly #conflicts: Counter;
   readonly #addressesInConflict: Gauge;
@@ -48,58 +32,12 @@ export class SidecarMetrics {
 
   constructor(processStats: ProcessStats = nodeProcessStats) {
     const registers = [this.registry];
-    // The two standard process metrics, read only when scraped (prom-client's defaults are left out: see above).
-    new Gauge({
-      name: "process_resident_memory_bytes",
-      help: "Resident memory size in bytes.",
-      registers,
-      collect() {
-        this.set(processStats.residentMemoryBytes());
-      },
-    });
-    // The heap figures prom-client's default metrics would give, read only when scraped: where the RSS goes.
-    for (const [name, help, pick] of [
-      ["nodejs_heap_size_total_bytes", "Process heap size from Node.js in bytes.", "totalBytes"],
-      ["nodejs_heap_size_used_bytes", "Process heap size used from Node.js in bytes.", "usedBytes"],
-      ["nodejs_external_memory_bytes", "Node.js external memory size in bytes.", "externalBytes"],
-    ] as const) {
-      new Gauge({
-        name,
-        help,
-        registers,
-        collect() {
-          this.set(processStats.heap()[pick]);
-        },
-      });
-    }
-    let cpuReported = 0;
-    new Counter({
-      name: "process_cpu_seconds_total",
-      help: "Total user and system CPU time spent in seconds.",
-      registers,
-      collect() {
-        const now = processStats.cpuSeconds();
-        if (now > cpuReported) this.inc(now - cpuReported);
-        cpuReported = Math.max(cpuReported, now);
-      },
-    });
+    registerProcessMetrics(this.registry, processStats);
+    this.ec2Observer = registerEc2CallMetrics(this.registry, PREFIX);
     this.#reconciles = new Counter({
       name: `${PREFIX}reconciles_total`,
       help: "Reconciles run, by outcome: applied (EC2 changed), noop (all in place), error.",
       labelNames: ["outcome"],
-      registers,
-    });
-    this.#ec2Calls = new Counter({
-      name: `${PREFIX}ec2_calls_total`,
-      help: "EC2 API calls, by EC2 action and outcome (ok or error); one call includes all its retries.",
-      labelNames: ["operation", "outcome"],
-      registers,
-    });
-    this.#ec2Duration = new Histogram({
-      name: `${PREFIX}ec2_call_duration_seconds`,
-      help: "Wall time of an EC2 API call, every retry and backoff included, in seconds.",
-      labelNames: ["operation"],
-      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
       registers,
     });
     this.#addressesHeld = new Gauge({
@@ -151,10 +89,7 @@ export class SidecarMetrics {
   }
 
   /** Feed this to the EC2 adapter as its observer. Never throws. */
-  readonly ec2Observer: Ec2CallObserver = (record: Ec2CallRecord): void => {
-    this.#ec2Calls.inc({ operation: record.operation, outcome: record.outcome });
-    this.#ec2Duration.observe({ operation: record.operation }, record.durationMs / 1000);
-  };
+  readonly ec2Observer: Ec2CallObserver;
 
   reconcile(outcome: ReconcileOutcome): void {
     this.#reconciles.inc({ outcome });
