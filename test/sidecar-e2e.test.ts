@@ -7,8 +7,18 @@ import { execFile } from "node:child_process";
 import { promisify } from "node:util";
 import { afterEach, describe, expect, it } from "vitest";
 import { Lab, type LabPodSpec, labUnavailableReason, removeStaleLabs } from "./helpers/netns.js";
-import { ec2Call, eventually, holds, httpGet, metric, ready, SidecarProcess } from "./helpers/sidecar-lab.js";
-import { ENI, floatingPairWorld, MAC, NODE1, NODE2 } from "./helpers/worlds.js";
+import {
+  ec2Call,
+  eventually,
+  holds,
+  httpGet,
+  metric,
+  pairPod,
+  ready,
+  type SidecarProcess,
+  startSidecar,
+} from "./helpers/sidecar-lab.js";
+import { ENI, floatingPairWorld } from "./helpers/worlds.js";
 
 const run = promisify(execFile);
 const unavailable = labUnavailableReason();
@@ -18,16 +28,8 @@ const ALLOWED_CIDRS = "198.51.100.64/26,2001:db8:100:1::100/120";
 const FLOAT4 = "198.51.100.80";
 const FLOAT6 = "2001:db8:100:1::180";
 
-const podA = (addresses: string[]): LabPodSpec => ({
-  name: "a",
-  instanceId: NODE1,
-  interfaces: [{ name: "net1", mac: MAC.node1A1, addresses }],
-});
-const podB = (addresses: string[]): LabPodSpec => ({
-  name: "b",
-  instanceId: NODE2,
-  interfaces: [{ name: "net1", mac: MAC.node2A1, addresses }],
-});
+const podA = (addresses: string[]): LabPodSpec => pairPod("a", addresses);
+const podB = (addresses: string[]): LabPodSpec => pairPod("b", addresses);
 
 let lab: Lab | undefined;
 afterEach(async () => {
@@ -42,17 +44,7 @@ async function startLab(pods: LabPodSpec[], faults: Record<string, unknown> = {}
 }
 
 function sidecar(l: Lab, pod: string, env: Record<string, string> = {}): SidecarProcess {
-  const child = l.spawn(
-    pod,
-    ["sidecar"],
-    l.env(pod, {
-      IPMGR_ALLOWED_CIDRS: ALLOWED_CIDRS,
-      IPMGR_DRIFT_CHECK_INTERVAL_MS: "200",
-      IPMGR_CONFIRM_INTERVAL_MS: "20",
-      ...env,
-    }),
-  );
-  return new SidecarProcess(child);
+  return startSidecar(l, pod, { IPMGR_ALLOWED_CIDRS: ALLOWED_CIDRS, ...env });
 }
 
 describe.skipIf(unavailable !== undefined)("multus-ipmgr sidecar in pod namespaces", () => {

@@ -13,9 +13,18 @@ import {
   removeStaleLabs,
   type SimCallView,
 } from "./helpers/netns.js";
-import { eventually, holds, httpGet, metric, ready, SidecarProcess } from "./helpers/sidecar-lab.js";
+import {
+  eventually,
+  holds,
+  httpGet,
+  metric,
+  pairPod,
+  ready,
+  type SidecarProcess,
+  startSidecar,
+} from "./helpers/sidecar-lab.js";
 import { makeTempDir, removeTempDir } from "./helpers/temp-dirs.js";
-import { ENI, floatingPairWorld, MAC, NODE1, NODE2 } from "./helpers/worlds.js";
+import { ENI, floatingPairWorld } from "./helpers/worlds.js";
 
 const unavailable = labUnavailableReason();
 if (unavailable !== undefined) console.warn(`Elastic IP end-to-end tests skipped: ${unavailable}`);
@@ -25,16 +34,8 @@ const FLOAT = "198.51.100.80";
 const WEB = "eipalloc-0123456789abcdef0";
 const MAPPING = `${FLOAT}=${WEB}`;
 
-const podA = (addresses: string[]): LabPodSpec => ({
-  name: "a",
-  instanceId: NODE1,
-  interfaces: [{ name: "net1", mac: MAC.node1A1, addresses }],
-});
-const podB = (addresses: string[]): LabPodSpec => ({
-  name: "b",
-  instanceId: NODE2,
-  interfaces: [{ name: "net1", mac: MAC.node2A1, addresses }],
-});
+const podA = (addresses: string[]): LabPodSpec => pairPod("a", addresses);
+const podB = (addresses: string[]): LabPodSpec => pairPod("b", addresses);
 
 let lab: Lab | undefined;
 let tempDir: string | undefined;
@@ -64,19 +65,7 @@ async function startLab(pods: LabPodSpec[], options: { exists?: boolean; onA?: b
 }
 
 function sidecar(l: Lab, pod: string, env: Record<string, string> = {}): SidecarProcess {
-  return new SidecarProcess(
-    l.spawn(
-      pod,
-      ["sidecar"],
-      l.env(pod, {
-        IPMGR_ALLOWED_CIDRS: ALLOWED_CIDRS,
-        IPMGR_ELASTIC_IPS: MAPPING,
-        IPMGR_DRIFT_CHECK_INTERVAL_MS: "200",
-        IPMGR_CONFIRM_INTERVAL_MS: "20",
-        ...env,
-      }),
-    ),
-  );
+  return startSidecar(l, pod, { IPMGR_ALLOWED_CIDRS: ALLOWED_CIDRS, IPMGR_ELASTIC_IPS: MAPPING, ...env });
 }
 
 /** Where the Elastic IP points, or undefined when it is not associated. */

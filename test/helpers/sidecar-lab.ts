@@ -6,7 +6,8 @@ import type { ChildProcess } from "node:child_process";
 import { execFile } from "node:child_process";
 import { createInterface } from "node:readline";
 import { promisify } from "node:util";
-import type { Lab } from "./netns.js";
+import type { Lab, LabPodSpec } from "./netns.js";
+import { MAC, NODE1, NODE2 } from "./worlds.js";
 
 const run = promisify(execFile);
 
@@ -86,4 +87,27 @@ export async function ec2Call(l: Lab, params: Record<string, string>): Promise<v
     l.sim.ec2,
     body,
   ]);
+}
+
+/**
+ * Pod `a` (node 1, behind ENI.node1A1) or pod `b` (node 2, behind ENI.node2A1) of floatingPairWorld, its
+ * net1 carrying `addresses` (with prefix lengths).
+ */
+export function pairPod(name: "a" | "b", addresses: string[]): LabPodSpec {
+  return {
+    name,
+    instanceId: name === "a" ? NODE1 : NODE2,
+    interfaces: [{ name: "net1", mac: name === "a" ? MAC.node1A1 : MAC.node2A1, addresses }],
+  };
+}
+
+/** Starts the built sidecar in `pod`, with the end-to-end tests' quick timings (200 ms drift checks). */
+export function startSidecar(l: Lab, pod: string, env: Record<string, string>): SidecarProcess {
+  return new SidecarProcess(
+    l.spawn(
+      pod,
+      ["sidecar"],
+      l.env(pod, { IPMGR_DRIFT_CHECK_INTERVAL_MS: "200", IPMGR_CONFIRM_INTERVAL_MS: "20", ...env }),
+    ),
+  );
 }
