@@ -1,0 +1,1 @@
+export function giveBack(paths: readonly string[], checkout?: string): void;
