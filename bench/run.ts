@@ -3,6 +3,7 @@
  * namespaces, as in the end-to-end tests). Targets live here, never in tests.
  */
 import { labUnavailableReason } from "../test/helpers/netns.js";
+import { benchBridge } from "./bridge.js";
 import { benchElasticIps } from "./elastic-ips.js";
 import { benchInit } from "./init.js";
 import type { BenchResult } from "./result.js";
@@ -16,12 +17,13 @@ function print(results: readonly BenchResult[]): void {
   }
 }
 
-const reason = labUnavailableReason();
+const only = process.argv[2];
+// The bridge runs on the host, as on a node (hostNetwork): no namespace lab.
+const reason = only === "bridge" ? undefined : labUnavailableReason();
 if (reason !== undefined) {
   process.stderr.write(`bench: ${reason}\n`);
   process.exit(2);
 }
-const only = process.argv[2];
 const all: BenchResult[] = [];
 if (only === undefined || only === "init") {
   process.stdout.write("# init\n");
@@ -44,6 +46,12 @@ if (only === undefined || only === "sidecar" || only === "sidecar-scenarios") {
 if (only === undefined || only === "sidecar" || only === "elastic-ips") {
   process.stdout.write("# sidecar: Elastic IPs follow floating addresses\n");
   const results = await benchElasticIps();
+  print(results);
+  all.push(...results);
+}
+if (only === undefined || only === "bridge") {
+  process.stdout.write("# bridge\n");
+  const results = await benchBridge();
   print(results);
   all.push(...results);
 }

@@ -1,8 +1,9 @@
 import fc from "fast-check";
 import { afterEach, describe, expect, it } from "vitest";
-import { systemClock } from "../src/eni/clock.js";
+import { type Clock, systemClock } from "../src/eni/clock.js";
+import type { Ec2Api } from "../src/eni/ec2-api.js";
 import { addressOfValue, cidrBounds } from "../src/eni/ip.js";
-import { createLogger } from "../src/eni/logger.js";
+import { createLogger, type Logger } from "../src/eni/logger.js";
 import type { SubnetCidrReservation } from "../src/eni/types.js";
 import { createKubeApi } from "../src/ipam-whereabouts-bridge/kube-client.js";
 import { BridgeMetrics } from "../src/ipam-whereabouts-bridge/metrics.js";
@@ -12,6 +13,7 @@ import { rangesOfNad, type WhereaboutsRange } from "../src/ipam-whereabouts-brid
 import type { SimulatorHandle } from "../src/sim/index.js";
 import { tempKubeconfig } from "./helpers/kube-proxy.js";
 import { kubeEndpointOf, kubeWorld, NODE_A, startKubeSim } from "./helpers/kube-worlds.js";
+import { captureLogger } from "./helpers/loggers.js";
 import { ec2ApiFor } from "./helpers/sim-fixtures.js";
 
 function ranges(ipam: unknown): WhereaboutsRange[] {
@@ -106,10 +108,11 @@ async function keeper(
   s: SimulatorHandle,
   identity: string,
   mode: "report" | "create",
+  with_: { ec2?: Ec2Api; clock?: Clock; leaseDurationMs?: number; logger?: Logger } = {},
 ): Promise<ReservationKeeper> {
   const kubeconfig = await tempKubeconfig(kubeEndpointOf(s));
   cleanups.push(kubeconfig.remove);
-  const logger = createLogger("silent");
+  const logger = with_.logger ?? createLogger("silent");
   const kube = createKubeApi({
     kubeconfig: kubeconfig.path,
     clock: systemClock,
@@ -123,12 +126,18 @@ async function keeper(
   });
   cleanups.push(() => kube.close());
   return new ReservationKeeper(
-    { kube, ec2: ec2ApiFor(s), clock: systemClock, logger, metrics: new BridgeMetrics() },
+    {
+      kube,
+      ec2: with_.ec2 ?? ec2ApiFor(s),
+      clock: with_.clock ?? systemClock,
+      logger,
+      metrics: new BridgeMetrics(),
+    },
     {
       mode,
       leaseNamespace: "kube-system",
       leaseName: "multus-ipmgr-reservations",
-      leaseDurationMs: 60_000,
+      leaseDurationMs: with_.leaseDurationMs ?? 60_000,
       identity,
     },
   );
@@ -181,5 +190,89 @@ describe("reservation keeper against the simulator", () => {
     await k.pass(dual, [SUBNET]);
     expect(await k.prune([], [SUBNET])).toHaveLength(2);
     expect(sim.state().reservations.map((r) => r.cidr)).toEqual(["198.51.100.224/28"]);
+  });
+
+  it("counts a create refused as an overlap as done when the re-read finds the reservation (a retried create whose first answer was lost)", async () => {
+    sim = await startKubeSim(kubeWorld());
+    const real = ec2ApiFor(sim);
+    // EC2 takes no client token: the first create is made but its answer is lost, the retry is refused as
+    // an overlap with it. Both calls are real calls to the simulator.
+    const lossy = new Proxy(real, {
+      get(target, property) {
+        if (property === "createSubnetCidrReservation") {
+          return async (...args: Parameters<Ec2Api["createSubnetCidrReservation"]>) => {
+            await target.createSubnetCidrReservation(...args);
+            return target.createSubnetCidrReservation(...args);
+          };
+        }
+        const value = Reflect.get(target, property, target);
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
+    const { logger, lines } = captureLogger();
+    const k = await keeper(sim, "bridge-a", "create", { ec2: lossy, logger });
+    const v4 = ranges({ range: "198.51.100.192/27" });
+    const status = await k.pass(v4, [SUBNET]);
+    expect(status.missing).toEqual([]);
+    expect(status.created.map((b) => b.cidr)).toEqual(["198.51.100.192/27"]);
+    expect(sim.state().reservations.map((r) => r.cidr)).toEqual(["198.51.100.192/27"]);
+    expect(
+      sim
+        .calls()
+        .filter((c) => c.action === "CreateSubnetCidrReservation")
+        .map((c) => c.outcome),
+    ).toEqual(["ok", "InvalidParameterValue"]);
+    expect(lines.map((l) => l.msg)).toContain("the reservation was already there");
+  });
+
+  it("reports a create refused as an overlap as missing when the re-read does not find it (failNext)", async () => {
+    sim = await startKubeSim(kubeWorld());
+    sim.setFaults({
+      failNext: [
+        {
+          action: "CreateSubnetCidrReservation",
+          code: "InvalidParameterValue",
+          status: 400,
+          count: 1,
+          message: "The CIDR 198.51.100.192/27 overlaps an existing subnet CIDR reservation.",
+        },
+      ],
+    });
+    const k = await keeper(sim, "bridge-a", "create");
+    const status = await k.pass(ranges({ range: "198.51.100.192/27" }), [SUBNET]);
+    expect(status.missing.map((b) => b.cidr)).toEqual(["198.51.100.192/27"]);
+    expect(status.created).toEqual([]);
+    expect(sim.state().reservations).toEqual([]);
+    expect(
+      sim
+        .calls()
+        .filter((c) => c.action === "GetSubnetCidrReservations")
+        .map((c) => c.outcome),
+    ).toEqual(["ok", "ok"]);
+    // The next pass creates it.
+    expect((await k.pass(ranges({ range: "198.51.100.192/27" }), [SUBNET])).missing).toEqual([]);
+    expect(sim.state().reservations.map((r) => r.cidr)).toEqual(["198.51.100.192/27"]);
+  });
+
+  it("takes the Lease over once it has expired, and only then", async () => {
+    sim = await startKubeSim(kubeWorld());
+    const v4 = ranges({ range: "198.51.100.192/27" });
+    const a = await keeper(sim, "bridge-a", "report", { leaseDurationMs: 10_000 });
+    // Bridge B's clock runs 5 s, then 11 s, ahead: the Lease A renewed is still held, then expired.
+    let ahead = 5_000;
+    const clock: Clock = { now: () => Date.now() + ahead, sleep: systemClock.sleep };
+    const b = await keeper(sim, "bridge-b", "report", { leaseDurationMs: 10_000, clock });
+    expect((await a.pass(v4, [SUBNET])).leader).toBe(true);
+    expect((await b.pass(v4, [SUBNET])).leader).toBe(false);
+    const lease = () => sim?.state().kubernetes?.leases[0] as { spec: Record<string, unknown> } | undefined;
+    expect(lease()?.spec).toMatchObject({ holderIdentity: "bridge-a", leaseTransitions: 0 });
+    ahead = 11_000;
+    expect((await b.pass(v4, [SUBNET])).leader).toBe(true);
+    expect(lease()?.spec).toMatchObject({ holderIdentity: "bridge-b", leaseTransitions: 1 });
+    // A, back, finds B's fresh renewal: not the leader, and nothing is compared.
+    sim.clearCalls();
+    expect((await a.pass(v4, [SUBNET])).leader).toBe(false);
+    expect(sim.calls()).toEqual([]);
+    expect(sim.state().kubernetes?.leases).toHaveLength(1);
   });
 });

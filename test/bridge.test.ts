@@ -275,4 +275,62 @@ describe("bridge against the simulator (EC2, IMDS, Kubernetes API)", () => {
     );
     expect(await h.metrics.text()).toMatch(/multus_ipmgr_bridge_waves_total\{outcome="error"\} [1-9]/);
   });
+
+  it("in dry-run mode counts the release it would make once, and makes none", async () => {
+    const world = kubeWorld({
+      pods: [multusPod("upf-0", NODE_A, [ipv4(193)], MAC_A), multusPod("upf-1", NODE_A, [ipv4(195)], MAC_A)],
+    });
+    const h = await startBridge(world, { releaseDryRun: true, releaseGraceMs: 300 });
+    await eventually(() => h.held("eni-0a1").includes(ipv4(195)), "upf-1's address");
+    h.sim.clearCalls();
+    h.sim.kubernetes?.deletePod("cnf", "upf-1");
+    const dryRuns = /multus_ipmgr_bridge_releases_total\{mode="dry-run"\} (\d+)/;
+    await eventually(
+      async () => (await h.metrics.text()).match(dryRuns)?.[1] === "1",
+      "one dry-run release counted",
+    );
+    // Another wave (a pod appears) finds the same address unused: not counted again, still not released.
+    h.sim.kubernetes?.addPod(multusPod("upf-2", NODE_A, [ipv4(196)], MAC_A));
+    await eventually(() => h.held("eni-0a1").includes(ipv4(196)), "upf-2's address");
+    expect(h.held("eni-0a1")).toEqual(["198.51.100.140", ipv4(193), ipv4(195), ipv4(196)]);
+    expect(h.mutatingCalls()).toEqual(["AssignPrivateIpAddresses"]);
+    expect((await h.metrics.text()).match(dryRuns)?.[1]).toBe("1");
+    expect(await h.metrics.text()).not.toMatch(/releases_total\{mode="released"\} [1-9]/);
+  });
+
+  it("refuses what does not fit on a full ENI before any call, with an Event naming the ENI and the fix", async () => {
+    const h = await startBridge(kubeWorld({}, { ipv4AddressesPerEni: 4 }), { addressesPerEni: 4 });
+    await eventually(() => h.held("eni-0a1").includes(ipv4(193)), "upf-0's address");
+    h.sim.clearCalls();
+    const burst = [200, 201, 202, 203].map(ipv4);
+    burst.forEach((ip, i) => {
+      h.sim.kubernetes?.addPod(multusPod(`full-${i}`, NODE_A, [ip], MAC_A));
+    });
+    type Event = { reason: string; message: string; involvedObject: { name: string } };
+    const refusedEvents = () =>
+      ((h.sim.state().kubernetes?.events ?? []) as unknown as Event[]).filter(
+        (e) => e.reason === "AddressesNotAssigned",
+      );
+    await eventually(() => refusedEvents().length === 2, "two AddressesNotAssigned events");
+    await eventually(() => h.held("eni-0a1").length === 4, "the ENI full: the primary and three");
+    const heldBurst = burst.filter((ip) => h.held("eni-0a1").includes(ip));
+    expect(heldBurst).toHaveLength(2);
+    const refusedPods = refusedEvents()
+      .map((e) => e.involvedObject.name)
+      .sort();
+    expect(refusedPods).toEqual(
+      burst
+        .map((ip, i) => [ip, `full-${i}`])
+        .filter(([ip]) => !heldBurst.includes(ip as string))
+        .map(([, name]) => name),
+    );
+    for (const e of refusedEvents()) {
+      expect(e.message).toMatch(
+        /^address 198\.51\.100\.20\d on cnf\/full-\d\/net1 does not fit on ENI eni-0a1: it holds \d IPv4 addresses of the 4 its instance type allows per ENI, and this wave assigns \d more; release addresses no pod uses, or spread the pods over more nodes\.$/,
+      );
+    }
+    // No call that EC2 would refuse whole.
+    expect(h.sim.calls().filter((c) => c.outcome === "PrivateIpAddressLimitExceeded")).toEqual([]);
+    expect(await h.metrics.text()).toMatch(/multus_ipmgr_bridge_addresses_refused\S* 2/);
+  });
 });

@@ -6,11 +6,14 @@ import {
   initSettings,
   loadInitConfig,
   loadSidecarConfig,
+  podSettings,
   sidecarSettings,
 } from "../src/eni/config.js";
 import { ConfigError } from "../src/eni/errors/config-error.js";
 import { ExitCode } from "../src/eni/exit-codes.js";
 import { parseFlags } from "../src/eni/settings.js";
+import { BridgeMetrics } from "../src/ipam-whereabouts-bridge/metrics.js";
+import { bridgeSettings } from "../src/ipam-whereabouts-bridge/settings.js";
 
 const base = { IPMGR_ALLOWED_CIDRS: "198.51.100.64/27, 2001:db8:100:1::/64" };
 
@@ -281,9 +284,59 @@ describe("configuration from environment and flags", () => {
 
   it("documents every variable in README.md", () => {
     const readme = readFileSync("README.md", "utf8");
-    const missing = Object.values({ ...initSettings, ...sidecarSettings, ...doctorSettings })
+    const missing = Object.values({
+      ...initSettings,
+      ...sidecarSettings,
+      ...doctorSettings,
+      ...bridgeSettings,
+    })
       .map((s) => s.env)
       .filter((name) => !readme.includes(`\`${name}\``));
     expect(missing).toEqual([]);
+  });
+
+  it("README's bridge section documents every metric the bridge exports", async () => {
+    const readme = readFileSync("README.md", "utf8");
+    const start = readme.indexOf("## multus-ipmgr bridge");
+    const section = readme.slice(start, readme.indexOf("\n## ", start + 1));
+    const exported = [...(await new BridgeMetrics().text()).matchAll(/^# TYPE (\S+) /gm)].map(
+      (m) => m[1] ?? "",
+    );
+    expect(exported.length).toBeGreaterThan(10);
+    expect(exported.filter((name) => !section.includes(`\`${name}\``))).toEqual([]);
+  });
+
+  it("README's bridge table lists each of the bridge's own settings as the code has it (flag, default, unit, meaning)", () => {
+    const readme = readFileSync("README.md", "utf8");
+    const start = readme.indexOf("## multus-ipmgr bridge");
+    const section = readme.slice(start, readme.indexOf("\n## ", start + 1));
+    const config = section.slice(section.indexOf("### Configuration"));
+    const rows = config
+      .slice(0, config.indexOf("\n### ", 1))
+      .split("\n")
+      .filter((line) => /^\| `[A-Z_]+` \|/.test(line))
+      .map((line) =>
+        line
+          .slice(1, -1)
+          .split(" | ")
+          .map((cell) => cell.trim()),
+      );
+    const shared = new Set(Object.values(podSettings).map((s) => s.env));
+    const expected = Object.values(bridgeSettings)
+      .filter((s) => !shared.has(s.env))
+      .map((s) => [
+        `\`${s.env}\``,
+        `\`${s.flag}\``,
+        s.default === undefined
+          ? s.optional
+            ? "unset"
+            : "required"
+          : s.default === ""
+            ? "empty"
+            : `\`${s.default}\``,
+        s.unit ?? "",
+        s.doc,
+      ]);
+    expect(rows).toEqual(expected);
   });
 });

@@ -25,6 +25,7 @@ import {
   compareAddresses,
   parseCidr,
 } from "../src/eni/ip.js";
+import { bridgeSettings, loadBridgeConfig } from "../src/ipam-whereabouts-bridge/settings.js";
 import { checkManifestTypes, type ManifestDocument } from "./helpers/manifest-types.js";
 
 const ROOT = resolve(import.meta.dirname, "..");
@@ -76,7 +77,7 @@ interface Container {
   name: string;
   image?: string;
   args?: string[];
-  env?: { name: string; value?: string; valueFrom?: unknown }[];
+  env?: { name: string; value?: string; valueFrom?: { fieldRef?: { fieldPath: string } } }[];
   restartPolicy?: string;
   ports?: { name?: string; containerPort: number }[];
   startupProbe?: Probe;
@@ -89,6 +90,7 @@ interface Probe {
 }
 interface PodSpec {
   serviceAccountName?: string;
+  hostNetwork?: boolean;
   initContainers?: Container[];
   containers: Container[];
   volumes?: {
@@ -140,10 +142,63 @@ function envOf(container: Container): Record<string, string> {
   );
 }
 
+/** What the downward API would give, for loading a container's configuration as Kubernetes would start it. */
+const FIELD_SAMPLES: Readonly<Record<string, string>> = { "spec.nodeName": "ip-198-51-100-10.ec2.internal" };
+
+function runtimeEnvOf(container: Container): Record<string, string> {
+  const fromFields = (container.env ?? []).flatMap((e) => {
+    const path = e.valueFrom?.fieldRef?.fieldPath;
+    const sample = path === undefined ? undefined : FIELD_SAMPLES[path];
+    return sample === undefined ? [] : [[e.name, sample] as const];
+  });
+  return { ...Object.fromEntries(fromFields), ...envOf(container) };
+}
+
 const SETTINGS_OF: Record<string, { env: string }[]> = {
   init: Object.values(initSettings),
   sidecar: Object.values(sidecarSettings),
+  bridge: Object.values(bridgeSettings),
 };
+const LOADERS: Record<string, (argv: readonly string[], env: NodeJS.ProcessEnv) => unknown> = {
+  init: loadInitConfig,
+  sidecar: loadSidecarConfig,
+  bridge: loadBridgeConfig,
+};
+
+function portOf(container: Container, probe: Probe | undefined): number | undefined {
+  const port = probe?.httpGet?.port;
+  return typeof port === "number" ? port : container.ports?.find((p) => p.name === port)?.containerPort;
+}
+
+/**
+ * The bridge: a DaemonSet's regular container on the node's network (IMDS), NODE_NAME from the downward API,
+ * readiness on /readyz and liveness on /healthz at its HTTP port, a termination grace past its shutdown grace.
+ */
+function checkBridgeContainer(w: Workload, container: Container, asInit: boolean): void {
+  expect({ kind: w.doc.object.kind, asInit }).toEqual({ kind: "DaemonSet", asInit: false });
+  expect(w.pod.hostNetwork).toBe(true);
+  expect(container.env?.find((e) => e.name === bridgeSettings.nodeName.env)?.valueFrom).toEqual({
+    fieldRef: { fieldPath: "spec.nodeName" },
+  });
+  const config = loadBridgeConfig(container.args?.slice(1) ?? [], runtimeEnvOf(container));
+  for (const [probe, path] of [
+    [container.readinessProbe, "/readyz"],
+    [container.livenessProbe, "/healthz"],
+  ] as const) {
+    expect({ path: probe?.httpGet?.path, port: portOf(container, probe) }).toEqual({
+      path,
+      port: config.httpPort,
+    });
+  }
+  if (container.startupProbe !== undefined) {
+    expect(container.startupProbe.httpGet?.path).toBe("/readyz");
+  }
+  const resources = (container as { resources?: { requests?: Json; limits?: Json } }).resources;
+  expect(Object.keys(resources?.requests ?? {}).sort()).toEqual(["cpu", "memory"]);
+  expect(resources?.limits?.memory).toBeDefined();
+  const grace = (w.pod.terminationGracePeriodSeconds ?? 30) * 1000;
+  expect(grace).toBeGreaterThan(config.shutdownGraceMs + 1000);
+}
 
 // ---- NetworkAttachmentDefinitions --------------------------------------------------------------------------
 
@@ -334,13 +389,18 @@ describe("examples/*.yaml", () => {
     );
     expect(commands).toContainEqual(["Deployment", "init", true]);
     expect(commands).toContainEqual(["StatefulSet", "sidecar", true]);
+    expect(commands).toContainEqual(["DaemonSet", "bridge", false]);
     expect(
       workloads.some((w) =>
         ipmgrContainers(w.pod).some((c) => envOf(c.container).IPMGR_ADDRESS_SOURCE === "network-status"),
       ),
     ).toBe(true);
     const serviceAccounts = objects.filter((d) => d.object.kind === "ServiceAccount").map((d) => d.file);
-    expect(serviceAccounts.sort()).toEqual(["serviceaccount-irsa.yaml", "serviceaccount-pod-identity.yaml"]);
+    expect(serviceAccounts.sort()).toEqual([
+      "bridge-rbac.yaml",
+      "serviceaccount-irsa.yaml",
+      "serviceaccount-pod-identity.yaml",
+    ]);
   });
 });
 
@@ -366,20 +426,24 @@ describe("the multus-ipmgr containers", () => {
           .map((e) => e.name)
           .filter((n) => n.startsWith("IPMGR_") && !known.has(n));
         expect({ container: container.name, unknown }).toEqual({ container: container.name, unknown: [] });
-        const load =
-          command === "init" ? loadInitConfig : command === "sidecar" ? loadSidecarConfig : undefined;
-        expect(() => load?.(container.args?.slice(1) ?? [], envOf(container))).not.toThrow();
+        const load = LOADERS[command];
+        expect(load).toBeDefined();
+        expect(() => load?.(container.args?.slice(1) ?? [], runtimeEnvOf(container))).not.toThrow();
       }
     },
   );
 
   it.each(workloads.map((w) => [w.doc.label, w] as const))(
-    "%s: run as `init` in initContainers, or as a native sidecar with probes on its endpoints",
+    "%s: run as `init` in initContainers, as a native sidecar, or as the bridge's DaemonSet, with probes on its endpoints",
     (_, w) => {
       for (const { container, command, asInit } of ipmgrContainers(w.pod)) {
         if (command === "init") {
           expect(asInit).toBe(true);
           expect(container.restartPolicy).toBeUndefined();
+        }
+        if (command === "bridge") {
+          checkBridgeContainer(w, container, asInit);
+          continue;
         }
         if (command !== "sidecar") continue;
         expect(asInit).toBe(true);
@@ -472,7 +536,8 @@ describe("NetworkAttachmentDefinitions", () => {
     },
   );
 
-  it.each(workloads.map((w) => [w.doc.label, w] as const))(
+  const podWorkloads = workloads.filter((w) => ipmgrContainers(w.pod).every((c) => c.command !== "bridge"));
+  it.each(podWorkloads.map((w) => [w.doc.label, w] as const))(
     "%s: names networks that exist, whose pools lie inside its IPMGR_ALLOWED_CIDRS",
     (_, w) => {
       const networks = networksOf(w);
@@ -496,6 +561,25 @@ describe("NetworkAttachmentDefinitions", () => {
       }
     },
   );
+
+  it("the bridge's IPMGR_ALLOWED_CIDRS cover every whereabouts pool of every NAD (it manages them all)", () => {
+    const bridges = workloads.flatMap((w) => ipmgrContainers(w.pod).filter((c) => c.command === "bridge"));
+    expect(bridges).toHaveLength(1);
+    for (const { container } of bridges) {
+      const allowed = (envOf(container).IPMGR_ALLOWED_CIDRS ?? "").split(",").map((s) => s.trim());
+      for (const nad of nads) {
+        for (const range of rangesOf(parsedConfig(nad.configText))) {
+          const { first, last } = poolOf(range);
+          const inside = allowed.some((cidr) => cidrContains(cidr, first) && cidrContains(cidr, last));
+          expect({ nad: nad.name, pool: `${first} - ${last}`, inside }).toEqual({
+            nad: nad.name,
+            pool: `${first} - ${last}`,
+            inside: true,
+          });
+        }
+      }
+    }
+  });
 
   it("the pool arithmetic: AWS's five reserved addresses are out of a pool only when range_start and range_end keep them out", () => {
     const whole = { range: "198.51.100.0/24" };
@@ -545,6 +629,103 @@ describe("ServiceAccounts and IAM roles", () => {
     const trust = JSON.parse(readFileSync(join(EXAMPLES, "iam-trust-policy-pod-identity.json"), "utf8"));
     expect(trust.Statement[0].Principal).toEqual({ Service: "pods.eks.amazonaws.com" });
     expect(trust.Statement[0].Action).toEqual(["sts:AssumeRole", "sts:TagSession"]);
+  });
+});
+
+describe("the bridge's RBAC (bridge-rbac.yaml)", () => {
+  interface Rule {
+    apiGroups: string[];
+    resources: string[];
+    verbs: string[];
+    resourceNames?: string[];
+  }
+  type Binding = {
+    roleRef: { kind: string; name: string };
+    subjects: { kind: string; name: string; namespace?: string }[];
+  };
+  const rbac = objects.filter((d) => d.file === "bridge-rbac.yaml");
+  const daemonSet = workloads.find((w) => ipmgrContainers(w.pod).some((c) => c.command === "bridge"));
+  const bridgeEnv = (): Record<string, string> => {
+    const container = ipmgrContainers(daemonSet?.pod ?? { containers: [] })[0]?.container;
+    return container === undefined ? {} : runtimeEnvOf(container);
+  };
+  /** Each rule as `group/resource verb [names]`, one line per verb. */
+  const grants = (rules: Rule[]): string[] =>
+    rules
+      .flatMap((r) =>
+        r.apiGroups.flatMap((g) =>
+          r.resources.flatMap((res) =>
+            r.verbs.map((v) => `${g}/${res} ${v}${r.resourceNames ? ` [${r.resourceNames.join(",")}]` : ""}`),
+          ),
+        ),
+      )
+      .sort();
+  const named = (kind: string) => rbac.filter((d) => d.object.kind === kind);
+
+  it("grants exactly what the bridge calls: read pods, NADs and whereabouts' objects, post Events (cluster-wide)", () => {
+    expect(named("ClusterRole")).toHaveLength(1);
+    expect(grants((named("ClusterRole")[0]?.object.rules ?? []) as Rule[])).toEqual([
+      "/events create",
+      "/events patch",
+      "/pods get",
+      "/pods list",
+      "/pods watch",
+      "k8s.cni.cncf.io/network-attachment-definitions get",
+      "k8s.cni.cncf.io/network-attachment-definitions list",
+      "k8s.cni.cncf.io/network-attachment-definitions watch",
+      "whereabouts.cni.cncf.io/ippools get",
+      "whereabouts.cni.cncf.io/ippools list",
+      "whereabouts.cni.cncf.io/ippools watch",
+      "whereabouts.cni.cncf.io/overlappingrangeipreservations get",
+      "whereabouts.cni.cncf.io/overlappingrangeipreservations list",
+      "whereabouts.cni.cncf.io/overlappingrangeipreservations watch",
+    ]);
+  });
+
+  it("grants get and update on the one Lease the DaemonSet names, create on leases of its namespace only", () => {
+    const config = loadBridgeConfig([], bridgeEnv());
+    const roles = named("Role");
+    expect(roles.map((r) => metadataOf(r.object).namespace)).toEqual([config.leaseNamespace]);
+    expect(grants((roles[0]?.object.rules ?? []) as Rule[])).toEqual([
+      "coordination.k8s.io/leases create",
+      `coordination.k8s.io/leases get [${config.leaseName}]`,
+      `coordination.k8s.io/leases update [${config.leaseName}]`,
+    ]);
+  });
+
+  it("binds both roles to the DaemonSet's ServiceAccount, defined in the same file", () => {
+    const account = `${daemonSet?.namespace}/${daemonSet?.pod.serviceAccountName}`;
+    const accounts = named("ServiceAccount").map(
+      (d) => `${metadataOf(d.object).namespace}/${metadataOf(d.object).name}`,
+    );
+    expect(accounts).toEqual([account]);
+    const bindings = [...named("ClusterRoleBinding"), ...named("RoleBinding")];
+    expect(bindings.map((b) => (b.object as unknown as Binding).roleRef.kind).sort()).toEqual([
+      "ClusterRole",
+      "Role",
+    ]);
+    for (const b of bindings) {
+      const binding = b.object as unknown as Binding;
+      const role = rbac.find(
+        (d) => d.object.kind === binding.roleRef.kind && metadataOf(d.object).name === binding.roleRef.name,
+      );
+      expect({ binding: b.label, role: role !== undefined }).toEqual({ binding: b.label, role: true });
+      if (b.object.kind === "RoleBinding")
+        expect(metadataOf(b.object).namespace).toBe(metadataOf(role?.object ?? {}).namespace);
+      expect(binding.subjects.map((s) => `${s.kind} ${s.namespace}/${s.name}`)).toEqual([
+        `ServiceAccount ${account}`,
+      ]);
+    }
+  });
+
+  it("the Kubernetes interface's RBAC notes name no resource the roles leave out", () => {
+    const source = readFileSync(join(ROOT, "src/ipam-whereabouts-bridge/kube-api.ts"), "utf8");
+    const noted = [...source.matchAll(/RBAC: ([a-z-]+)/g)].map((m) => m[1] ?? "");
+    expect(noted.length).toBeGreaterThan(0);
+    const granted = new Set(
+      rbac.flatMap((d) => ((d.object.rules ?? []) as Rule[]).flatMap((r) => r.resources)),
+    );
+    expect(noted.filter((r) => !granted.has(r))).toEqual([]);
   });
 });
 

@@ -1,0 +1,241 @@
+/**
+ * `multus-ipmgr bridge`, the built binary on the host (as on a node: hostNetwork), against the simulator
+ * (EC2's real token-bucket sizes, IMDS, Kubernetes API) on 127.0.0.1:
+ * - 200 pods with Multus addresses appear on one node at once: time until EC2 holds all 200, and the
+ *   mutating EC2 calls beside ENIs × families × ⌈addresses per ENI / per-ENI limit⌉ per wave;
+ * - the bridge's RSS watching 1,000 pods on its node.
+ * Not measured yet: the same 200 pods as 200 `init` processes (init reads the pod's own interfaces, even
+ * with network-status, so it needs 200 pod namespaces of the lab), and 50 nodes × 100 pods.
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import { parseWorld, type SimulatorHandle, startSimulator } from "../src/sim/index.js";
+import { closedPortUrl } from "../test/helpers/closed-port.js";
+import { tempKubeconfig } from "../test/helpers/kube-proxy.js";
+import type { BenchResult } from "./result.js";
+
+const NODE = "ip-198-51-100-10.ec2.internal";
+const INSTANCE = "i-0bench";
+/** m5.4xlarge: 8 ENIs of 30 addresses each (the primary counted); 7 Multus ENIs hold 7 × 29 = 203. */
+const INSTANCE_TYPE = "m5.4xlarge";
+const PER_ENI = 30;
+const MULTUS_ENIS = 7;
+const PODS = 200;
+const MUTATING = new Set([
+  "AssignPrivateIpAddresses",
+  "UnassignPrivateIpAddresses",
+  "AssignIpv6Addresses",
+  "UnassignIpv6Addresses",
+]);
+
+const macOf = (device: number) => `02:00:00:00:01:${device.toString(16).padStart(2, "0")}`;
+/** Pod i's address: 198.51.100.16 + i (198.51.100.16 to .215), inside the whereabouts range .0/24 pool. */
+const addressOf = (i: number) => `198.51.100.${16 + i}`;
+/** Pods spread over the Multus ENIs as Multus would (each NAD's master is one ENI): pod i on device 1 + i % 7. */
+const deviceOf = (i: number) => 1 + (i % MULTUS_ENIS);
+
+function world(extraPods: Record<string, unknown>[] = []) {
+  const enis = [
+    {
+      id: "eni-0bench0",
+      mac: macOf(0),
+      deviceIndex: 0,
+      subnet: "subnet-0multus",
+      primaryIpv4: "198.51.100.4",
+    },
+    ...Array.from({ length: MULTUS_ENIS }, (_, k) => ({
+      id: `eni-0bench${k + 1}`,
+      mac: macOf(k + 1),
+      deviceIndex: k + 1,
+      subnet: "subnet-0multus",
+      primaryIpv4: `198.51.100.${230 + k}`,
+      tags: { "node.k8s.amazonaws.com/no_manage": "true" },
+    })),
+  ];
+  return parseWorld({
+    region: "us-east-1",
+    // One subnet for the node's primary ENI and its Multus ENIs: 200 pod addresses need a /24, and a
+    // documentation /24 is all a VPC can have here.
+    vpc: { id: "vpc-0bench", cidr: "198.51.100.0/24" },
+    subnets: [{ id: "subnet-0multus", cidr: "198.51.100.0/24", availabilityZone: "us-east-1a" }],
+    instances: [{ id: INSTANCE, instanceType: INSTANCE_TYPE, enis }],
+    kubernetes: {
+      namespaces: ["cnf"],
+      nodes: [{ instance: INSTANCE, name: NODE }],
+      networkAttachmentDefinitions: Array.from({ length: MULTUS_ENIS }, (_, k) => ({
+        namespace: "cnf",
+        name: `multus-${k + 1}`,
+        config: {
+          cniVersion: "0.3.1",
+          type: "ipvlan",
+          master: `eth${k + 1}`,
+          ipam: {
+            type: "whereabouts",
+            range: "198.51.100.0/24",
+            range_start: "198.51.100.16",
+            range_end: "198.51.100.215",
+          },
+        },
+      })),
+      pods: extraPods,
+    },
+  });
+}
+
+function networkStatus(i: number) {
+  return [
+    { name: "aws-cni", interface: "eth0", ips: ["198.51.100.5"], default: true },
+    { name: `cnf/multus-${deviceOf(i)}`, interface: "net1", ips: [addressOf(i)], mac: macOf(deviceOf(i)) },
+  ];
+}
+
+function pod(i: number, extra: Record<string, unknown> = {}): Record<string, unknown> {
+  return { namespace: "cnf", name: `pod-${i}`, nodeName: NODE, networkStatus: networkStatus(i), ...extra };
+}
+
+function held(sim: SimulatorHandle): number {
+  return sim
+    .state()
+    .enis.filter((e) => e.instanceId === INSTANCE && e.deviceIndex > 0)
+    .reduce((n, e) => n + e.ipv4s.length - 1, 0);
+}
+
+const mutatingCalls = (sim: SimulatorHandle) =>
+  sim.calls().filter((c) => MUTATING.has(c.action) && c.outcome === "ok").length;
+
+interface Bridge {
+  readonly child: ChildProcess;
+  readonly http: string;
+  stop(): Promise<number | null>;
+}
+
+async function startBridge(sim: SimulatorHandle, kubeconfig: string): Promise<Bridge> {
+  const port = new URL(await closedPortUrl()).port;
+  const child = spawn(process.execPath, ["dist/multus-ipmgr.mjs", "bridge"], {
+    // Warnings and errors only (IPMGR_LOG_LEVEL=warn), onto the bench's own stderr.
+    stdio: ["ignore", 2, "inherit"],
+    env: {
+      PATH: process.env.PATH ?? "/usr/bin:/bin",
+      AWS_EC2_METADATA_SERVICE_ENDPOINT: sim.imdsEndpoints[INSTANCE] ?? "",
+      AWS_ENDPOINT_URL_EC2: sim.ec2Endpoint,
+      AWS_ACCESS_KEY_ID: "sim",
+      AWS_SECRET_ACCESS_KEY: "sim",
+      NODE_NAME: NODE,
+      IPMGR_KUBECONFIG: kubeconfig,
+      IPMGR_TERMINATION_LOG: "",
+      IPMGR_LOG_LEVEL: "warn",
+      IPMGR_ALLOWED_CIDRS: "198.51.100.0/24",
+      IPMGR_HTTP_HOST: "127.0.0.1",
+      IPMGR_HTTP_PORT: port,
+      IPMGR_BRIDGE_RESERVATIONS: "off",
+    },
+  });
+  const exited = new Promise<number | null>((resolve) => child.once("exit", resolve));
+  const http = `http://127.0.0.1:${port}`;
+  const deadline = Date.now() + 20_000;
+  while ((await fetch(`${http}/readyz`).catch(() => undefined))?.status !== 200) {
+    if (Date.now() > deadline) throw new Error("the bridge never became ready");
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return {
+    child,
+    http,
+    async stop() {
+      child.kill("SIGTERM");
+      return exited;
+    },
+  };
+}
+
+async function metric(http: string, pattern: RegExp): Promise<number> {
+  const body = await (await fetch(`${http}/metrics`)).text();
+  return Number(pattern.exec(body)?.[1] ?? Number.NaN);
+}
+
+async function until(check: () => boolean, timeoutMs: number): Promise<boolean> {
+  const deadline = performance.now() + timeoutMs;
+  while (!check()) {
+    if (performance.now() > deadline) return false;
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  return true;
+}
+
+async function burst(): Promise<BenchResult[]> {
+  const sim = await startSimulator(world());
+  const kubeconfig = await tempKubeconfig(sim.kubernetesEndpoint ?? "");
+  const bridge = await startBridge(sim, kubeconfig.path);
+  try {
+    sim.clearCalls();
+    const started = performance.now();
+    for (let i = 0; i < PODS; i++) sim.kubernetes?.addPod(pod(i));
+    const all = await until(() => held(sim) === PODS, 60_000);
+    const ms = performance.now() - started;
+    const calls = mutatingCalls(sim);
+    const waves = await metric(bridge.http, /multus_ipmgr_bridge_waves_total\{outcome="applied"\} (\d+)/);
+    const perWave = MULTUS_ENIS * 1 * Math.ceil(Math.ceil(PODS / MULTUS_ENIS) / (PER_ENI - 1));
+    return [
+      {
+        name: `bridge: ${PODS} pods appear on one node (${MULTUS_ENIS} Multus ENIs, ${INSTANCE_TYPE}), until EC2 holds all`,
+        value: all ? ms : Number.NaN,
+        unit: "ms",
+        target: "<= 3000 ms",
+        ok: all && ms <= 3000,
+      },
+      {
+        name: `bridge: mutating EC2 calls for that burst, in ${waves} applied wave(s)`,
+        value: calls,
+        unit: "calls",
+        target: `<= ${perWave} per wave (${MULTUS_ENIS} ENIs x 1 family x 1), so <= ${perWave * waves}`,
+        ok: calls <= perWave * waves,
+      },
+    ];
+  } finally {
+    await bridge.stop();
+    await sim.close();
+    kubeconfig.remove();
+  }
+}
+
+/** The bridge watching 1,000 pods of its node: 200 with Multus addresses, 800 opted out (parsed, kept). */
+async function rssWatching(): Promise<BenchResult[]> {
+  const pods = Array.from({ length: 1000 }, (_, i) =>
+    i < PODS
+      ? pod(i)
+      : pod(i % PODS, { name: `idle-${i}`, annotations: { "multus-ipmgr.io/managed": "false" } }),
+  );
+  const sim = await startSimulator(world(pods));
+  const kubeconfig = await tempKubeconfig(sim.kubernetesEndpoint ?? "");
+  const bridge = await startBridge(sim, kubeconfig.path);
+  try {
+    await until(() => held(sim) === PODS, 60_000);
+    let peak = 0;
+    const deadline = performance.now() + 15_000;
+    while (performance.now() < deadline) {
+      peak = Math.max(peak, await metric(bridge.http, /^process_resident_memory_bytes (\S+)/m));
+      await new Promise((r) => setTimeout(r, 500));
+    }
+    const mb = peak / 1024 / 1024;
+    const conflicts = await metric(bridge.http, /^multus_ipmgr_bridge_conflicts (\S+)/m);
+    return [
+      {
+        name: `bridge RSS watching 1,000 pods on its node (peak over 15 s after the first wave; ${conflicts} conflicts)`,
+        value: mb,
+        unit: "MB",
+        target: "<= 100 MB",
+        ok: mb <= 100,
+      },
+    ];
+  } finally {
+    await bridge.stop();
+    await sim.close();
+    kubeconfig.remove();
+  }
+}
+
+export async function benchBridge(): Promise<BenchResult[]> {
+  const only = process.env.IPMGR_BENCH_BRIDGE_ONLY;
+  return [
+    ...(only === undefined || only === "burst" ? await burst() : []),
+    ...(only === undefined || only === "rss" ? await rssWatching() : []),
+  ];
+}

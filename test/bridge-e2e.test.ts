@@ -1,0 +1,263 @@
+/**
+ * `multus-ipmgr bridge`, the built binary, on the node (not in a pod namespace), against `multus-ipmgr sim`
+ * as a process on 127.0.0.1 with examples/world-bridge.yaml and the kubeconfig the simulator writes.
+ * The bridge plays node ip-198-51-100-10.ec2.internal (i-0bridge1, Multus ENI eni-0b1multus).
+ * Every test checks the simulator's state through its control API.
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import { existsSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { createInterface } from "node:readline";
+import { afterEach, describe, expect, it } from "vitest";
+import { closedPortUrl } from "./helpers/closed-port.js";
+import { eventually } from "./helpers/kube-worlds.js";
+import { makeTempDir, removeTempDir } from "./helpers/temp-dirs.js";
+
+const BINARY = resolve("dist/multus-ipmgr.mjs");
+const unbuilt = !existsSync(BINARY) && process.env.IPMGR_TEST_SKIP_BUILD === "1";
+if (unbuilt) console.warn("bridge end-to-end tests skipped: dist/multus-ipmgr.mjs is not built");
+
+const NODE = "ip-198-51-100-10.ec2.internal";
+const MAC = "02:00:00:00:01:01";
+const ENI = "eni-0b1multus";
+const MUTATING = new Set([
+  "AssignPrivateIpAddresses",
+  "UnassignPrivateIpAddresses",
+  "AssignIpv6Addresses",
+  "UnassignIpv6Addresses",
+]);
+
+interface Ready {
+  ec2: string;
+  control: string;
+  imds: Record<string, string>;
+  kubernetes: string;
+}
+
+interface Running {
+  readonly child: ChildProcess;
+  readonly logs: Record<string, unknown>[];
+  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  stderr: string;
+}
+
+function started(child: ChildProcess): Running {
+  const running: Running = {
+    child,
+    logs: [],
+    stderr: "",
+    exited: new Promise((done) => child.once("exit", (code, signal) => done({ code, signal }))),
+  };
+  child.stderr?.on("data", (d: Buffer) => {
+    running.stderr += d.toString();
+  });
+  return running;
+}
+
+const cleanups: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+async function stop(r: Running): Promise<void> {
+  if (r.child.exitCode === null && r.child.signalCode === null) r.child.kill("SIGKILL");
+  await r.exited;
+}
+
+async function startSim(): Promise<{ ready: Ready; kubeconfig: string }> {
+  const dir = makeTempDir("ipmgr-kube-");
+  cleanups.push(async () => removeTempDir(dir));
+  const kubeconfig = join(dir, "kubeconfig");
+  const sim = started(
+    spawn(
+      process.execPath,
+      [BINARY, "sim", "--world", "examples/world-bridge.yaml", "--kubeconfig", kubeconfig],
+      { stdio: ["ignore", "pipe", "pipe"] },
+    ),
+  );
+  cleanups.push(() => stop(sim));
+  const ready = await new Promise<Ready>((done, fail) => {
+    createInterface({ input: sim.child.stdout as NodeJS.ReadableStream }).once("line", (line) =>
+      done(JSON.parse(line) as Ready),
+    );
+    void sim.exited.then(({ code }) =>
+      fail(new Error(`multus-ipmgr sim exited with ${code}: ${sim.stderr}`)),
+    );
+  });
+  return { ready, kubeconfig };
+}
+
+async function startBridge(
+  ready: Ready,
+  kubeconfig: string,
+  env: Record<string, string> = {},
+): Promise<Running & { http: string }> {
+  const port = new URL(await closedPortUrl()).port;
+  const bridge = started(
+    spawn(process.execPath, [BINARY, "bridge"], {
+      stdio: ["ignore", "pipe", "pipe"],
+      // Nothing inherited but PATH: no AWS profile or kubeconfig of the machine leaks in.
+      env: {
+        PATH: process.env.PATH ?? "/usr/bin:/bin",
+        AWS_EC2_METADATA_SERVICE_ENDPOINT: ready.imds["i-0bridge1"] ?? "",
+        AWS_ENDPOINT_URL_EC2: ready.ec2,
+        AWS_ACCESS_KEY_ID: "sim",
+        AWS_SECRET_ACCESS_KEY: "sim",
+        NODE_NAME: NODE,
+        IPMGR_KUBECONFIG: kubeconfig,
+        IPMGR_TERMINATION_LOG: "",
+        IPMGR_ALLOWED_CIDRS: "198.51.100.192/27,2001:db8:100:2::/64",
+        IPMGR_HTTP_HOST: "127.0.0.1",
+        IPMGR_HTTP_PORT: port,
+        IPMGR_BRIDGE_WAVE_WINDOW_MS: "500",
+        IPMGR_BRIDGE_RELEASE_GRACE_MS: "1500",
+        IPMGR_CONFIRM_TIMEOUT_MS: "1000",
+        ...env,
+      },
+    }),
+  );
+  createInterface({ input: bridge.child.stdout as NodeJS.ReadableStream }).on("line", (line) => {
+    try {
+      bridge.logs.push(JSON.parse(line) as Record<string, unknown>);
+    } catch {
+      bridge.logs.push({ msg: line });
+    }
+  });
+  cleanups.push(() => stop(bridge));
+  // The same object: its stderr keeps growing.
+  return Object.assign(bridge, { http: `http://127.0.0.1:${port}` });
+}
+
+async function controlJson<T>(ready: Ready, method: string, path: string, body?: unknown): Promise<T> {
+  const response = await fetch(`${ready.control}${path}`, {
+    method,
+    ...(body === undefined
+      ? {}
+      : { body: JSON.stringify(body), headers: { "content-type": "application/json" } }),
+  });
+  const text = await response.text();
+  if (!response.ok) throw new Error(`${method} ${path}: ${response.status} ${text}`);
+  return (text === "" ? undefined : JSON.parse(text)) as T;
+}
+
+async function held(ready: Ready): Promise<{ ipv4s: string[]; ipv6s: string[] }> {
+  const state = await controlJson<{ enis: { eniId: string; ipv4s: string[]; ipv6s: string[] }[] }>(
+    ready,
+    "GET",
+    "/state",
+  );
+  const eni = state.enis.find((e) => e.eniId === ENI);
+  if (eni === undefined) throw new Error(`${ENI} is not in the simulator's state`);
+  return eni;
+}
+
+async function mutatingCalls(ready: Ready): Promise<{ action: string; params: Record<string, string> }[]> {
+  const calls = await controlJson<{ action: string; outcome: string; params: Record<string, string> }[]>(
+    ready,
+    "GET",
+    "/calls",
+  );
+  return calls.filter((c) => MUTATING.has(c.action) && c.outcome === "ok");
+}
+
+function pod(name: string, ip: string): Record<string, unknown> {
+  return {
+    namespace: "cnf",
+    name,
+    nodeName: NODE,
+    labels: { app: "upf" },
+    annotations: { "k8s.v1.cni.cncf.io/networks": "multus-ipvlan" },
+    networkStatus: [
+      { name: "aws-cni", interface: "eth0", ips: ["198.51.100.12"], default: true },
+      { name: "cnf/multus-ipvlan", interface: "net1", ips: [ip], mac: MAC },
+    ],
+  };
+}
+
+async function metric(http: string, name: string): Promise<number> {
+  const body = await (await fetch(`${http}/metrics`)).text();
+  const line = body.split("\n").find((x) => x.startsWith(`${name} `));
+  return line === undefined ? Number.NaN : Number(line.slice(name.length + 1));
+}
+
+const ipv4 = (n: number) => `198.51.100.${n}`;
+
+describe.skipIf(unbuilt)("multus-ipmgr bridge, the built binary, against multus-ipmgr sim", () => {
+  it("assigns a burst of pods in one wave, releases a deleted pod's address after the grace, and exits 0 on SIGTERM", async () => {
+    const { ready, kubeconfig } = await startSim();
+    const bridge = await startBridge(ready, kubeconfig);
+    // upf-0 (in the world file) is on this node: its two addresses come first.
+    await eventually(async () => {
+      const eni = await held(ready);
+      return eni.ipv4s.includes(ipv4(193)) && eni.ipv6s.includes("2001:db8:100:2::101");
+    }, "upf-0's addresses on eni-0b1multus");
+    await eventually(async () => (await fetch(`${bridge.http}/readyz`)).status === 200, "/readyz 200");
+    expect((await fetch(`${bridge.http}/healthz`)).status).toBe(200);
+    await controlJson(ready, "DELETE", "/calls");
+
+    // Eight pods appear together (m5.large: 10 addresses per ENI, the primary and upf-0's among them).
+    const burst = Array.from({ length: 8 }, (_, i) => ipv4(200 + i));
+    await Promise.all(
+      burst.map((ip, i) => controlJson(ready, "POST", "/kubernetes/pods", pod(`burst-${i}`, ip))),
+    );
+    await eventually(
+      async () => {
+        const eni = await held(ready);
+        return burst.every((ip) => eni.ipv4s.includes(ip));
+      },
+      "the 8 burst addresses on eni-0b1multus",
+      15_000,
+    );
+    const assigns = await mutatingCalls(ready);
+    expect(assigns.map((c) => c.action)).toEqual(["AssignPrivateIpAddresses"]);
+    expect(assigns[0]?.params).toMatchObject({
+      NetworkInterfaceId: ENI,
+      "PrivateIpAddress.8": expect.any(String),
+    });
+    expect((await held(ready)).ipv4s).toEqual(["198.51.100.140", ipv4(193), ...burst]);
+
+    // One pod deleted: its address stays for the grace period, then goes, alone.
+    await controlJson(ready, "DELETE", "/calls");
+    const deletedAt = Date.now();
+    await controlJson(ready, "DELETE", "/kubernetes/pods/cnf/burst-3");
+    await eventually(
+      async () => !(await held(ready)).ipv4s.includes(ipv4(203)),
+      "burst-3's address released",
+      15_000,
+    );
+    expect(Date.now() - deletedAt).toBeGreaterThanOrEqual(1_500);
+    const releases = await mutatingCalls(ready);
+    expect(releases).toEqual([
+      expect.objectContaining({
+        action: "UnassignPrivateIpAddresses",
+        params: expect.objectContaining({ NetworkInterfaceId: ENI, "PrivateIpAddress.1": ipv4(203) }),
+      }),
+    ]);
+    expect((await held(ready)).ipv4s).toEqual([
+      "198.51.100.140",
+      ipv4(193),
+      ...burst.filter((ip) => ip !== ipv4(203)),
+    ]);
+    expect(bridge.logs.filter((l) => l.msg === "releasing")).toEqual([
+      expect.objectContaining({ eniId: ENI, address: ipv4(203), reason: expect.any(String) }),
+    ]);
+    expect(await metric(bridge.http, 'multus_ipmgr_bridge_releases_total{mode="released"}')).toBe(1);
+
+    // Node 2's ENI (upf-1's node) is never touched.
+    const state = await controlJson<{ enis: { eniId: string; ipv4s: string[] }[] }>(ready, "GET", "/state");
+    expect(state.enis.find((e) => e.eniId === "eni-0b2multus")?.ipv4s).toEqual(["198.51.100.150"]);
+
+    bridge.child.kill("SIGTERM");
+    expect(await bridge.exited).toEqual({ code: 0, signal: null });
+    expect(bridge.logs.at(-1)).toMatchObject({ msg: "stopped" });
+    expect(bridge.stderr).toBe("");
+  });
+
+  it("exits 12 naming the kubeconfig when it cannot be read", async () => {
+    const { ready } = await startSim();
+    const bridge = await startBridge(ready, "/nonexistent/ipmgr-kubeconfig");
+    const { code } = await bridge.exited;
+    expect(code).toBe(12);
+    expect(`${JSON.stringify(bridge.logs)}${bridge.stderr}`).toContain("/nonexistent/ipmgr-kubeconfig");
+  });
+});
