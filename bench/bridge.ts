@@ -216,9 +216,12 @@ async function rssWatching(): Promise<BenchResult[]> {
     }
     const mb = peak / 1024 / 1024;
     const conflicts = await metric(bridge.http, /^multus_ipmgr_bridge_conflicts (\S+)/m);
+    const mbOf = async (name: string) =>
+      ((await metric(bridge.http, new RegExp(`^${name} (\\S+)`, "m"))) / 1024 / 1024).toFixed(1);
+    const heap = `at the end: heap used ${await mbOf("nodejs_heap_size_used_bytes")} of ${await mbOf("nodejs_heap_size_total_bytes")} MB, external ${await mbOf("nodejs_external_memory_bytes")} MB`;
     return [
       {
-        name: `bridge RSS watching 1,000 pods on its node (peak over 15 s after the first wave; ${conflicts} conflicts)`,
+        name: `bridge RSS watching 1,000 pods on its node (peak over 15 s after the first wave; ${conflicts} conflicts; ${heap})`,
         value: mb,
         unit: "MB",
         target: "<= 100 MB",
