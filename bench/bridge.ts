@@ -3,14 +3,14 @@
  * (EC2's real token-bucket sizes, IMDS, Kubernetes API) on 127.0.0.1:
  * - 200 pods with Multus addresses appear on one node at once: time until EC2 holds all 200, and the
  *   mutating EC2 calls beside ENIs × families × ⌈addresses per ENI / per-ENI limit⌉ per wave;
- * - the bridge's RSS watching 1,000 pods on its node.
- * Not measured yet: the same 200 pods as 200 `init` processes (init reads the pod's own interfaces, even
- * with network-status, so it needs 200 pod namespaces of the lab), and 50 nodes × 100 pods.
+ * - the bridge's RSS watching 1,000 pods on its node;
+ * - 50 nodes × 100 pods against one simulator: bench/bridge-fleet.ts.
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { parseWorld, type SimulatorHandle, startSimulator } from "../src/sim/index.js";
 import { closedPortUrl } from "../test/helpers/closed-port.js";
 import { tempKubeconfig } from "../test/helpers/kube-proxy.js";
+import { benchBridgeFleet } from "./bridge-fleet.js";
 import type { BenchResult } from "./result.js";
 
 const NODE = "ip-198-51-100-10.ec2.internal";
@@ -240,5 +240,6 @@ export async function benchBridge(): Promise<BenchResult[]> {
   return [
     ...(only === undefined || only === "burst" ? await burst() : []),
     ...(only === undefined || only === "rss" ? await rssWatching() : []),
+    ...(only === undefined || only === "fleet" ? await benchBridgeFleet() : []),
   ];
 }
