@@ -276,7 +276,10 @@ async function initsSideBySide(): Promise<BenchResult[]> {
       // As the pod would be: one Multus interface (the others of the namespace are not this pod's).
       const result = await lab.run("pod", ["init"], { ...env, IPMGR_INTERFACES: iface }, 60_000);
       initMs += performance.now() - run;
-      if (result.code !== 0) throw new Error(`init for pod ${i} exited ${result.code} (${result.signal}): ${result.stderr}${result.stdout}`);
+      if (result.code !== 0)
+        throw new Error(
+          `init for pod ${i} exited ${result.code} (${result.signal}): ${result.stderr}${result.stdout}`,
+        );
       await lab.removeAddress("pod", iface, cidr);
     }
     const wallMs = performance.now() - started;
