@@ -3,14 +3,16 @@
  * (EC2's real token-bucket sizes, IMDS, Kubernetes API) on 127.0.0.1:
  * - 200 pods with Multus addresses appear on one node at once: time until EC2 holds all 200, and the
  *   mutating EC2 calls beside ENIs × families × ⌈addresses per ENI / per-ENI limit⌉ per wave;
- * - the bridge's RSS watching 1,000 pods on its node.
- * Not measured yet: the same 200 pods as 200 `init` processes (init reads the pod's own interfaces, even
- * with network-status, so it needs 200 pod namespaces of the lab), and 50 nodes × 100 pods.
+ * - the same 200 pods as 200 `init` processes in one pod namespace of the lab (needs root), side by side;
+ * - the bridge's RSS watching 1,000 pods on its node;
+ * - 50 nodes × 100 pods against one simulator: bench/bridge-fleet.ts.
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { parseWorld, type SimulatorHandle, startSimulator } from "../src/sim/index.js";
 import { closedPortUrl } from "../test/helpers/closed-port.js";
 import { tempKubeconfig } from "../test/helpers/kube-proxy.js";
+import { Lab, labUnavailableReason } from "../test/helpers/netns.js";
+import { benchBridgeFleet } from "./bridge-fleet.js";
 import type { BenchResult } from "./result.js";
 
 const NODE = "ip-198-51-100-10.ec2.internal";
@@ -33,7 +35,7 @@ const addressOf = (i: number) => `198.51.100.${16 + i}`;
 /** Pods spread over the Multus ENIs as Multus would (each NAD's master is one ENI): pod i on device 1 + i % 7. */
 const deviceOf = (i: number) => 1 + (i % MULTUS_ENIS);
 
-function world(extraPods: Record<string, unknown>[] = []) {
+function worldInput(extraPods: Record<string, unknown>[] = []) {
   const enis = [
     {
       id: "eni-0bench0",
@@ -51,7 +53,7 @@ function world(extraPods: Record<string, unknown>[] = []) {
       tags: { "node.k8s.amazonaws.com/no_manage": "true" },
     })),
   ];
-  return parseWorld({
+  return {
     region: "us-east-1",
     // One subnet for the node's primary ENI and its Multus ENIs: 200 pod addresses need a /24, and a
     // documentation /24 is all a VPC can have here.
@@ -78,8 +80,10 @@ function world(extraPods: Record<string, unknown>[] = []) {
       })),
       pods: extraPods,
     },
-  });
+  };
 }
+
+const world = (extraPods: Record<string, unknown>[] = []) => parseWorld(worldInput(extraPods));
 
 function networkStatus(i: number) {
   return [
@@ -216,9 +220,12 @@ async function rssWatching(): Promise<BenchResult[]> {
     }
     const mb = peak / 1024 / 1024;
     const conflicts = await metric(bridge.http, /^multus_ipmgr_bridge_conflicts (\S+)/m);
+    const mbOf = async (name: string) =>
+      ((await metric(bridge.http, new RegExp(`^${name} (\\S+)`, "m"))) / 1024 / 1024).toFixed(1);
+    const heap = `at the end: heap used ${await mbOf("nodejs_heap_size_used_bytes")} of ${await mbOf("nodejs_heap_size_total_bytes")} MB, external ${await mbOf("nodejs_external_memory_bytes")} MB`;
     return [
       {
-        name: `bridge RSS watching 1,000 pods on its node (peak over 15 s after the first wave; ${conflicts} conflicts)`,
+        name: `bridge RSS watching 1,000 pods on its node (peak over 15 s after the first wave; ${conflicts} conflicts; ${heap})`,
         value: mb,
         unit: "MB",
         target: "<= 100 MB",
@@ -232,10 +239,79 @@ async function rssWatching(): Promise<BenchResult[]> {
   }
 }
 
+/**
+ * The same 200 pods as 200 separate `init` processes, one after the other: init reads the pod's own
+ * interfaces, so one pod namespace of the lab has net1 to net7 with the MACs of the 7 Multus ENIs, and for
+ * each pod its address is added on its interface, init runs, and the address is removed again.
+ */
+async function initsSideBySide(): Promise<BenchResult[]> {
+  const name = `the same ${PODS} pods as ${PODS} init processes, one after the other in one pod namespace (address added, init, address removed)`;
+  const reason = labUnavailableReason();
+  if (reason !== undefined) {
+    return [
+      { name: `${name}: not run (${reason})`, value: Number.NaN, unit: "ms", target: "reported", ok: false },
+    ];
+  }
+  const lab = await Lab.start(worldInput(), [
+    {
+      name: "pod",
+      instanceId: INSTANCE,
+      interfaces: Array.from({ length: MULTUS_ENIS }, (_, k) => ({
+        name: `net${k + 1}`,
+        mac: macOf(k + 1),
+        addresses: [],
+      })),
+    },
+  ]);
+  try {
+    const env = lab.env("pod", { IPMGR_ALLOWED_CIDRS: "198.51.100.0/24", IPMGR_LOG_LEVEL: "warn" });
+    await lab.clearCalls();
+    let initMs = 0;
+    const started = performance.now();
+    for (let i = 0; i < PODS; i++) {
+      const iface = `net${deviceOf(i)}`;
+      const cidr = `${addressOf(i)}/24`;
+      await lab.addAddress("pod", iface, cidr);
+      const run = performance.now();
+      // As the pod would be: one Multus interface (the others of the namespace are not this pod's).
+      const result = await lab.run("pod", ["init"], { ...env, IPMGR_INTERFACES: iface }, 60_000);
+      initMs += performance.now() - run;
+      if (result.code !== 0)
+        throw new Error(
+          `init for pod ${i} exited ${result.code} (${result.signal}): ${result.stderr}${result.stdout}`,
+        );
+      await lab.removeAddress("pod", iface, cidr);
+    }
+    const wallMs = performance.now() - started;
+    const calls = await lab.calls();
+    const mutating = calls.filter((c) => MUTATING.has(c.action) && c.outcome === "ok").length;
+    return [
+      {
+        name: `${name}: wall time (init processes alone: ${(initMs / 1000).toFixed(1)} s)`,
+        value: wallMs,
+        unit: "ms",
+        target: "reported",
+        ok: true,
+      },
+      {
+        name: `${name}: EC2 calls (${mutating} mutating)`,
+        value: calls.length,
+        unit: "calls",
+        target: "reported",
+        ok: true,
+      },
+    ];
+  } finally {
+    await lab.close();
+  }
+}
+
 export async function benchBridge(): Promise<BenchResult[]> {
   const only = process.env.IPMGR_BENCH_BRIDGE_ONLY;
   return [
     ...(only === undefined || only === "burst" ? await burst() : []),
+    ...(only === undefined || only === "burst" || only === "init" ? await initsSideBySide() : []),
     ...(only === undefined || only === "rss" ? await rssWatching() : []),
+    ...(only === undefined || only === "fleet" ? await benchBridgeFleet() : []),
   ];
 }

@@ -86,6 +86,48 @@ describe("the bridge's Kubernetes adapter", () => {
     );
   });
 
+  it("keeps of each pod only what the bridge reads, listed or watched (not the whole object)", async () => {
+    const { s, k } = await start();
+    const pods = await k.watchPods(NODE_A, { changed: () => undefined });
+    s.kubernetes?.addPod(
+      multusPod("upf-3", NODE_A, ["198.51.100.196"], MAC_A, {
+        annotations: {
+          "multus-ipmgr.io/managed": "false",
+          "kubectl.kubernetes.io/last-applied-configuration": "x".repeat(10_000),
+        },
+        spec: {
+          containers: [
+            {
+              name: "ipmgr",
+              image: "registry.example/multus-ipmgr:0.1.0",
+              args: ["sidecar"],
+              env: [{ name: "A", value: "b" }],
+            },
+          ],
+        },
+      }),
+    );
+    await eventually(() => pods.list().some((pod) => pod.name === "upf-3"), "upf-3 in the cache");
+    const upf3 = pods.list().find((pod) => pod.name === "upf-3");
+    expect(Object.keys(upf3?.annotations ?? {}).sort()).toEqual([
+      "k8s.v1.cni.cncf.io/network-status",
+      "multus-ipmgr.io/managed",
+    ]);
+    expect(upf3?.containers).toEqual([
+      { name: "ipmgr", image: "registry.example/multus-ipmgr:0.1.0", args: ["sidecar"] },
+    ]);
+    const listed = pods.list().find((pod) => pod.name === "upf-0");
+    expect(Object.keys(listed ?? {}).sort()).toEqual([
+      "annotations",
+      "containers",
+      "deleting",
+      "name",
+      "namespace",
+      "nodeName",
+      "uid",
+    ]);
+  });
+
   it("reads NADs, IPPools (allocations decoded later) and OverlappingRangeIPReservations", async () => {
     const { k } = await start();
     const listener = { changed: () => undefined };

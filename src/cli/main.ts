@@ -37,7 +37,11 @@ const commands: Record<string, () => Promise<CommandMain>> = {
     return (await import("../sidecar/main.js")).main;
   },
   doctor: async () => (await import("../doctor/main.js")).main,
-  bridge: async () => (await import("../ipam-whereabouts-bridge/main.js")).main,
+  bridge: async () => {
+    // The bridge is long-running too, and as idle between waves: the same trade as the sidecar's.
+    (await import("./v8-footprint.js")).useSmallFootprint();
+    return (await import("../ipam-whereabouts-bridge/main.js")).main;
+  },
   sim: async () => ((await import(SIM_BUNDLE)) as { main: CommandMain }).main,
 };
 

@@ -12,6 +12,10 @@
  *   reconnect. The adapter's watch asks for bookmarks and a server-side timeout, and aborts a watch that
  *   stays silent past that timeout.
  * - Watch events carry raw JSON; lists are deserialized (dates as Date). The conversion below reads both.
+ * - Its cache keeps every object whole, as listed or watched (a pod's managedFields, status, every container's
+ *   env and probes, every annotation). The adapter hands the informer, instead, each object's identity and
+ *   resourceVersion and the bridge's view of it (`PodInfo`, with the annotations the bridge reads only),
+ *   converted once when it arrives: 1,000 pods of a node cost a few hundred KB, not tens of MB.
  */
 import {
   ApiException,
@@ -27,6 +31,7 @@ import {
 } from "@kubernetes/client-node";
 import type { Clock } from "../eni/clock.js";
 import type { Logger } from "../eni/logger.js";
+import { NETWORK_STATUS_ANNOTATIONS } from "../eni/network-status.js";
 import { backoffDelay } from "../sidecar/backoff.js";
 import { KubeConflictError } from "./errors/kube-conflict-error.js";
 import { KubeError } from "./errors/kube-error.js";
@@ -43,6 +48,7 @@ import type {
   WatchListener,
   WhereaboutsAllocation,
 } from "./kube-api.js";
+import { MANAGED_ANNOTATION, SIDECAR_ANNOTATION } from "./pod-networks.js";
 
 export interface KubeClientOptions {
   /** A kubeconfig file; undefined: KUBECONFIG, ~/.kube/config, or the pod's service account (in cluster). */
@@ -79,6 +85,23 @@ function record(value: unknown): Record<string, string> {
   return out;
 }
 
+/** The pod annotations the bridge reads (pod-networks.ts); the others are not kept. */
+const POD_ANNOTATIONS_READ: readonly string[] = [
+  MANAGED_ANNOTATION,
+  SIDECAR_ANNOTATION,
+  ...NETWORK_STATUS_ANNOTATIONS,
+];
+
+function podAnnotations(value: unknown): Record<string, string> {
+  const all = record(value);
+  const out: Record<string, string> = {};
+  for (const key of POD_ANNOTATIONS_READ) {
+    const v = all[key];
+    if (v !== undefined) out[key] = v;
+  }
+  return out;
+}
+
 function containersOf(spec: Raw): ContainerInfo[] {
   const all = [
     ...(Array.isArray(spec?.initContainers) ? spec.initContainers : []),
@@ -99,7 +122,7 @@ function podOf(pod: Raw): PodInfo {
     uid: text(metadata.uid) ?? "",
     nodeName: text(pod?.spec?.nodeName),
     deleting: metadata.deletionTimestamp !== undefined && metadata.deletionTimestamp !== null,
-    annotations: record(metadata.annotations),
+    annotations: podAnnotations(metadata.annotations),
     containers: containersOf(pod?.spec),
   };
 }
@@ -271,34 +294,83 @@ class BoundedWatch extends Watch {
   }
 }
 
+/** What an informer's cache holds: the object's identity and resourceVersion, and the bridge's view of it. */
+interface Cached<U> extends KubernetesObject {
+  readonly view: U;
+}
+
+function cachedOf<U>(object: Raw, convert: (object: Raw) => U): Cached<U> {
+  const namespace = text(object?.metadata?.namespace);
+  const name = text(object?.metadata?.name);
+  const resourceVersion = text(object?.metadata?.resourceVersion);
+  return {
+    metadata: {
+      ...(namespace === undefined ? {} : { namespace }),
+      ...(name === undefined ? {} : { name }),
+      ...(resourceVersion === undefined ? {} : { resourceVersion }),
+    },
+    view: convert(object),
+  };
+}
+
+/** `watch`, with each object an event adds, modifies or deletes replaced by its Cached form. */
+function projectingWatch<U>(watch: Watch, convert: (object: Raw) => U): Watch {
+  const projecting: Pick<Watch, "watch"> = {
+    watch: (path, queryParams, callback, done) =>
+      watch.watch(
+        path,
+        queryParams,
+        (phase, object, raw) =>
+          callback(
+            phase,
+            phase === "ADDED" || phase === "MODIFIED" || phase === "DELETED"
+              ? cachedOf(object, convert)
+              : object,
+            raw,
+          ),
+        done,
+      ),
+  };
+  // ListWatch calls nothing but `watch`.
+  return projecting as Watch;
+}
+
 /** A ListWatch kept running: restarted with backoff after every failure, until stopped. */
 class SupervisedInformer<T extends KubernetesObject, U> implements WatchedCollection<U> {
   #failures = 0;
   #synced = false;
   #stopped = false;
   #timer: NodeJS.Timeout | undefined;
-  readonly #informer: ListWatch<T>;
+  readonly #informer: ListWatch<Cached<U>>;
 
   constructor(
     private readonly resource: string,
     path: string,
     watch: Watch,
     list: () => Promise<KubernetesListObject<T>>,
-    private readonly convert: (object: T) => U,
+    convert: (object: T) => U,
     private readonly listener: WatchListener,
     private readonly options: KubeClientOptions,
     fieldSelector?: string,
   ) {
-    const listed = async (): Promise<KubernetesListObject<T>> => {
+    const listed = async (): Promise<KubernetesListObject<Cached<U>>> => {
       const result = await list();
+      const items = result.items.map((item) => cachedOf(item, convert));
       this.#synced = true;
       if (this.#failures > 0) {
         options.logger.info({ resource, failures: this.#failures }, "the list works again");
       }
       this.#failures = 0;
-      return result;
+      return { ...result, items };
     };
-    this.#informer = new ListWatch<T>(path, watch, listed, false, undefined, fieldSelector);
+    this.#informer = new ListWatch<Cached<U>>(
+      path,
+      projectingWatch(watch, convert),
+      listed,
+      false,
+      undefined,
+      fieldSelector,
+    );
     const changed = (): void => listener.changed();
     this.#informer.on("add", changed);
     this.#informer.on("update", changed);
@@ -311,7 +383,7 @@ class SupervisedInformer<T extends KubernetesObject, U> implements WatchedCollec
   }
 
   list(): readonly U[] {
-    return this.#informer.list().map(this.convert);
+    return this.#informer.list().map((cached) => cached.view);
   }
 
   async start(): Promise<void> {

@@ -1,0 +1,234 @@
+/**
+ * 50 simulated nodes × 100 pods each appearing at once against one simulator (one account's token
+ * buckets). 50 bridge processes do not fit on the bench's 2 cores, so the Bridge class runs in-process 50
+ * times, each with the adapters `multus-ipmgr bridge` builds (its own IMDS endpoint, its own Kubernetes
+ * client through the real @kubernetes/client-node, the shared EC2 endpoint) and the binary's default
+ * settings (loadBridgeConfig on an empty environment: wave window, backoff, EC2 retries).
+ *
+ * IPv6 pod addresses: 5,000 IPv4 addresses do not fit in the documentation ranges (one /24 per VPC), so the
+ * pods carry addresses of 2001:db8:1::/64; AssignIpv6Addresses has the same bucket as
+ * AssignPrivateIpAddresses (100 burst, 5 per second: src/sim/ec2 and README "Faults"). Each node is an
+ * m5.4xlarge (30 addresses per ENI) with 4 Multus ENIs of 25 pods each, so the fewest calls the pods can
+ * take is 4 per node, 200 in all, and the floor is (200 − 100) ÷ 5 = 20 s.
+ */
+
+import { systemClock } from "../src/eni/clock.js";
+import type { Ec2CallRecord } from "../src/eni/ec2-api.js";
+import { createEc2Api } from "../src/eni/ec2-client.js";
+import { ImdsClient } from "../src/eni/imds-client.js";
+import { createLogger } from "../src/eni/logger.js";
+import { Bridge } from "../src/ipam-whereabouts-bridge/bridge.js";
+import { createKubeApi } from "../src/ipam-whereabouts-bridge/kube-client.js";
+import { BridgeMetrics } from "../src/ipam-whereabouts-bridge/metrics.js";
+import { PodEventReporter } from "../src/ipam-whereabouts-bridge/pod-events.js";
+import { loadBridgeConfig } from "../src/ipam-whereabouts-bridge/settings.js";
+import { parseWorld, startSimulator } from "../src/sim/index.js";
+import { tempKubeconfig } from "../test/helpers/kube-proxy.js";
+import type { BenchResult } from "./result.js";
+
+const NODES = 50;
+const PODS_PER_NODE = 100;
+const MULTUS_ENIS = 4;
+const PER_ENI = 30;
+const BURST = 100;
+const REFILL_PER_SECOND = 5;
+const RANGE6 = "2001:db8:1::/64";
+
+const hex = (n: number) => n.toString(16).padStart(2, "0");
+const nodeName = (n: number) => `node-${n}.ec2.internal`;
+const instanceOf = (n: number) => `i-0fleet${hex(n)}`;
+const macOf = (n: number, device: number) => `02:00:00:01:${hex(n)}:${hex(device)}`;
+/** ENI primaries: 5 per node from 198.51.100.4 (250 of the /24's 251 usable addresses). */
+const primaryOf = (n: number, device: number) => `198.51.100.${4 + n * (MULTUS_ENIS + 1) + device}`;
+/** Past the subnet's first addresses, which AWS reserves. */
+const addressOf = (n: number, i: number) => `2001:db8:1::1:${hex(n)}${hex(i)}`;
+const deviceOf = (i: number) => 1 + (i % MULTUS_ENIS);
+
+function fleetWorld() {
+  return parseWorld({
+    region: "us-east-1",
+    vpc: { id: "vpc-0fleet", cidr: "198.51.100.0/24", ipv6Cidr: "2001:db8:1::/56" },
+    subnets: [
+      {
+        id: "subnet-0fleet",
+        cidr: "198.51.100.0/24",
+        ipv6Cidr: RANGE6,
+        availabilityZone: "us-east-1a",
+      },
+    ],
+    instances: Array.from({ length: NODES }, (_, n) => ({
+      id: instanceOf(n),
+      instanceType: "m5.4xlarge",
+      enis: Array.from({ length: MULTUS_ENIS + 1 }, (_, d) => ({
+        id: `eni-0fleet${hex(n)}${hex(d)}`,
+        mac: macOf(n, d),
+        deviceIndex: d,
+        subnet: "subnet-0fleet",
+        primaryIpv4: primaryOf(n, d),
+        ...(d === 0 ? {} : { tags: { "node.k8s.amazonaws.com/no_manage": "true" } }),
+      })),
+    })),
+    kubernetes: {
+      namespaces: ["cnf"],
+      nodes: Array.from({ length: NODES }, (_, n) => ({ instance: instanceOf(n), name: nodeName(n) })),
+      networkAttachmentDefinitions: Array.from({ length: MULTUS_ENIS }, (_, k) => ({
+        namespace: "cnf",
+        name: `multus-${k + 1}`,
+        config: {
+          cniVersion: "0.3.1",
+          type: "ipvlan",
+          master: `eth${k + 1}`,
+          ipam: { type: "whereabouts", range: RANGE6 },
+        },
+      })),
+      pods: [],
+    },
+  });
+}
+
+function pod(n: number, i: number): Record<string, unknown> {
+  const device = deviceOf(i);
+  return {
+    namespace: "cnf",
+    name: `pod-${n}-${i}`,
+    nodeName: nodeName(n),
+    networkStatus: [
+      { name: "aws-cni", interface: "eth0", ips: ["198.51.100.255"], default: true },
+      { name: `cnf/multus-${device}`, interface: "net1", ips: [addressOf(n, i)], mac: macOf(n, device) },
+    ],
+  };
+}
+
+export async function benchBridgeFleet(): Promise<BenchResult[]> {
+  const sim = await startSimulator(fleetWorld());
+  const kubeconfig = await tempKubeconfig(sim.kubernetesEndpoint ?? "");
+  const logger = createLogger("silent");
+  // One signal per bridge: each wave adds listeners to its signal.
+  const stop: AbortController[] = [];
+  const calls: Ec2CallRecord[] = [];
+  const stops: (() => Promise<void>)[] = [];
+  const loops: Promise<void>[] = [];
+  try {
+    for (let n = 0; n < NODES; n++) {
+      const config = loadBridgeConfig([], {
+        NODE_NAME: nodeName(n),
+        IPMGR_ALLOWED_CIDRS: RANGE6,
+        IPMGR_BRIDGE_RESERVATIONS: "off",
+      });
+      const metrics = new BridgeMetrics();
+      const kube = createKubeApi({
+        kubeconfig: kubeconfig.path,
+        clock: systemClock,
+        logger,
+        watchTimeoutSeconds: 300,
+        requestTimeoutMs: 10_000,
+        restartBaseMs: 500,
+        restartMaxMs: 30_000,
+        component: "multus-ipmgr-bridge",
+        host: nodeName(n),
+      });
+      const imds = new ImdsClient({
+        endpoint: sim.imdsEndpoints[instanceOf(n)] ?? "",
+        requestTimeoutMs: config.imdsTimeoutMs,
+        clock: systemClock,
+        logger,
+      });
+      const ec2 = createEc2Api({
+        region: "us-east-1",
+        endpoint: sim.ec2Endpoint,
+        credentials: { accessKeyId: "sim", secretAccessKey: "sim" },
+        requestTimeoutMs: config.ec2TimeoutMs,
+        retry: {
+          maxAttempts: config.ec2MaxAttempts,
+          baseDelayMs: config.ec2RetryBaseMs,
+          maxDelayMs: config.ec2RetryMaxMs,
+        },
+        logger,
+        observer: (record) => {
+          calls.push(record);
+          metrics.ec2Observer(record);
+        },
+      });
+      const events = new PodEventReporter(kube, systemClock, logger, metrics, {
+        repeatIntervalMs: config.eventIntervalMs,
+        perSecond: 5,
+        burst: 25,
+      });
+      const bridge = new Bridge(
+        { kube, imds, ec2, clock: systemClock, logger, metrics, events },
+        {
+          nodeName: config.nodeName,
+          allowedCidrs: config.allowedCidrs,
+          deviceIndexes: config.deviceIndexes,
+          waveWindowMs: config.waveWindowMs,
+          releaseGraceMs: config.releaseGraceMs,
+          releaseDryRun: config.releaseDryRun,
+          resyncIntervalMs: config.resyncIntervalMs,
+          retry: { baseMs: config.retryBaseMs, maxMs: config.retryMaxMs },
+          recentMemoryMs: config.confirmTimeoutMs,
+          addressesPerEni: PER_ENI,
+        },
+      );
+      await bridge.start();
+      const controller = new AbortController();
+      stop.push(controller);
+      loops.push(bridge.run(controller.signal));
+      stops.push(async () => {
+        await events.flush();
+        await kube.close();
+      });
+    }
+    // The first waves (nothing to do) are over before the pods come.
+    await new Promise((r) => setTimeout(r, 2_000));
+    sim.clearCalls();
+    calls.length = 0;
+    const total = NODES * PODS_PER_NODE;
+    const held = () =>
+      sim
+        .state()
+        .enis.filter((e) => e.deviceIndex > 0)
+        .reduce((sum, e) => sum + e.ipv6s.length, 0);
+    const started = performance.now();
+    for (let n = 0; n < NODES; n++) {
+      for (let i = 0; i < PODS_PER_NODE; i++) sim.kubernetes?.addPod(pod(n, i));
+    }
+    const deadline = started + 180_000;
+    while (held() < total && performance.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    const seconds = (performance.now() - started) / 1000;
+    const all = held() === total;
+    const assigns = sim.calls().filter((c) => c.action === "AssignIpv6Addresses");
+    const ok = assigns.filter((c) => c.outcome === "ok").length;
+    const throttled = assigns.length - ok;
+    const floor = Math.max(0, ok - BURST) / REFILL_PER_SECOND;
+    const gaveUp = calls.filter((c) => c.outcome === "error").length;
+    return [
+      {
+        name: `bridge: ${NODES} nodes x ${PODS_PER_NODE} pods at once, one simulator (in-process Bridge x ${NODES}, IPv6, ${MULTUS_ENIS} Multus ENIs per node): addresses EC2 holds`,
+        value: held(),
+        unit: "addresses",
+        target: `all ${total}`,
+        ok: all,
+      },
+      {
+        name: `bridge: that fleet's AssignIpv6Addresses: ${ok} ok, ${throttled} throttled; ${gaveUp} calls failed after the SDK's retries and ran again in their bridge's next wave (none abandoned)`,
+        value: ok,
+        unit: "calls",
+        target: `>= ${NODES * MULTUS_ENIS} (one per Multus ENI)`,
+        ok: ok >= NODES * MULTUS_ENIS,
+      },
+      {
+        name: `bridge: that fleet's time until EC2 holds all; floor (${ok} calls - ${BURST} burst) / ${REFILL_PER_SECOND} per s = ${floor.toFixed(1)} s`,
+        value: all ? seconds : Number.NaN,
+        unit: "s",
+        target: `<= ${(floor * 1.2).toFixed(1)} s (floor + 20 %)`,
+        ok: all && seconds <= floor * 1.2,
+      },
+    ];
+  } finally {
+    for (const controller of stop) controller.abort();
+    await Promise.allSettled(loops);
+    await Promise.allSettled(stops.map((s) => s()));
+    await sim.close();
+    kubeconfig.remove();
+  }
+}
