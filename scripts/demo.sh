@@ -157,4 +157,8 @@ echo "   exit code: $?"
 set -e
 show_calls
 echo
+echo "== the bridge (a DaemonSet): the simulator with a Kubernetes API on 127.0.0.1, examples/world-bridge.yaml"
+"$NODE" scripts/demo-bridge.mjs
+
+echo
 echo "demo done; cleaning up"

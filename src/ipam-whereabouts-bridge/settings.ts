@@ -114,9 +114,9 @@ export const bridgeSettings = {
   retryMaxMs: setting({
     env: "IPMGR_BRIDGE_RETRY_MAX_MS",
     flag: "--retry-max-ms",
-    default: "60000",
+    default: "5000",
     unit: "ms",
-    doc: "Cap of the delay between failed waves.",
+    doc: "Cap of the delay between failed waves: after EC2 comes back from throttling or an outage, the next wave is at most this (plus up to 25 %) away.",
     schema: field.milliseconds(1, 3_600_000),
   }),
   eventIntervalMs: setting({

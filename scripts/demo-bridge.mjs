@@ -1,0 +1,191 @@
+// The demo's bridge part (run by scripts/demo.sh; needs no root): the simulator with its Kubernetes API on
+// 127.0.0.1 (examples/world-bridge.yaml), `multus-ipmgr bridge` for node 1, pods appearing on that node in
+// one wave of EC2 calls, and a deleted pod's address released after the grace. Removes what it made.
+import { spawn } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createInterface } from "node:readline";
+
+const NODE_NAME = "ip-198-51-100-10.ec2.internal"; // i-0bridge1 in examples/world-bridge.yaml
+const ENI = "eni-0b1multus";
+const MAC = "02:00:00:00:01:01";
+const GRACE_MS = 2000;
+const work = mkdtempSync(join(tmpdir(), "ipmgr-demo-bridge-"));
+const children = [];
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const say = (line) => process.stdout.write(`${line}\n`);
+
+function cleanup() {
+  for (const child of children) child.kill("SIGKILL");
+  rmSync(work, { recursive: true, force: true });
+}
+for (const signal of ["SIGINT", "SIGTERM"]) {
+  process.on(signal, () => {
+    cleanup();
+    process.exit(130);
+  });
+}
+
+async function until(check, what, timeoutMs = 20_000) {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`demo: never happened: ${what}`);
+    await sleep(50);
+  }
+}
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const { port } = server.address();
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+async function main() {
+  const kubeconfig = join(work, "kubeconfig");
+  const sim = spawn(
+    process.execPath,
+    ["dist/multus-ipmgr.mjs", "sim", "--world", "examples/world-bridge.yaml", "--kubeconfig", kubeconfig],
+    { stdio: ["ignore", "pipe", "pipe"] },
+  );
+  children.push(sim);
+  let simErr = "";
+  sim.stderr.on("data", (d) => {
+    simErr += d;
+  });
+  const ready = await new Promise((resolve, reject) => {
+    createInterface({ input: sim.stdout }).once("line", (line) => resolve(JSON.parse(line)));
+    sim.once("exit", (code) => reject(new Error(`the simulator exited with ${code}: ${simErr}`)));
+  });
+  const control = async (method, path, body) => {
+    const r = await fetch(`${ready.control}${path}`, {
+      method,
+      ...(body === undefined
+        ? {}
+        : { body: JSON.stringify(body), headers: { "content-type": "application/json" } }),
+    });
+    const text = await r.text();
+    if (!r.ok) throw new Error(`${method} ${path}: ${r.status} ${text}`);
+    return text === "" ? undefined : JSON.parse(text);
+  };
+  const eni = async () => (await control("GET", "/state")).enis.find((e) => e.eniId === ENI);
+  const showEni = async () => {
+    const e = await eni();
+    say(`   ${ENI}  IPv4: ${e.ipv4s.join(", ")}  IPv6: ${e.ipv6s.join(", ") || "none"}`);
+  };
+  const showCalls = async () => {
+    const calls = (await control("GET", "/calls")).filter(
+      (c) => !c.action.startsWith("Describe") && !c.action.startsWith("Get"),
+    );
+    if (calls.length === 0) say("   (no EC2 change)");
+    for (const c of calls) {
+      const p = Object.entries(c.params)
+        .filter(([k]) => k !== "Action" && k !== "Version")
+        .map(([k, v]) => `${k}=${v}`);
+      say(`   ${c.action} ${p.join(" ")} -> ${c.outcome}`);
+    }
+    await control("DELETE", "/calls");
+  };
+  say(`   ready: kubernetes ${ready.kubernetes}, kubeconfig written for the bridge`);
+
+  const port = await freePort();
+  const bridge = spawn(process.execPath, ["dist/multus-ipmgr.mjs", "bridge"], {
+    stdio: ["ignore", "ignore", "pipe"],
+    env: {
+      PATH: process.env.PATH ?? "/usr/bin:/bin",
+      AWS_EC2_METADATA_SERVICE_ENDPOINT: ready.imds["i-0bridge1"],
+      AWS_ENDPOINT_URL_EC2: ready.ec2,
+      AWS_ACCESS_KEY_ID: "demo",
+      AWS_SECRET_ACCESS_KEY: "demo",
+      NODE_NAME,
+      IPMGR_KUBECONFIG: kubeconfig,
+      IPMGR_TERMINATION_LOG: "",
+      IPMGR_ALLOWED_CIDRS: "198.51.100.192/27,2001:db8:100:2::/64",
+      IPMGR_HTTP_HOST: "127.0.0.1",
+      IPMGR_HTTP_PORT: String(port),
+      IPMGR_BRIDGE_RELEASE_GRACE_MS: String(GRACE_MS),
+      IPMGR_LOG_LEVEL: "warn",
+    },
+  });
+  children.push(bridge);
+  let bridgeErr = "";
+  bridge.stderr.on("data", (d) => {
+    bridgeErr += d;
+  });
+  bridge.once("exit", (code) => {
+    if (code !== 0 && code !== null)
+      process.stderr.write(`demo: the bridge exited with ${code}: ${bridgeErr}\n`);
+  });
+  const readyz = async () => {
+    try {
+      return (await fetch(`http://127.0.0.1:${port}/readyz`)).status === 200;
+    } catch {
+      return false;
+    }
+  };
+  await until(readyz, "the bridge ready");
+  say(
+    `== multus-ipmgr bridge for node ${NODE_NAME} (as a DaemonSet pod would run): its pod upf-0 is in place`,
+  );
+  await showCalls();
+  await showEni();
+
+  say("");
+  say("== three pods appear on the node at once (Multus wrote their network-status):");
+  const pods = [
+    ["upf-10", "198.51.100.200"],
+    ["upf-11", "198.51.100.201"],
+    ["upf-12", "198.51.100.202"],
+  ];
+  for (const [name, ip] of pods) {
+    await control("POST", "/kubernetes/pods", {
+      namespace: "cnf",
+      name,
+      nodeName: NODE_NAME,
+      labels: { app: "upf" },
+      annotations: { "k8s.v1.cni.cncf.io/networks": "multus-ipvlan" },
+      networkStatus: [
+        { name: "aws-cni", interface: "eth0", ips: ["198.51.100.12"], default: true },
+        { name: "cnf/multus-ipvlan", interface: "net1", ips: [ip], mac: MAC },
+      ],
+    });
+    say(`   cnf/${name}  net1 ${ip}`);
+  }
+  await until(async () => {
+    const held = (await eni()).ipv4s;
+    return pods.every(([, ip]) => held.includes(ip));
+  }, "the three addresses held");
+  say("== one wave, one EC2 call for the three:");
+  await showCalls();
+  await showEni();
+
+  say("");
+  say(`== cnf/upf-11 is deleted; its address is released once the ${GRACE_MS} ms grace has passed:`);
+  const deletedAt = Date.now();
+  await control("DELETE", "/kubernetes/pods/cnf/upf-11");
+  await until(async () => !(await eni()).ipv4s.includes("198.51.100.201"), "upf-11's address released");
+  say(`   released after ${((Date.now() - deletedAt) / 1000).toFixed(1)} s`);
+  await showCalls();
+  await showEni();
+
+  bridge.kill("SIGTERM");
+  const code = await new Promise((resolve) => bridge.once("exit", resolve));
+  say(`== SIGTERM: the bridge exits ${code}`);
+  sim.kill("SIGTERM");
+}
+
+try {
+  await main();
+} catch (error) {
+  process.stderr.write(`${error instanceof Error ? error.message : String(error)}\n`);
+  process.exitCode = 1;
+} finally {
+  cleanup();
+}
