@@ -10,6 +10,9 @@
  *   child together, against bare node's peak RSS.
  * Each row prints the ratio of the medians, the min–max of the per-pair ratios, and the medians themselves.
  * The commands run as the image runs them: `node dist/multus-ipmgr.cjs` (IPMGR_BENCH_ENTRY to change).
+ * To look inside a run: IPMGR_BENCH_SHOW=1 shows our runs' stdout (the JSON log), IPMGR_BENCH_LOG_LEVEL sets
+ * their log level (default warn), IPMGR_BENCH_NODE_ARGS adds node flags (e.g. --cpu-prof; any V8 flag makes
+ * V8 refuse the code cache).
  */
 import { spawn } from "node:child_process";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
@@ -125,7 +128,10 @@ async function nodePid(pid: number): Promise<number> {
 }
 
 async function sidecarIdleRss(lab: Lab): Promise<{ treeKb: number; nodeKb: number }> {
-  const env = lab.env("pod", { IPMGR_ALLOWED_CIDRS: ALLOWED_CIDRS, IPMGR_LOG_LEVEL: "warn" });
+  const env = lab.env("pod", {
+    IPMGR_ALLOWED_CIDRS: ALLOWED_CIDRS,
+    IPMGR_LOG_LEVEL: process.env.IPMGR_BENCH_LOG_LEVEL ?? "warn",
+  });
   const ns = lab.pods.get("pod")?.ns;
   if (ns === undefined) throw new Error("bench: no pod");
   const child = spawn("ip", ["netns", "exec", ns, process.execPath, ...cliArgs("sidecar")], {
@@ -168,7 +174,10 @@ export async function benchStartup(): Promise<BenchResult[]> {
   try {
     const ns = lab.pods.get("pod")?.ns;
     if (ns === undefined) throw new Error("bench: no pod");
-    const env = lab.env("pod", { IPMGR_ALLOWED_CIDRS: ALLOWED_CIDRS, IPMGR_LOG_LEVEL: "warn" });
+    const env = lab.env("pod", {
+      IPMGR_ALLOWED_CIDRS: ALLOWED_CIDRS,
+      IPMGR_LOG_LEVEL: process.env.IPMGR_BENCH_LOG_LEVEL ?? "warn",
+    });
     const bare = ["-e", "0"];
     // One warm-up of each, so that the first pair does not pay for a cold page cache.
     await timed(ns, env, bare);
