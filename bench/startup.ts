@@ -22,8 +22,8 @@ import { ALLOWED_CIDRS, MAC, NODE1, twoNodeWorld } from "../test/helpers/worlds.
 import { type BenchResult, percentile } from "./result.js";
 
 const RUNS = Number(process.env.IPMGR_BENCH_STARTUP_RUNS ?? 15);
-/** Each fresh run needs an address never used before: 198.51.100.33 up to .62 (.63 is reserved by AWS). */
-const MAX_RUNS = 30;
+/** Each fresh run needs an address never used before: 198.51.100.34 up to .62 (.33 warms up; .63 is reserved by AWS). */
+const MAX_RUNS = 29;
 const IDLE_SECONDS = Number(process.env.IPMGR_BENCH_IDLE_SECONDS ?? 60);
 const GNU_TIME = "/usr/bin/time";
 /** Extra node flags for our runs only, to profile them: e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`. */
@@ -100,6 +100,13 @@ function cliArgs(...args: string[]): string[] {
   return [...EXTRA_NODE_ARGS, ENTRY, ...args];
 }
 
+/**
+ * Another entry to measure in the same run, for a before/after figure: e.g. the ESM entry, or a checkout of
+ * main built elsewhere (IPMGR_BENCH_COMPARE_ENTRY=/tmp/main/dist/multus-ipmgr.mjs). Fresh starts alternate
+ * between the two (each paired with its own bare run); reruns run both.
+ */
+const COMPARE = process.env.IPMGR_BENCH_COMPARE_ENTRY;
+
 function childrenOf(pid: number): number[] {
   const out: number[] = [];
   for (const tid of readdirSync(`/proc/${pid}/task`)) {
@@ -157,7 +164,7 @@ export async function benchStartup(): Promise<BenchResult[]> {
   if (!Number.isInteger(RUNS) || RUNS < 1 || RUNS > MAX_RUNS) {
     throw new Error(
       `bench: IPMGR_BENCH_STARTUP_RUNS=${process.env.IPMGR_BENCH_STARTUP_RUNS}: expected a whole number from 1 to ${MAX_RUNS} ` +
-        "(each fresh start takes a new address from 198.51.100.33-62); unset it for the default, 15",
+        "(each fresh start takes a new address from 198.51.100.34-62); unset it for the default, 15",
     );
   }
   if (!existsSync(GNU_TIME)) throw new Error(`bench: ${GNU_TIME} (GNU time) is needed for peak RSS`);
@@ -190,19 +197,32 @@ export async function benchStartup(): Promise<BenchResult[]> {
     const rerun: Timed[] = [];
     const freshCalls: number[] = [];
     const rerunCalls: number[] = [];
+    const cmpBareFresh: Timed[] = [];
+    const cmpFresh: Timed[] = [];
+    const cmpBareRerun: Timed[] = [];
+    const cmpRerun: Timed[] = [];
     for (let i = 0; i < RUNS; i++) {
       const cidr = `198.51.100.${34 + i}/26`;
       await lab.removeAddress("pod", "net1", previous);
       await lab.addAddress("pod", "net1", cidr);
       previous = cidr;
-      bareFresh.push(await timed(ns, env, bare));
-      await lab.clearCalls();
-      fresh.push(await timed(ns, env, cliArgs("init")));
-      freshCalls.push((await lab.calls()).length);
+      if (COMPARE !== undefined && i % 2 === 1) {
+        cmpBareFresh.push(await timed(ns, env, bare));
+        cmpFresh.push(await timed(ns, env, [COMPARE, "init"]));
+      } else {
+        bareFresh.push(await timed(ns, env, bare));
+        await lab.clearCalls();
+        fresh.push(await timed(ns, env, cliArgs("init")));
+        freshCalls.push((await lab.calls()).length);
+      }
       bareRerun.push(await timed(ns, env, bare));
       await lab.clearCalls();
       rerun.push(await timed(ns, env, cliArgs("init")));
       rerunCalls.push((await lab.calls()).length);
+      if (COMPARE !== undefined) {
+        cmpBareRerun.push(await timed(ns, env, bare));
+        cmpRerun.push(await timed(ns, env, [COMPARE, "init"]));
+      }
     }
     const idle = await sidecarIdleRss(lab);
     const bareRss = [...bareFresh, ...bareRerun].map((t) => t.maxRssKb / 1024);
@@ -218,7 +238,7 @@ export async function benchStartup(): Promise<BenchResult[]> {
     const idleMb = idle.treeKb / 1024;
     return [
       ratioRow(
-        `init wall, fresh pod start, ${RUNS} pairs [CPU ${cpu(fresh)} / ${cpu(bareFresh)} ms]`,
+        `init wall, fresh pod start, ${fresh.length} pairs [CPU ${cpu(fresh)} / ${cpu(bareFresh)} ms]`,
         ms(fresh),
         ms(bareFresh),
         "ms",
@@ -253,6 +273,31 @@ export async function benchStartup(): Promise<BenchResult[]> {
         target: "0",
         ok: Math.max(...rerunCalls) === 0,
       },
+      ...(COMPARE === undefined
+        ? []
+        : [
+            ratioRow(
+              `[${COMPARE}] init wall, fresh pod start, ${cmpFresh.length} pairs [CPU ${cpu(cmpFresh)} / ${cpu(cmpBareFresh)} ms]`,
+              ms(cmpFresh),
+              ms(cmpBareFresh),
+              "ms",
+              1.3,
+            ),
+            ratioRow(
+              `[${COMPARE}] init wall, rerun on a correct pod, ${RUNS} pairs [CPU ${cpu(cmpRerun)} / ${cpu(cmpBareRerun)} ms]`,
+              ms(cmpRerun),
+              ms(cmpBareRerun),
+              "ms",
+              1.2,
+            ),
+            ratioRow(
+              `[${COMPARE}] init peak RSS, fresh pod start`,
+              mb(cmpFresh),
+              mb(cmpBareFresh),
+              "MB",
+              1.25,
+            ),
+          ]),
       {
         name: `load average (1 min) before / after: ${loadBefore.toFixed(2)} / ${loadAfter.toFixed(2)}`,
         value: loadAfter,
