@@ -9,10 +9,13 @@ import { benchInit } from "./init.js";
 import type { BenchResult } from "./result.js";
 import { benchSidecar } from "./sidecar.js";
 import { benchSidecarScenarios } from "./sidecar-scenarios.js";
+import { benchStartup } from "./startup.js";
 
 function print(results: readonly BenchResult[]): void {
   for (const r of results) {
-    const value = Number.isFinite(r.value) ? r.value.toFixed(r.unit === "calls" ? 0 : 1) : "n/a";
+    const value = Number.isFinite(r.value)
+      ? r.value.toFixed(r.unit === "calls" ? 0 : r.unit === "x bare node" ? 2 : 1)
+      : "n/a";
     process.stdout.write(`${r.ok ? "ok  " : "MISS"}  ${r.name}: ${value} ${r.unit}  (target ${r.target})\n`);
   }
 }
@@ -28,6 +31,12 @@ const all: BenchResult[] = [];
 if (only === undefined || only === "init") {
   process.stdout.write("# init\n");
   const results = await benchInit();
+  print(results);
+  all.push(...results);
+}
+if (only === undefined || only === "startup") {
+  process.stdout.write("# start-up, against a bare `node -e 0` in the same run\n");
+  const results = await benchStartup();
   print(results);
   all.push(...results);
 }

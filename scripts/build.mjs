@@ -2,7 +2,9 @@
 // Commands are loaded with dynamic import(), so `init` never parses the sidecar's metrics library.
 // The simulator is a bundle of its own (dist/sim.mjs): in the shared chunk graph, its world-file schemas
 // (classic zod) would drag all of zod's core, 580 KB and about 45 ms, into every start of `init`.
+import { execFileSync } from "node:child_process";
 import { readFileSync, rmSync } from "node:fs";
+import { basename } from "node:path";
 import { build } from "esbuild";
 
 // `multus-ipmgr --version` prints the version of package.json, fixed in the bundle at build time.
@@ -33,8 +35,64 @@ const common = {
 
 await build({
   ...common,
-  entryPoints: { "multus-ipmgr": "src/cli/main.ts" },
+  // start: the CLI as a library, only the input of dist/cli.cjs below (removed once that is built).
+  entryPoints: { "multus-ipmgr": "src/cli/main.ts", start: "src/cli/start.ts" },
   chunkNames: "chunks/[name]-[hash]",
   splitting: true,
 });
 await build({ ...common, entryPoints: { sim: "src/sim/main.ts" } });
+
+// dist/cli.cjs: the same CLI as one CommonJS file, for V8's code cache (src/cli/code-cache.ts; Node 20 has a
+// code cache for CommonJS only). Built from the chunks above, which are already tree-shaken: bundled from
+// src/ as CommonJS, the EC2 SDK behind init's dynamic import() would come whole (2.5 MB). Each chunk stays
+// lazy (evaluated on first import), as in the ESM build. Every import() becomes a require(): in Node 20,
+// import() fails (ERR_VM_DYNAMIC_IMPORT_CALLBACK_MISSING) in code that V8 read from a code cache, and the
+// SDK imports node:http that way. So the ESM-only parts cannot run from it: `sim` (its own ESM bundle) and
+// `bridge` (whose Kubernetes client, 2.3 MB, stays an ESM chunk, left out here) start through
+// dist/multus-ipmgr.mjs (src/cli/fast-start.ts).
+const cjs = {
+  bundle: true,
+  format: "cjs",
+  platform: "node",
+  target: "node20",
+  minifyWhitespace: true,
+  minifySyntax: true,
+  legalComments: "none",
+  logLevel: "warning",
+};
+await build({
+  ...cjs,
+  entryPoints: ["dist/start.mjs"],
+  outfile: "dist/cli.cjs",
+  sourcemap: "linked",
+  supported: { "dynamic-import": false },
+  // The chunks' banner makes `require` from import.meta.url, which CommonJS lacks.
+  define: { "import.meta.url": "__ipmgrBundleUrl" },
+  banner: { js: 'const __ipmgrBundleUrl = require("node:url").pathToFileURL(__filename).href;' },
+  plugins: [
+    {
+      name: "keep-kube-client-esm",
+      setup(b) {
+        b.onResolve({ filter: /kube-client-[A-Z0-9]+\.mjs$/ }, (args) => ({
+          path: `./chunks/${basename(args.path)}`,
+          external: true,
+        }));
+      },
+    },
+  ],
+});
+rmSync("dist/start.mjs");
+rmSync("dist/start.mjs.map");
+// dist/multus-ipmgr.cjs runs dist/cli.cjs with its code cache (the image's entrypoint); dist/write-code-cache.cjs
+// makes the cache for the node that runs it.
+await build({
+  ...cjs,
+  entryPoints: {
+    "multus-ipmgr": "src/cli/fast-start.ts",
+    "write-code-cache": "src/cli/write-code-cache.ts",
+  },
+  outdir: "dist",
+  outExtension: { ".js": ".cjs" },
+  banner: { js: "#!/usr/bin/env node" },
+});
+execFileSync(process.execPath, ["dist/write-code-cache.cjs"], { stdio: ["ignore", "ignore", "inherit"] });

@@ -18,8 +18,17 @@ describe("the image", () => {
     expect(dockerfile).toMatch(/apt-get install .*iproute2/);
   });
 
-  it("ships the simulator's bundle beside the CLI's (dist/ is copied whole)", () => {
-    expect(dockerfile).toContain("COPY --from=build /src/dist ./dist");
+  it("ships the simulator's bundle beside the CLI's (dist/ is copied whole, through the code-cache stage)", () => {
+    expect(dockerfile).toContain("COPY --from=build /src/dist /app/dist");
+    expect(runtimeStage).toContain("COPY --from=code-cache /app/dist ./dist");
+  });
+
+  it("makes V8's code cache with the runtime stage's own node: the same base, on the target platform", () => {
+    expect(dockerfile).toContain("rm dist/cli.cjs.cache");
+    const stage = dockerfile.slice(dockerfile.indexOf("\nFROM node:20-bookworm-slim AS code-cache\n"));
+    expect(stage).toMatch(/^\nFROM node:20-bookworm-slim AS code-cache\n/);
+    expect(stage).toContain("RUN node /app/dist/write-code-cache.cjs");
+    expect(runtimeStage).toContain('ENTRYPOINT ["node", "/app/dist/multus-ipmgr.cjs"]');
   });
 
   it("ships no source maps: the build stage deletes them before the runtime stage copies dist/", () => {
@@ -46,8 +55,8 @@ describe("the image", () => {
   });
 
   it("puts multus-ipmgr on the PATH, for kubectl exec and kubectl debug", () => {
-    expect(dockerfile).toContain("chmod 0755 dist/multus-ipmgr.mjs");
-    expect(runtimeStage).toContain("ln -s /app/dist/multus-ipmgr.mjs /usr/local/bin/multus-ipmgr");
+    expect(dockerfile).toContain("chmod 0755 dist/multus-ipmgr.mjs dist/multus-ipmgr.cjs");
+    expect(runtimeStage).toContain("ln -s /app/dist/multus-ipmgr.cjs /usr/local/bin/multus-ipmgr");
   });
 
   it("runs as a numeric non-root user", () => {

@@ -41,7 +41,7 @@ const COMMAND_MODE: Readonly<Record<string, Mode | "none">> = {
 /**
  * Until `multus-ipmgr bridge` exists (issue 10), its policy is checked against the Ec2Api methods the
  * issue specifies: it reads ENIs, moves addresses as the core does, and keeps subnet CIDR reservations
- * (read, create tagged as ours, delete its own). Once the command is in src/cli/main.ts, its code decides.
+ * (read, create tagged as ours, delete its own). Once the command is in src/cli/dispatch.ts, its code decides.
  */
 const PLANNED_BRIDGE_METHODS = [
   "describeNetworkInterfaces",
@@ -151,7 +151,7 @@ const interfaceMethods = new Set(
     interfaceTexts.flatMap((text) => interfaceMethodNames(text, name)),
   ),
 );
-const commands = commandEntries(join(SRC, "cli", "main.ts"));
+const commands = commandEntries(join(SRC, "cli", "dispatch.ts"));
 
 interface Sends {
   readonly operations: Set<string>;
@@ -292,7 +292,7 @@ describe("the commands", () => {
     expect(sorted(commands.keys()).filter((c) => !(c in COMMAND_MODE))).toEqual([]);
   });
 
-  it("init and sidecar load their modules through src/cli/main.ts", () => {
+  it("init and sidecar load their modules through src/cli/dispatch.ts", () => {
     expect(commands.get("init")).toEqual([join(SRC, "init", "main.ts")]);
     expect(commands.get("sidecar")).toContain(join(SRC, "sidecar", "main.ts"));
   });

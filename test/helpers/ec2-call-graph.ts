@@ -7,7 +7,7 @@
  *    A command constructed with `TagSpecifications` also needs `ec2:CreateTags`: EC2 authorizes tags given
  *    at creation as that action (Service Authorization Reference, "dependent actions").
  * 2. A command's modules: the string-literal `import("...")` calls in its entry of the `commands` table of
- *    src/cli/main.ts, then every module they import (static and dynamic imports, re-exports), transitively.
+ *    src/cli/dispatch.ts, then every module they import (static and dynamic imports, re-exports), transitively.
  * 3. The interface methods a command can reach: any use of a method's name in those modules, outside the
  *    classes that implement the interface (a wrapper forwarding every method reaches nothing by itself).
  *

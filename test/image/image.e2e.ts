@@ -142,6 +142,8 @@ describe.skipIf(unavailable !== undefined)("the image, run as a user would", () 
     expect(seen.uid).toBe(1000);
     expect(seen.gid).toBe(1000);
     expect(seen.files).toContain("dist/multus-ipmgr.mjs");
+    expect(seen.files).toContain("dist/multus-ipmgr.cjs");
+    expect(seen.files).toContain("dist/cli.cjs.cache");
     expect(seen.files).toContain("dist/sim.mjs");
     expect(seen.files).toContain("examples/world-demo.yaml");
     expect(seen.files.filter((f) => f.endsWith(".map"))).toEqual([]);
@@ -159,6 +161,56 @@ describe.skipIf(unavailable !== undefined)("the image, run as a user would", () 
     // kubectl debug ... -- multus-ipmgr ... replaces the entrypoint: the command is on the PATH.
     const onPath = await collect(runImage(["--version"], { extra: ["--entrypoint=multus-ipmgr"] }));
     expect(onPath).toMatchObject({ code: 0, stdout: `multus-ipmgr ${version}\n`, stderr: "" });
+  });
+
+  it("starts from V8's code cache made for its own node, and the normal way without it", async () => {
+    const debug = { IPMGR_LOG_LEVEL: "debug" };
+    const fallback = (stdout: string) =>
+      stdout.split("\n").filter((line) => line.includes('"msg":"starting without the code cache"'));
+    // The cache's stamp names the runtime's own node and architecture.
+    const stamp = await collect(
+      runImage(
+        [
+          "-e",
+          `const fs = require("node:fs");
+           const head = fs.readFileSync("/app/dist/cli.cjs.cache").subarray(0, 200).toString("latin1");
+           const stamp = JSON.parse(head.slice(0, head.indexOf("\\n")));
+           console.log(JSON.stringify({ stamp, node: process.version, arch: process.arch }));`,
+        ],
+        { extra: ["--entrypoint=node"] },
+      ),
+    );
+    expect(stamp.stderr).toBe("");
+    const seen = JSON.parse(stamp.stdout) as {
+      stamp: { node: string; arch: string };
+      node: string;
+      arch: string;
+    };
+    expect(seen.stamp).toMatchObject({ node: seen.node, arch: seen.arch });
+    // The entrypoint and the command on the PATH use it: no fallback line even at debug level.
+    for (const extra of [[], ["--entrypoint=multus-ipmgr"]]) {
+      const cached = await collect(runImage(["init", "--help"], { env: debug, extra }));
+      expect(cached.code).toBe(0);
+      expect(fallback(cached.stdout)).toEqual([]);
+      expect(cached.stdout).toContain("usage: multus-ipmgr init [flags]");
+    }
+    // A cache that does not fit (here: an empty file mounted over it) starts the normal way, with one line.
+    if (tmp === undefined) throw new Error("no temp dir");
+    const empty = join(tmp, "empty-cache");
+    writeFileSync(empty, "");
+    chmodSync(empty, 0o644);
+    const spoilt = await collect(
+      runImage(["--version"], { env: debug, extra: [`--volume=${empty}:/app/dist/cli.cjs.cache:ro`] }),
+    );
+    expect(spoilt.code).toBe(0);
+    expect(fallback(spoilt.stdout)).toHaveLength(1);
+    expect(spoilt.stdout).toContain("/app/dist/cli.cjs.cache is not a code cache of multus-ipmgr");
+    expect(spoilt.stdout).toContain(`multus-ipmgr ${version}\n`);
+    // The ESM entry runs as it always did.
+    const plain = await collect(
+      runImage(["/app/dist/multus-ipmgr.mjs", "--version"], { extra: ["--entrypoint=node"] }),
+    );
+    expect(plain).toMatchObject({ code: 0, stdout: `multus-ipmgr ${version}\n`, stderr: "" });
   });
 
   it("sim starts on the example world shipped in the image and stops on SIGTERM", async () => {
