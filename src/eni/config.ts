@@ -451,7 +451,7 @@ export const IMDS_ENDPOINT_BY_MODE = {
 } as const;
 
 /** The IMDS endpoint to use: the one set explicitly, else the endpoint mode's (as the AWS SDKs decide). */
-export function imdsEndpointOf(config: PodConfig): string {
+export function imdsEndpointOf(config: Pick<PodConfig, "imdsEndpoint" | "imdsEndpointMode">): string {
   return config.imdsEndpoint ?? IMDS_ENDPOINT_BY_MODE[config.imdsEndpointMode];
 }
 

@@ -9,15 +9,29 @@ import { NetworkStatusSource } from "./network-status-source.js";
 import { OsInterfaceSource } from "./os-interface-source.js";
 import type { ReconcileDeps } from "./reconcile.js";
 
+/** The settings IMDS and the EC2 adapter read: every command that calls AWS has them (pod commands, bridge). */
+export type AwsConfig = Pick<
+  PodConfig,
+  | "imdsEndpoint"
+  | "imdsEndpointMode"
+  | "imdsTimeoutMs"
+  | "region"
+  | "ec2Endpoint"
+  | "ec2TimeoutMs"
+  | "ec2MaxAttempts"
+  | "ec2RetryBaseMs"
+  | "ec2RetryMaxMs"
+>;
+
 /**
- * Builds the real adapters for a pod-level command (init, sidecar) from its configuration. The EC2 SDK is
- * loaded only on the first EC2 call, so a pod whose addresses are already in place never loads it.
+ * The IMDS client and the EC2 adapter, from the AWS settings. The EC2 SDK is loaded on the first EC2 call
+ * (or at warmUp()), so a run that needs no EC2 call never loads it. `signal` cuts the calls in flight.
  */
-export function buildPodDeps(
-  config: PodConfig,
+export function buildAwsClients(
+  config: AwsConfig,
   logger: Logger,
   options: { observer?: Ec2CallObserver; signal?: AbortSignal } = {},
-): ReconcileDeps & { readonly ec2: LazyEc2Api; readonly imds: ImdsClient } {
+): { readonly imds: ImdsClient; readonly ec2: LazyEc2Api } {
   const signal = options.signal === undefined ? {} : { signal: options.signal };
   const imds = new ImdsClient({
     endpoint: imdsEndpointOf(config),
@@ -26,11 +40,6 @@ export function buildPodDeps(
     logger,
     ...signal,
   });
-  const selection = interfaceSelection(config);
-  const interfaces =
-    config.addressSource === "network-status"
-      ? new NetworkStatusSource(config.networkStatusFile, selection)
-      : new OsInterfaceSource(selection);
   const ec2 = new LazyEc2Api(async () => {
     const region = config.region ?? (await imds.region());
     const { createEc2Api } = await import("./ec2-client.js");
@@ -48,5 +57,23 @@ export function buildPodDeps(
       ...signal,
     });
   });
+  return { imds, ec2 };
+}
+
+/**
+ * Builds the real adapters for a pod-level command (init, sidecar) from its configuration. The EC2 SDK is
+ * loaded only on the first EC2 call, so a pod whose addresses are already in place never loads it.
+ */
+export function buildPodDeps(
+  config: PodConfig,
+  logger: Logger,
+  options: { observer?: Ec2CallObserver; signal?: AbortSignal } = {},
+): ReconcileDeps & { readonly ec2: LazyEc2Api; readonly imds: ImdsClient } {
+  const { imds, ec2 } = buildAwsClients(config, logger, options);
+  const selection = interfaceSelection(config);
+  const interfaces =
+    config.addressSource === "network-status"
+      ? new NetworkStatusSource(config.networkStatusFile, selection)
+      : new OsInterfaceSource(selection);
   return { imds, ec2, interfaces, clock: systemClock, logger };
 }

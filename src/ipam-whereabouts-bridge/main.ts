@@ -2,11 +2,10 @@ import { hostname } from "node:os";
 import { reportFailure } from "../cli/report-failure.js";
 import { addressesPerEniOf } from "../doctor/instance-limits.js";
 import { systemClock } from "../eni/clock.js";
-import { IMDS_ENDPOINT_BY_MODE } from "../eni/config.js";
 import { ExitCode } from "../eni/exit-codes.js";
-import { ImdsClient } from "../eni/imds-client.js";
-import { LazyEc2Api } from "../eni/lazy-ec2-api.js";
+import type { ImdsClient } from "../eni/imds-client.js";
 import { createLogger, type Logger } from "../eni/logger.js";
+import { buildAwsClients } from "../eni/pod-deps.js";
 import { describeSettings } from "../eni/settings.js";
 import { type RunningHttpServer, startHttpServer } from "../sidecar/http-server.js";
 import { shutdownSignals } from "../sidecar/shutdown.js";
@@ -100,29 +99,9 @@ export async function main(argv: readonly string[]): Promise<number> {
     const metrics = new BridgeMetrics();
     // Aborted when the shutdown grace runs out: cuts the EC2 and IMDS calls in flight, and their retries.
     const inflight = new AbortController();
-    const imds = new ImdsClient({
-      endpoint: config.imdsEndpoint ?? IMDS_ENDPOINT_BY_MODE[config.imdsEndpointMode],
-      requestTimeoutMs: config.imdsTimeoutMs,
-      clock,
-      logger: log,
+    const { imds, ec2 } = buildAwsClients(config, log, {
+      observer: metrics.ec2Observer,
       signal: inflight.signal,
-    });
-    const ec2 = new LazyEc2Api(async () => {
-      const region = config.region ?? (await imds.region());
-      const { createEc2Api } = await import("../eni/ec2-client.js");
-      return createEc2Api({
-        region,
-        ...(config.ec2Endpoint === undefined ? {} : { endpoint: config.ec2Endpoint }),
-        requestTimeoutMs: config.ec2TimeoutMs,
-        retry: {
-          maxAttempts: config.ec2MaxAttempts,
-          baseDelayMs: config.ec2RetryBaseMs,
-          maxDelayMs: config.ec2RetryMaxMs,
-        },
-        logger: log,
-        observer: metrics.ec2Observer,
-        signal: inflight.signal,
-      });
     });
     ec2.warmUp();
     const { createKubeApi } = await import("./kube-client.js");
