@@ -782,6 +782,48 @@ describe("the control API's scripted changes", () => {
     expect(s.state().kubernetes?.pods.map((p) => p.metadata.name)).toEqual(["upf-0"]);
   });
 
+  it("adds an array of pods at once, all or none", async () => {
+    const s = await start();
+    const w = await watch(s, "/api/v1/namespaces/cnf/pods?watch=true");
+    await w.until(1);
+    const batch = [
+      multusPod("upf-1", NODE_B, ["198.51.100.194"], MAC_A),
+      multusPod("upf-2", NODE_B, ["198.51.100.195"], MAC_A),
+    ];
+    const added = await control(s, "POST", "/kubernetes/pods", batch);
+    expect(added).toMatchObject({ status: 201, body: { added: 2, resourceVersion: expect.any(String) } });
+    const events = await w.until(3);
+    expect(events.slice(1).map((e) => `${e.type} ${e.object.metadata.name}`)).toEqual([
+      "ADDED upf-1",
+      "ADDED upf-2",
+    ]);
+    // One that exists, one given twice, one on an unknown node: refused whole, nothing added.
+    const names = () => s.state().kubernetes?.pods.map((p) => p.metadata.name);
+    expect(
+      await control(s, "POST", "/kubernetes/pods", [
+        multusPod("upf-3", NODE_B, ["198.51.100.196"], MAC_A),
+        multusPod("upf-1", NODE_B, ["198.51.100.194"], MAC_A),
+      ]),
+    ).toMatchObject({ status: 409, body: { error: 'pods "upf-1" already exists' } });
+    expect(
+      (
+        await control(s, "POST", "/kubernetes/pods", [
+          multusPod("upf-3", NODE_B, ["198.51.100.196"], MAC_A),
+          multusPod("upf-3", NODE_B, ["198.51.100.196"], MAC_A),
+        ])
+      ).body.error,
+    ).toBe("invalid pods: cnf/upf-3 is given twice");
+    expect(
+      (
+        await control(s, "POST", "/kubernetes/pods", [
+          multusPod("upf-3", NODE_B, ["198.51.100.196"], MAC_A),
+          multusPod("upf-4", "ip-203-0-113-1.ec2.internal", [], MAC_A),
+        ])
+      ).status,
+    ).toBe(400);
+    expect(names()).toEqual(["upf-0", "upf-1", "upf-2"]);
+  });
+
   it("refuses a pod on an unknown node, and answers 404 without a kubernetes section", async () => {
     const s = await start();
     expect(

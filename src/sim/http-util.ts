@@ -1,22 +1,22 @@
 import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 
-/** Request bodies larger than this are refused (EC2 Query requests are small). */
-const maxBodyBytes = 1024 * 1024;
+/** Request bodies larger than this are refused by default (EC2 Query requests are small). */
+const defaultMaxBodyBytes = 1024 * 1024;
 
 export class BodyTooLargeError extends Error {
   override name = "BodyTooLargeError";
-  constructor() {
-    super(`request body exceeds ${maxBodyBytes} bytes`);
+  constructor(readonly maxBytes: number) {
+    super(`request body exceeds ${maxBytes} bytes`);
   }
 }
 
-export async function readBody(req: IncomingMessage): Promise<string> {
+export async function readBody(req: IncomingMessage, maxBytes = defaultMaxBodyBytes): Promise<string> {
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of req) {
     size += (chunk as Buffer).length;
-    if (size > maxBodyBytes) throw new BodyTooLargeError();
+    if (size > maxBytes) throw new BodyTooLargeError(maxBytes);
     chunks.push(chunk as Buffer);
   }
   return Buffer.concat(chunks).toString("utf8");

@@ -3,7 +3,7 @@ import type { CallLog } from "../call-log.js";
 import { KubeApiError } from "../errors/kube-api-error.js";
 import type { FaultState } from "../fault-state.js";
 import { type Faults, partialFaultsSchema } from "../faults.js";
-import { readBody, sendJson } from "../http-util.js";
+import { BodyTooLargeError, readBody, sendJson } from "../http-util.js";
 import type { KubeCluster } from "../kube/kube-cluster.js";
 import type { SimState } from "../sim-state.js";
 
@@ -19,8 +19,11 @@ class BadBody extends Error {
   override name = "BadBody";
 }
 
+/** Control bodies may be large: thousands of pods added at once. */
+const maxControlBodyBytes = 64 * 1024 * 1024;
+
 async function jsonBody(req: IncomingMessage, optional = false): Promise<unknown> {
-  const text = await readBody(req);
+  const text = await readBody(req, maxControlBodyBytes);
   if (optional && text.trim() === "") return undefined;
   try {
     return JSON.parse(text);
@@ -30,7 +33,7 @@ async function jsonBody(req: IncomingMessage, optional = false): Promise<unknown
 }
 
 const kubeRoutes =
-  "POST /kubernetes/pods, PUT|PATCH|DELETE /kubernetes/pods/NAMESPACE/NAME, POST /kubernetes/watches/close, POST /kubernetes/compact";
+  "POST /kubernetes/pods (one pod, or an array of pods), PUT|PATCH|DELETE /kubernetes/pods/NAMESPACE/NAME, POST /kubernetes/watches/close, POST /kubernetes/compact";
 
 /** The /kubernetes routes: scripted changes to the simulated cluster. Returns false for a path it does not know. */
 async function handleKube(
@@ -51,7 +54,12 @@ async function handleKube(
   const route = `${method} /${parts.slice(0, 2).join("/")}`;
   try {
     if (route === "POST /kubernetes/pods" && parts.length === 2) {
-      sendJson(res, 201, kube.addPod(await jsonBody(req)));
+      const body = await jsonBody(req);
+      // An array adds them all at once (all or none): `{ added, resourceVersion }`, not the objects.
+      if (Array.isArray(body)) {
+        const added = kube.addPods(body);
+        sendJson(res, 201, { added: added.length, resourceVersion: added.at(-1)?.metadata.resourceVersion });
+      } else sendJson(res, 201, kube.addPod(body));
     } else if (parts[1] === "pods" && parts.length === 4) {
       const namespace = parts[2] as string;
       const name = parts[3] as string;
@@ -118,7 +126,7 @@ async function handle(deps: ControlServerDeps, req: IncomingMessage, res: Server
     case "PUT /faults": {
       let input: unknown;
       try {
-        input = JSON.parse(await readBody(req));
+        input = JSON.parse(await readBody(req, maxControlBodyBytes));
       } catch (error) {
         sendJson(res, 400, { error: `body is not JSON: ${(error as Error).message}` });
         return;
@@ -144,7 +152,8 @@ async function handle(deps: ControlServerDeps, req: IncomingMessage, res: Server
 export function createControlServer(deps: ControlServerDeps): Server {
   return createServer((req, res) => {
     handle(deps, req, res).catch((error: unknown) => {
-      sendJson(res, 500, { error: String(error) });
+      if (error instanceof BodyTooLargeError) sendJson(res, 413, { error: error.message });
+      else sendJson(res, 500, { error: String(error) });
     });
   });
 }

@@ -133,6 +133,34 @@ export class KubeCluster {
   }
 
   /**
+   * Adds several pods at once (one ADDED each, in order), as a Deployment scaled up makes them: all are
+   * checked first (form, node, a name given twice, a pod that exists: 409), so either all are added or none.
+   */
+  addPods(inputs: readonly unknown[]): KubeObject[] {
+    const pods = inputs.map((input) => this.#podFromInput(input));
+    const seen = new Set<string>();
+    for (const pod of pods) {
+      const namespace = pod.metadata.namespace ?? "default";
+      const key = `${namespace}/${pod.metadata.name}`;
+      if (seen.has(key)) throw badInput(`invalid pods: ${key} is given twice`);
+      seen.add(key);
+      if (this.store.get("pods", namespace, pod.metadata.name ?? "") !== undefined) {
+        throw new KubeApiError(409, "AlreadyExists", `pods "${pod.metadata.name}" already exists`, {
+          name: pod.metadata.name ?? "",
+          kind: "pods",
+        });
+      }
+    }
+    return pods.map((pod) => {
+      this.#ensureNamespace(pod.metadata.namespace ?? "default");
+      return this.api.create(primaryResource("pods"), pod.metadata.namespace ?? "default", pod, {
+        dryRun: false,
+        keepUid: true,
+      });
+    });
+  }
+
+  /**
    * Replaces a pod with one in world-file form (MODIFIED). A different uid is a new pod of the same name,
    * as a StatefulSet makes: the old one is deleted (DELETED) and the new one added (ADDED).
    */
