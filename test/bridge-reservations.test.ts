@@ -10,9 +10,9 @@ import { BridgeMetrics } from "../src/ipam-whereabouts-bridge/metrics.js";
 import { reservationGap, wantedReservations } from "../src/ipam-whereabouts-bridge/reservation-cover.js";
 import { RESERVATION_TAG, ReservationKeeper } from "../src/ipam-whereabouts-bridge/reservation-keeper.js";
 import { rangesOfNad, type WhereaboutsRange } from "../src/ipam-whereabouts-bridge/whereabouts-ranges.js";
-import type { SimulatorHandle } from "../src/sim/index.js";
+import { parseWorld, type SimulatorHandle, startSimulator } from "../src/sim/index.js";
 import { tempKubeconfig } from "./helpers/kube-proxy.js";
-import { kubeEndpointOf, kubeWorld, NODE_A, startKubeSim } from "./helpers/kube-worlds.js";
+import { kubeEndpointOf, kubeWorld, MAC_A, NODE_A, startKubeSim } from "./helpers/kube-worlds.js";
 import { captureLogger } from "./helpers/loggers.js";
 import { ec2ApiFor } from "./helpers/sim-fixtures.js";
 
@@ -108,7 +108,7 @@ async function keeper(
   s: SimulatorHandle,
   identity: string,
   mode: "report" | "create",
-  with_: { ec2?: Ec2Api; clock?: Clock; leaseDurationMs?: number; logger?: Logger } = {},
+  with_: { ec2?: Ec2Api; clock?: Clock; leaseDurationMs?: number; logger?: Logger; vpcId?: string } = {},
 ): Promise<ReservationKeeper> {
   const kubeconfig = await tempKubeconfig(kubeEndpointOf(s));
   cleanups.push(kubeconfig.remove);
@@ -139,6 +139,7 @@ async function keeper(
       leaseName: "multus-ipmgr-reservations",
       leaseDurationMs: with_.leaseDurationMs ?? 60_000,
       identity,
+      vpcId: with_.vpcId,
     },
   );
 }
@@ -274,5 +275,90 @@ describe("reservation keeper against the simulator", () => {
     expect((await a.pass(v4, [SUBNET])).leader).toBe(false);
     expect(sim.calls()).toEqual([]);
     expect(sim.state().kubernetes?.leases).toHaveLength(1);
+  });
+});
+
+/**
+ * Two zones: the Lease holder's node (zone a) has its Multus ENI in subnet-0multusa; a NAD's range lies in
+ * subnet-0multusb of zone b, where the holder has no ENI.
+ */
+function twoZoneWorld() {
+  return parseWorld({
+    region: "us-east-1",
+    vpc: { id: "vpc-0zones", cidr: "198.51.100.0/24" },
+    subnets: [
+      { id: "subnet-0nodes", cidr: "198.51.100.0/26", availabilityZone: "us-east-1a" },
+      { id: "subnet-0multusa", cidr: "198.51.100.128/26", availabilityZone: "us-east-1a" },
+      { id: "subnet-0multusb", cidr: "198.51.100.192/26", availabilityZone: "us-east-1b" },
+    ],
+    instances: [
+      {
+        id: "i-0a",
+        enis: [
+          {
+            id: "eni-0a0",
+            mac: "02:00:00:00:01:00",
+            deviceIndex: 0,
+            subnet: "subnet-0nodes",
+            primaryIpv4: "198.51.100.10",
+          },
+          {
+            id: "eni-0a1",
+            mac: MAC_A,
+            deviceIndex: 1,
+            subnet: "subnet-0multusa",
+            primaryIpv4: "198.51.100.140",
+          },
+        ],
+      },
+    ],
+    kubernetes: { namespaces: ["cnf"], nodes: [{ instance: "i-0a" }] },
+  });
+}
+
+describe("reservations in several Availability Zones", () => {
+  const own = [{ subnetId: "subnet-0multusa", cidrs: ["198.51.100.128/26"] }];
+  const zoneA = ranges({ range: "198.51.100.160/28" });
+  const zoneB = ranges({ range: "198.51.100.224/28" });
+
+  it("covers a range in a subnet of another zone, where the Lease holder has no ENI, and prunes it once no range wants it", async () => {
+    sim = await startSimulator(twoZoneWorld());
+    const k = await keeper(sim, "bridge-a", "create", { vpcId: "vpc-0zones" });
+    const status = await k.pass([...zoneA, ...zoneB], own);
+    expect(status.problems).toEqual([]);
+    expect(
+      sim
+        .state()
+        .reservations.map((r) => `${r.subnetId} ${r.cidr}`)
+        .sort(),
+    ).toEqual(["subnet-0multusa 198.51.100.160/28", "subnet-0multusb 198.51.100.224/28"]);
+    const describe = sim.calls().filter((c) => c.action === "DescribeSubnets");
+    expect(describe.map((c) => c.params["Filter.1.Name"])).toEqual(["vpc-id"]);
+    // The zone-b NAD is removed: the next pass and prune delete our reservation there, and only it.
+    await k.pass(zoneA, own);
+    expect(await k.prune(zoneA, own)).toHaveLength(1);
+    expect(sim.state().reservations.map((r) => `${r.subnetId} ${r.cidr}`)).toEqual([
+      "subnet-0multusa 198.51.100.160/28",
+    ]);
+  });
+
+  it("keeps to its own subnets and says why in /readyz when ec2:DescribeSubnets is denied", async () => {
+    sim = await startSimulator(twoZoneWorld());
+    sim.setFaults({ deny: ["DescribeSubnets"] });
+    const { logger, lines } = captureLogger();
+    const k = await keeper(sim, "bridge-a", "create", { vpcId: "vpc-0zones", logger });
+    const status = await k.pass([...zoneA, ...zoneB], own);
+    expect(sim.state().reservations.map((r) => `${r.subnetId} ${r.cidr}`)).toEqual([
+      "subnet-0multusa 198.51.100.160/28",
+    ]);
+    expect(status.problems).toEqual([
+      expect.stringMatching(
+        /^ec2:DescribeSubnets is denied \(UnauthorizedOperation\), so only the subnets of this node's Multus ENIs \(subnet-0multusa\) are compared, not those of other zones of vpc-0zones: add ec2:DescribeSubnets to the bridge's role/,
+      ),
+    ]);
+    expect(k.lines()).toEqual(status.problems);
+    // Logged once, not at every pass.
+    await k.pass([...zoneA, ...zoneB], own);
+    expect(lines.filter((l) => String(l.msg).startsWith("ec2:DescribeSubnets is denied"))).toHaveLength(1);
   });
 });

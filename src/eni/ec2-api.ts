@@ -58,6 +58,8 @@ export interface Ec2Api {
   describeNetworkInterfaces(filter: NetworkInterfaceFilter): Promise<Ec2NetworkInterface[]>;
   /** IAM: ec2:DescribeSubnets. */
   describeSubnets(subnetIds: readonly string[]): Promise<Ec2Subnet[]>;
+  /** IAM: ec2:DescribeSubnets. Every subnet of the VPC (filter `vpc-id`), following NextToken to the end. */
+  describeVpcSubnets(vpcId: string): Promise<Ec2Subnet[]>;
   /** IAM: ec2:GetSubnetCidrReservations. Both families. */
   getSubnetCidrReservations(subnetId: string): Promise<SubnetCidrReservation[]>;
   /** IAM: ec2:CreateSubnetCidrReservation. */

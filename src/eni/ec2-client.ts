@@ -306,6 +306,27 @@ class Ec2ApiClient implements Ec2Api {
     return out;
   }
 
+  async describeVpcSubnets(vpcId: string): Promise<Ec2Subnet[]> {
+    const out: Ec2Subnet[] = [];
+    let nextToken: string | undefined;
+    do {
+      const token = nextToken;
+      const page = await this.instrument("DescribeSubnets", { target: vpcId }, (sendOptions) =>
+        this.client.send(
+          new DescribeSubnetsCommand({
+            Filters: [{ Name: "vpc-id", Values: [vpcId] }],
+            MaxResults: this.pageSize,
+            ...(token === undefined ? {} : { NextToken: token }),
+          }),
+          sendOptions,
+        ),
+      );
+      out.push(...(page.Subnets ?? []).map(toSubnet));
+      nextToken = page.NextToken === "" ? undefined : page.NextToken;
+    } while (nextToken !== undefined);
+    return out;
+  }
+
   async getSubnetCidrReservations(subnetId: string): Promise<SubnetCidrReservation[]> {
     const out: SubnetCidrReservation[] = [];
     let nextToken: string | undefined;

@@ -152,6 +152,10 @@ export class ImdsClient implements Imds {
     return Number(text);
   }
 
+  vpcId(mac: string): Promise<string> {
+    return this.required(macPath(mac, "vpc-id"));
+  }
+
   subnetId(mac: string): Promise<string> {
     return this.required(macPath(mac, "subnet-id"));
   }

@@ -14,6 +14,8 @@ export interface Imds {
   interfaceId(mac: string): Promise<string>;
   /** `network/interfaces/macs/MAC/device-number` */
   deviceNumber(mac: string): Promise<number>;
+  /** `network/interfaces/macs/MAC/vpc-id` */
+  vpcId(mac: string): Promise<string>;
   /** `network/interfaces/macs/MAC/subnet-id` */
   subnetId(mac: string): Promise<string>;
   /** `network/interfaces/macs/MAC/subnet-ipv4-cidr-block`; empty when IMDS says 404. */

@@ -68,6 +68,10 @@ export class LazyEc2Api implements Ec2Api {
     return (await this.api()).describeSubnets(subnetIds);
   }
 
+  async describeVpcSubnets(vpcId: string): Promise<Ec2Subnet[]> {
+    return (await this.api()).describeVpcSubnets(vpcId);
+  }
+
   async getSubnetCidrReservations(subnetId: string): Promise<SubnetCidrReservation[]> {
     return (await this.api()).getSubnetCidrReservations(subnetId);
   }

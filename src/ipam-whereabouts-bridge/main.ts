@@ -42,6 +42,20 @@ async function addressesPerEni(imds: ImdsClient, logger: Logger): Promise<number
   return limit;
 }
 
+/** The node's VPC (IMDS `vpc-id` of one of its ENIs: all are in one VPC), whose subnets the reservations cover. */
+async function vpcIdOf(imds: ImdsClient, logger: Logger): Promise<string | undefined> {
+  try {
+    const [mac] = await imds.macs();
+    return mac === undefined ? undefined : await imds.vpcId(mac);
+  } catch (error) {
+    logger.warn(
+      { err: error },
+      "could not read the VPC from IMDS: reservations are kept only for the subnets of this node's Multus ENIs",
+    );
+    return undefined;
+  }
+}
+
 /**
  * Every interval, once the watches have listed and a wave has run: the Lease, then the reservations.
  * A failure is logged and the next pass tries again; it never stops the waves.
@@ -148,6 +162,7 @@ export async function main(argv: readonly string[]): Promise<number> {
               leaseName: config.leaseName,
               leaseDurationMs: config.leaseDurationMs,
               identity: `${hostname()}_${config.nodeName}`,
+              vpcId: await vpcIdOf(imds, log),
             },
           );
     http = await startHttpServer({

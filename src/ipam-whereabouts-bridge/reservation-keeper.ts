@@ -1,7 +1,10 @@
 /**
  * Subnet CIDR reservations over the whereabouts ranges, kept by one bridge at a time: the holder of a
- * coordination.k8s.io Lease compares the reservations of its Multus ENIs' subnets with the ranges, and in
- * `create` mode creates what is missing, tagged as ours. It never deletes a reservation it did not create.
+ * coordination.k8s.io Lease compares the reservations of every subnet of its VPC that a range overlaps
+ * (whatever the Availability Zone: nodes of other zones have no Lease holder of their own) with the
+ * ranges, and in `create` mode creates what is missing, tagged as ours. Without ec2:DescribeSubnets it
+ * keeps to its own Multus ENIs' subnets and says so in /readyz. It never deletes a reservation it did not
+ * create.
  * EC2 takes no client token for CreateSubnetCidrReservation: a create retried after a lost answer may be
  * refused as an overlap with the one that was made, so a refused create is followed by a re-read, and a
  * block now covered counts as created.
@@ -34,6 +37,8 @@ export interface ReservationKeeperOptions {
   readonly leaseDurationMs: number;
   /** This replica, as the Lease's holderIdentity. */
   readonly identity: string;
+  /** The node's VPC (from IMDS): whose subnets are compared. Undefined: only the node's own subnets. */
+  readonly vpcId: string | undefined;
 }
 
 export interface ReservationStatus {
@@ -130,7 +135,8 @@ export class ReservationKeeper {
 
   /**
    * One pass: renew or take the Lease; if held, compare and (in `create` mode) create. `ranges` and
-   * `subnets` come from the last wave (whereabouts ranges of every NAD, the node's Multus ENIs' subnets).
+   * `subnets` come from the last wave (whereabouts ranges of every NAD, the node's Multus ENIs' subnets);
+   * the VPC's other subnets are listed here.
    */
   async pass(
     ranges: readonly WhereaboutsRange[],
@@ -142,10 +148,12 @@ export class ReservationKeeper {
       this.deps.metrics.reservationDrift(0);
       return this.#status;
     }
-    const wanted = wantedReservations(ranges, subnets);
+    const scope = await this.#scope(subnets);
+    const wanted = wantedReservations(ranges, scope.subnets);
     const subnetIds = [...new Set(wanted.map((w) => w.subnetId))].sort();
     const existing = await this.#read(subnetIds);
     const gap = reservationGap(wanted, existing);
+    const problems = [...scope.problems, ...gap.problems];
     const created: WantedBlock[] = [];
     let missing = gap.missing;
     if (this.options.mode === "create") {
@@ -163,8 +171,40 @@ export class ReservationKeeper {
     for (const problem of gap.problems)
       this.deps.logger.warn({ problem }, "a subnet CIDR reservation is in the way");
     this.deps.metrics.reservationDrift(missing.length);
-    this.#status = { leader: true, missing, created, problems: gap.problems };
+    this.#status = { leader: true, missing, created, problems };
+    this.#scopeSubnets = scope.subnets;
     return this.#status;
+  }
+
+  /** The subnets of the last pass: the VPC's, or the node's own when the VPC's could not be listed. */
+  #scopeSubnets: readonly SubnetView[] = [];
+  #deniedLogged = false;
+
+  /**
+   * Every subnet of the VPC (other zones' included), with the node's own; the node's own alone when
+   * ec2:DescribeSubnets is denied (a role from before this read was needed), reported, not fatal.
+   */
+  async #scope(own: readonly SubnetView[]): Promise<{ subnets: SubnetView[]; problems: string[] }> {
+    const { vpcId } = this.options;
+    if (vpcId === undefined) return { subnets: [...own], problems: [] };
+    try {
+      const vpc = (await this.deps.ec2.describeVpcSubnets(vpcId)).map((s) => ({
+        subnetId: s.subnetId,
+        cidrs: [s.ipv4Cidr, ...s.ipv6Cidrs].filter((c) => c !== ""),
+      }));
+      const seen = new Set(vpc.map((s) => s.subnetId));
+      this.#deniedLogged = false;
+      return { subnets: [...vpc, ...own.filter((s) => !seen.has(s.subnetId))], problems: [] };
+    } catch (error) {
+      if (!(error instanceof Ec2Error) || error.kind !== "permission") throw error;
+      const problem =
+        `ec2:DescribeSubnets is denied (${error.code}), so only the subnets of this node's Multus ENIs ` +
+        `(${own.map((s) => s.subnetId).join(", ") || "none"}) are compared, not those of other zones of ${vpcId}: ` +
+        "add ec2:DescribeSubnets to the bridge's role (examples/iam-policy-bridge.json)";
+      if (!this.#deniedLogged) this.deps.logger.warn({ err: error }, problem);
+      this.#deniedLogged = true;
+      return { subnets: [...own], problems: [problem] };
+    }
   }
 
   async #read(subnetIds: readonly string[]): Promise<SubnetCidrReservation[]> {
@@ -216,8 +256,10 @@ export class ReservationKeeper {
    */
   async prune(ranges: readonly WhereaboutsRange[], subnets: readonly SubnetView[]): Promise<string[]> {
     if (this.options.mode !== "create" || !this.#status.leader) return [];
-    const wanted = wantedReservations(ranges, subnets);
-    const subnetIds = subnets.map((s) => s.subnetId);
+    // The last pass's scope (the VPC's subnets), so that a reservation of another zone is pruned too.
+    const scope = this.#scopeSubnets.length > 0 ? this.#scopeSubnets : subnets;
+    const wanted = wantedReservations(ranges, scope);
+    const subnetIds = scope.map((s) => s.subnetId);
     const deleted: string[] = [];
     for (const r of await this.#read(subnetIds)) {
       if (r.tags[RESERVATION_TAG] !== RESERVATION_TAG_VALUE) continue;
