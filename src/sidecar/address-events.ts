@@ -1,9 +1,9 @@
 import { type ChildProcess, spawn } from "node:child_process";
+import { type BackoffPolicy, backoffDelay } from "../eni/backoff.js";
 import type { Clock } from "../eni/clock.js";
+import { linkedAbort } from "../eni/linked-abort.js";
 import type { Logger } from "../eni/logger.js";
-import { type BackoffPolicy, backoffDelay } from "./backoff.js";
 import { AddressEventsUnavailableError } from "./errors/address-events-unavailable-error.js";
-import { linkedAbort } from "./linked-abort.js";
 
 /**
  * Something that says "the addresses may have changed, read them again". It carries no addresses on
