@@ -1,10 +1,10 @@
 import { pino } from "pino";
-import { reportFailure } from "../cli/report-failure.js";
 import { systemClock } from "../eni/clock.js";
 import { imdsEndpointOf, interfaceSelection } from "../eni/config.js";
 import { ExitCode } from "../eni/exit-codes.js";
 import type { Logger } from "../eni/logger.js";
 import { buildPodDeps } from "../eni/pod-deps.js";
+import { reportFailure } from "../eni/process/report-failure.js";
 import { describeSettings } from "../eni/settings.js";
 import { HttpImdsProbe } from "./imds-probe.js";
 import { IpMonitorProbe } from "./ip-command-probe.js";

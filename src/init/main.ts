@@ -1,9 +1,9 @@
-import { reportFailure } from "../cli/report-failure.js";
 import { initSettings, loadInitConfig } from "../eni/config.js";
 import { TimeoutError } from "../eni/errors/timeout-error.js";
 import { ExitCode } from "../eni/exit-codes.js";
 import { createLogger, type Logger } from "../eni/logger.js";
 import { buildPodDeps } from "../eni/pod-deps.js";
+import { reportFailure } from "../eni/process/report-failure.js";
 import { describeSettings } from "../eni/settings.js";
 import { runInit } from "./run-init.js";
 

@@ -1,11 +1,11 @@
 import { hostname } from "node:os";
-import { reportFailure } from "../cli/report-failure.js";
 import { systemClock } from "../eni/clock.js";
 import { ExitCode } from "../eni/exit-codes.js";
 import type { ImdsClient } from "../eni/imds-client.js";
 import { addressesPerEniOf } from "../eni/instance-limits.js";
 import { createLogger, type Logger } from "../eni/logger.js";
 import { buildAwsClients } from "../eni/pod-deps.js";
+import { reportFailure } from "../eni/process/report-failure.js";
 import { describeSettings } from "../eni/settings.js";
 import { type RunningHttpServer, startHttpServer } from "../sidecar/http-server.js";
 import { shutdownSignals } from "../sidecar/shutdown.js";

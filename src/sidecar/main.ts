@@ -1,10 +1,10 @@
-import { reportFailure } from "../cli/report-failure.js";
-import { fullCollector } from "../cli/v8-footprint.js";
 import type { AddressEvents } from "../eni/address-events.js";
 import { loadSidecarConfig, type SidecarConfig, sidecarSettings } from "../eni/config.js";
 import { ExitCode } from "../eni/exit-codes.js";
 import { createLogger, type Logger } from "../eni/logger.js";
 import { buildPodDeps } from "../eni/pod-deps.js";
+import { reportFailure } from "../eni/process/report-failure.js";
+import { fullCollector } from "../eni/process/v8-footprint.js";
 import { describeSettings } from "../eni/settings.js";
 import { startAddressEvents } from "./address-events-mode.js";
 import { SidecarMetrics } from "./metrics.js";
