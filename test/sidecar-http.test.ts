@@ -4,9 +4,9 @@ import { pino } from "pino";
 import { afterEach, describe, expect, it } from "vitest";
 import { ConfigError } from "../src/eni/errors/config-error.js";
 import { ExitCode } from "../src/eni/exit-codes.js";
+import { type SignalSource, shutdownSignals } from "../src/eni/process/shutdown-signals.js";
 import { type ProbeResult, type RunningHttpServer, startHttpServer } from "../src/sidecar/http-server.js";
 import { SidecarMetrics } from "../src/sidecar/metrics.js";
-import { type SignalSource, shutdownSignals } from "../src/sidecar/shutdown.js";
 
 const silent = pino({ level: "silent" });
 

@@ -4,12 +4,12 @@ import { ExitCode } from "../eni/exit-codes.js";
 import { createLogger, type Logger } from "../eni/logger.js";
 import { buildPodDeps } from "../eni/pod-deps.js";
 import { reportFailure } from "../eni/process/report-failure.js";
+import { shutdownSignals } from "../eni/process/shutdown-signals.js";
 import { fullCollector } from "../eni/process/v8-footprint.js";
 import { describeSettings } from "../eni/settings.js";
 import { startAddressEvents } from "./address-events-mode.js";
 import { SidecarMetrics } from "./metrics.js";
 import { osInterfacesFingerprint } from "./os-fingerprint.js";
-import { shutdownSignals } from "./shutdown.js";
 import { Sidecar } from "./sidecar.js";
 
 const settings = sidecarSettings;
