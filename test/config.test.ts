@@ -306,37 +306,25 @@ describe("configuration from environment and flags", () => {
     expect(exported.filter((name) => !section.includes(`\`${name}\``))).toEqual([]);
   });
 
-  it("README's bridge table lists each of the bridge's own settings as the code has it (flag, default, unit, meaning)", () => {
+  // The table's cells are the generated block's (test/readme-config.test.ts keeps it in step with the code);
+  // this checks where it stands, and that no second copy of it comes back elsewhere in README.md.
+  it("README lists each of the bridge's own settings in one table row, in the bridge section's Configuration", () => {
     const readme = readFileSync("README.md", "utf8");
     const start = readme.indexOf("## multus-ipmgr bridge");
     const section = readme.slice(start, readme.indexOf("\n## ", start + 1));
     const config = section.slice(section.indexOf("### Configuration"));
-    const rows = config
-      .slice(0, config.indexOf("\n### ", 1))
-      .split("\n")
-      .filter((line) => /^\| `[A-Z_]+` \|/.test(line))
-      .map((line) =>
-        line
-          .slice(1, -1)
-          .split(" | ")
-          .map((cell) => cell.trim()),
-      );
-    const shared = new Set(Object.values(podSettings).map((s) => s.env));
-    const expected = Object.values(bridgeSettings)
-      .filter((s) => !shared.has(s.env))
-      .map((s) => [
-        `\`${s.env}\``,
-        `\`${s.flag}\``,
-        s.default === undefined
-          ? s.optional
-            ? "unset"
-            : "required"
-          : s.default === ""
-            ? "empty"
-            : `\`${s.default}\``,
-        s.unit ?? "",
-        s.doc,
-      ]);
-    expect(rows).toEqual(expected);
+    const configuration = config.slice(0, config.indexOf("\n### ", 1));
+    const elsewhere = new Set(
+      [...Object.values(podSettings), ...Object.values(sidecarSettings)].map((s) => s.env),
+    );
+    const own = Object.values(bridgeSettings)
+      .map((s) => s.env)
+      .filter((env) => !elsewhere.has(env));
+    expect(own.length).toBeGreaterThan(10);
+    const rows = (text: string, env: string): number =>
+      text.split("\n").filter((line) => line.startsWith(`| \`${env}\` |`)).length;
+    expect(own.map((env) => [env, rows(readme, env), rows(configuration, env)])).toEqual(
+      own.map((env) => [env, 1, 1]),
+    );
   });
 });

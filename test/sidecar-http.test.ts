@@ -1,12 +1,10 @@
-/** The sidecar's metrics registry, HTTP endpoints and signal handling, without EC2. */
-import { EventEmitter } from "node:events";
+/** The sidecar's metrics registry and HTTP endpoints, without EC2 (its signal handling: command-run.test.ts). */
 import { pino } from "pino";
 import { afterEach, describe, expect, it } from "vitest";
 import { ConfigError } from "../src/eni/errors/config-error.js";
 import { ExitCode } from "../src/eni/exit-codes.js";
 import { type ProbeResult, type RunningHttpServer, startHttpServer } from "../src/sidecar/http-server.js";
 import { SidecarMetrics } from "../src/sidecar/metrics.js";
-import { type SignalSource, shutdownSignals } from "../src/sidecar/shutdown.js";
 
 const silent = pino({ level: "silent" });
 
@@ -226,26 +224,5 @@ describe("the HTTP server", () => {
     expect(error.message).toBe(
       `IPMGR_HTTP_HOST="192.0.2.99": no interface of this pod has this address (EADDRNOTAVAIL); use 0.0.0.0 (every IPv4 address), :: (every address) or one of the pod's addresses`,
     );
-  });
-});
-
-describe("shutdownSignals", () => {
-  it("resolves on the first signal and asks for an immediate exit (143 or 130) on the second", async () => {
-    const emitter = new EventEmitter();
-    const seconds: [string, number][] = [];
-    const signals = shutdownSignals(
-      (signal, code) => seconds.push([signal, code]),
-      emitter as unknown as SignalSource,
-    );
-    emitter.emit("SIGTERM", "SIGTERM");
-    expect(await signals.first).toBe("SIGTERM");
-    emitter.emit("SIGINT", "SIGINT");
-    emitter.emit("SIGTERM", "SIGTERM");
-    expect(seconds).toEqual([
-      ["SIGINT", 130],
-      ["SIGTERM", 143],
-    ]);
-    signals.dispose();
-    expect(emitter.listenerCount("SIGTERM")).toBe(0);
   });
 });

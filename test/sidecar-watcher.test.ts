@@ -4,12 +4,12 @@
  */
 import { pino } from "pino";
 import { describe, expect, it } from "vitest";
+import type { AddressEvents } from "../src/eni/address-events.js";
+import { backoffDelay } from "../src/eni/backoff.js";
 import type { InterfaceSource } from "../src/eni/interface-source.js";
 import type { PodInterface } from "../src/eni/types.js";
 import { diffSnapshots, nextReleased, snapshotKey } from "../src/sidecar/address-diff.js";
-import type { AddressEvents } from "../src/sidecar/address-events.js";
 import { type AddressChange, AddressWatcher } from "../src/sidecar/address-watcher.js";
-import { backoffDelay } from "../src/sidecar/backoff.js";
 import { FakeClock } from "./helpers/fake-clock.js";
 import { flush, ManualClock } from "./helpers/manual-clock.js";
 

@@ -13,7 +13,7 @@ const run = promisify(execFile);
 /** Runs `body` in a fresh node, after useSmallFootprint() if `small`; returns what it writes to stdout. */
 async function runInNode(body: string, small: boolean, nodeFlags: readonly string[] = []): Promise<string> {
   const script = `
-    import { fullCollector, useSmallFootprint } from "./src/cli/v8-footprint.ts";
+    import { fullCollector, useSmallFootprint } from "./src/eni/process/v8-footprint.ts";
     import { getHeapSpaceStatistics } from "node:v8";
     if (${small}) useSmallFootprint();
     ${body}

@@ -32,13 +32,13 @@ const commands: Record<string, (simBundle: string) => Promise<CommandMain>> = {
   init: async () => (await import("../init/main.js")).main,
   sidecar: async () => {
     // Before the sidecar's modules load; node:v8 itself is loaded here only, not on init's path.
-    (await import("./v8-footprint.js")).useSmallFootprint();
+    (await import("../eni/process/v8-footprint.js")).useSmallFootprint();
     return (await import("../sidecar/main.js")).main;
   },
   doctor: async () => (await import("../doctor/main.js")).main,
   bridge: async () => {
     // The bridge is long-running too, and as idle between waves: the same trade as the sidecar's.
-    (await import("./v8-footprint.js")).useSmallFootprint();
+    (await import("../eni/process/v8-footprint.js")).useSmallFootprint();
     return (await import("../ipam-whereabouts-bridge/main.js")).main;
   },
   sim: async (simBundle) => ((await import(simBundle)) as { main: CommandMain }).main,

@@ -1,11 +1,12 @@
 /**
  * Whether the sidecar's address events work here: starts `ip -o monitor address` exactly as the sidecar
- * does (through its IpMonitor), waits until it has stayed up for a moment, and stops it.
+ * does (through the same IpMonitor), waits until it has stayed up for a moment, and stops it.
  */
+
+import { IpMonitor } from "../eni/address-events.js";
 import type { Clock } from "../eni/clock.js";
+import { AddressEventsUnavailableError } from "../eni/errors/address-events-unavailable-error.js";
 import type { Logger } from "../eni/logger.js";
-import { IpMonitor } from "../sidecar/address-events.js";
-import { AddressEventsUnavailableError } from "../sidecar/errors/address-events-unavailable-error.js";
 
 export type IpCommandResult =
   | { readonly ok: true; readonly command: string }

@@ -1,10 +1,11 @@
 import { pino } from "pino";
-import { reportFailure } from "../cli/report-failure.js";
 import { systemClock } from "../eni/clock.js";
 import { imdsEndpointOf, interfaceSelection } from "../eni/config.js";
 import { ExitCode } from "../eni/exit-codes.js";
 import type { Logger } from "../eni/logger.js";
 import { buildPodDeps } from "../eni/pod-deps.js";
+import { printHelpIfAsked } from "../eni/process/command-run.js";
+import { reportFailure } from "../eni/process/report-failure.js";
 import { describeSettings } from "../eni/settings.js";
 import { HttpImdsProbe } from "./imds-probe.js";
 import { IpMonitorProbe } from "./ip-command-probe.js";
@@ -49,10 +50,7 @@ function buildDoctorDeps(config: DoctorConfig, logger: Logger): DoctorDeps {
 
 /** Entrypoint of `multus-ipmgr doctor`: config, adapters, the checks, the report. */
 export async function main(argv: readonly string[]): Promise<number> {
-  if (argv.includes("--help") || argv.includes("-h")) {
-    process.stdout.write(help());
-    return ExitCode.ok;
-  }
+  if (printHelpIfAsked(argv, help)) return ExitCode.ok;
   let logger: Logger | undefined;
   try {
     const config = loadDoctorConfig(argv, process.env);

@@ -1,9 +1,9 @@
-import { reportFailure } from "../cli/report-failure.js";
 import { initSettings, loadInitConfig } from "../eni/config.js";
 import { TimeoutError } from "../eni/errors/timeout-error.js";
 import { ExitCode } from "../eni/exit-codes.js";
-import { createLogger, type Logger } from "../eni/logger.js";
+import { createLogger } from "../eni/logger.js";
 import { buildPodDeps } from "../eni/pod-deps.js";
+import { CommandRun, printHelpIfAsked } from "../eni/process/command-run.js";
 import { describeSettings } from "../eni/settings.js";
 import { runInit } from "./run-init.js";
 
@@ -20,12 +20,8 @@ ${describeSettings(initSettings)}
 
 /** Entrypoint of `multus-ipmgr init`: config, adapters, signals, then runInit. */
 export async function main(argv: readonly string[]): Promise<number> {
-  if (argv.includes("--help") || argv.includes("-h")) {
-    process.stdout.write(help());
-    return ExitCode.ok;
-  }
-  let logger: Logger | undefined;
-  let terminationLog: string | undefined = process.env.IPMGR_TERMINATION_LOG ?? "/dev/termination-log";
+  if (printHelpIfAsked(argv, help)) return ExitCode.ok;
+  const run = new CommandRun("init");
   const controller = new AbortController();
   let stoppedBy: NodeJS.Signals | undefined;
   const onSignal = (signal: NodeJS.Signals): void => {
@@ -36,8 +32,9 @@ export async function main(argv: readonly string[]): Promise<number> {
   process.once("SIGINT", onSignal);
   try {
     const config = loadInitConfig(argv, process.env);
-    terminationLog = config.terminationLog;
-    logger = createLogger(config.logLevel, { command: "init" });
+    run.terminationLog = config.terminationLog;
+    const logger = createLogger(config.logLevel, { command: "init" });
+    run.logger = logger;
     const deadline = AbortSignal.timeout(config.timeoutMs);
     const signal = AbortSignal.any([controller.signal, deadline]);
     const deps = buildPodDeps(config, logger, { signal });
@@ -68,11 +65,11 @@ export async function main(argv: readonly string[]): Promise<number> {
     return ExitCode.ok;
   } catch (error) {
     if (controller.signal.aborted) {
-      logger?.warn({ signal: stoppedBy }, "init interrupted; addresses assigned so far stay assigned");
+      run.logger?.warn({ signal: stoppedBy }, "init interrupted; addresses assigned so far stay assigned");
       // The shell convention: 128 + signal number.
       return stoppedBy === "SIGINT" ? 130 : 143;
     }
-    return reportFailure("init", error, logger, terminationLog);
+    return run.fail(error);
   } finally {
     process.off("SIGTERM", onSignal);
     process.off("SIGINT", onSignal);

@@ -5,18 +5,18 @@
  * Every wave starts from the full state, so nothing is lost between waves: a wave that fails (EC2 throttled
  * or unavailable after its retries, IMDS failing) is run again whole after a capped exponential backoff.
  */
+import { type BackoffPolicy, backoffDelay } from "../eni/backoff.js";
 import type { Clock } from "../eni/clock.js";
 import type { Ec2Api } from "../eni/ec2-api.js";
 import { readEnis } from "../eni/eni-discovery.js";
 import { Ec2Error } from "../eni/errors/ec2-error.js";
 import { IpmgrError } from "../eni/errors/ipmgr-error.js";
 import type { Imds } from "../eni/imds.js";
+import { linkedAbort } from "../eni/linked-abort.js";
 import type { Logger } from "../eni/logger.js";
 import { applyPlan, planFor } from "../eni/reconcile.js";
 import type { EniState, Plan, PlanAction } from "../eni/types.js";
-import { type BackoffPolicy, backoffDelay } from "../sidecar/backoff.js";
 import type { ProbeResult } from "../sidecar/http-server.js";
-import { linkedAbort } from "../sidecar/linked-abort.js";
 import { type DesiredState, desiredState, type PodRef } from "./desired-state.js";
 import type {
   IpPoolInfo,

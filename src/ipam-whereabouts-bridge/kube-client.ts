@@ -29,10 +29,10 @@ import {
   type V1Lease,
   Watch,
 } from "@kubernetes/client-node";
+import { backoffDelay } from "../eni/backoff.js";
 import type { Clock } from "../eni/clock.js";
 import type { Logger } from "../eni/logger.js";
 import { NETWORK_STATUS_ANNOTATIONS } from "../eni/network-status.js";
-import { backoffDelay } from "../sidecar/backoff.js";
 import { KubeConflictError } from "./errors/kube-conflict-error.js";
 import { KubeError } from "./errors/kube-error.js";
 import type {

@@ -1,14 +1,13 @@
 import { hostname } from "node:os";
-import { reportFailure } from "../cli/report-failure.js";
-import { addressesPerEniOf } from "../doctor/instance-limits.js";
 import { systemClock } from "../eni/clock.js";
 import { ExitCode } from "../eni/exit-codes.js";
 import type { ImdsClient } from "../eni/imds-client.js";
+import { addressesPerEniOf } from "../eni/instance-limits.js";
 import { createLogger, type Logger } from "../eni/logger.js";
 import { buildAwsClients } from "../eni/pod-deps.js";
+import { CommandRun, printHelpIfAsked } from "../eni/process/command-run.js";
 import { describeSettings } from "../eni/settings.js";
 import { type RunningHttpServer, startHttpServer } from "../sidecar/http-server.js";
-import { shutdownSignals } from "../sidecar/shutdown.js";
 import { Bridge } from "./bridge.js";
 import type { KubeApi } from "./kube-api.js";
 import { BridgeMetrics } from "./metrics.js";
@@ -92,23 +91,16 @@ async function keepReservations(
 
 /** Entrypoint of `multus-ipmgr bridge`: config, adapters, signals, then the Bridge. */
 export async function main(argv: readonly string[]): Promise<number> {
-  if (argv.includes("--help") || argv.includes("-h")) {
-    process.stdout.write(help());
-    return ExitCode.ok;
-  }
-  let logger: Logger | undefined;
-  let terminationLog: string | undefined = process.env.IPMGR_TERMINATION_LOG ?? "/dev/termination-log";
-  const signals = shutdownSignals((signal, exitCode) => {
-    logger?.warn({ signal, exitCode }, "second signal: exiting at once");
-    process.exit(exitCode);
-  });
+  if (printHelpIfAsked(argv, help)) return ExitCode.ok;
+  const run = new CommandRun("bridge");
+  const signals = run.shutdownSignals();
   let kube: KubeApi | undefined;
   let http: RunningHttpServer | undefined;
   try {
     const config: BridgeConfig = loadBridgeConfig(argv, process.env);
-    terminationLog = config.terminationLog;
+    run.terminationLog = config.terminationLog;
     const log = createLogger(config.logLevel, { command: "bridge", node: config.nodeName });
-    logger = log;
+    run.logger = log;
     const clock = systemClock;
     const metrics = new BridgeMetrics();
     // Aborted when the shutdown grace runs out: cuts the EC2 and IMDS calls in flight, and their retries.
@@ -228,11 +220,11 @@ export async function main(argv: readonly string[]): Promise<number> {
   } catch (error) {
     await kube
       ?.close()
-      .catch((closeError: unknown) => logger?.warn({ err: closeError }, "cleanup after failure failed"));
+      .catch((closeError: unknown) => run.logger?.warn({ err: closeError }, "cleanup after failure failed"));
     await http
       ?.close()
-      .catch((closeError: unknown) => logger?.warn({ err: closeError }, "cleanup after failure failed"));
-    return reportFailure("bridge", error, logger, terminationLog);
+      .catch((closeError: unknown) => run.logger?.warn({ err: closeError }, "cleanup after failure failed"));
+    return run.fail(error);
   } finally {
     signals.dispose();
   }

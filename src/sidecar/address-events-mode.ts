@@ -1,6 +1,6 @@
+import { IpMonitor, type IpMonitorOptions } from "../eni/address-events.js";
+import { AddressEventsUnavailableError } from "../eni/errors/address-events-unavailable-error.js";
 import { ConfigError } from "../eni/errors/config-error.js";
-import { IpMonitor, type IpMonitorOptions } from "./address-events.js";
-import { AddressEventsUnavailableError } from "./errors/address-events-unavailable-error.js";
 
 /**
  * IPMGR_ADDRESS_EVENTS: `auto` uses `ip monitor` when it works and polls otherwise, `ip-monitor` requires

@@ -1,10 +1,10 @@
+import type { AddressEvents } from "../eni/address-events.js";
 import type { Clock } from "../eni/clock.js";
 import type { InterfaceSource } from "../eni/interface-source.js";
+import { linkedAbort } from "../eni/linked-abort.js";
 import type { Logger } from "../eni/logger.js";
 import type { PodInterface } from "../eni/types.js";
 import { addressesOf, diffSnapshots, nextReleased, type SnapshotDiff, snapshotKey } from "./address-diff.js";
-import type { AddressEvents } from "./address-events.js";
-import { linkedAbort } from "./linked-abort.js";
 
 export interface AddressWatcherOptions {
   readonly source: InterfaceSource;

@@ -1,4 +1,4 @@
-import { type BackoffPolicy, backoffDelay } from "./backoff.js";
+import { type BackoffPolicy, backoffDelay } from "../eni/backoff.js";
 
 /**
  * Who holds an address that is configured here but is not on our ENI: another ENI (its id), no ENI

@@ -1,8 +1,8 @@
+import { type BackoffPolicy, backoffDelay } from "../eni/backoff.js";
 import type { ElasticIpDecision } from "../eni/elastic-ip-plan.js";
 import { checkElasticIps, type ElasticIpCheckDeps, elasticIpProblem } from "../eni/elastic-ips.js";
 import { Ec2Error } from "../eni/errors/ec2-error.js";
 import type { ElasticIpMapping } from "../eni/types.js";
-import { type BackoffPolicy, backoffDelay } from "./backoff.js";
 import type { ProbeResult } from "./http-server.js";
 import type { SidecarMetrics } from "./metrics.js";
 

@@ -1,15 +1,14 @@
-import { reportFailure } from "../cli/report-failure.js";
-import { fullCollector } from "../cli/v8-footprint.js";
+import type { AddressEvents } from "../eni/address-events.js";
 import { loadSidecarConfig, type SidecarConfig, sidecarSettings } from "../eni/config.js";
 import { ExitCode } from "../eni/exit-codes.js";
-import { createLogger, type Logger } from "../eni/logger.js";
+import { createLogger } from "../eni/logger.js";
 import { buildPodDeps } from "../eni/pod-deps.js";
+import { CommandRun, printHelpIfAsked } from "../eni/process/command-run.js";
+import { fullCollector } from "../eni/process/v8-footprint.js";
 import { describeSettings } from "../eni/settings.js";
-import type { AddressEvents } from "./address-events.js";
 import { startAddressEvents } from "./address-events-mode.js";
 import { SidecarMetrics } from "./metrics.js";
 import { osInterfacesFingerprint } from "./os-fingerprint.js";
-import { shutdownSignals } from "./shutdown.js";
 import { Sidecar } from "./sidecar.js";
 
 const settings = sidecarSettings;
@@ -30,23 +29,16 @@ ${describeSettings(settings)}
 
 /** Entrypoint of `multus-ipmgr sidecar`: config, adapters, signals, then the Sidecar. */
 export async function main(argv: readonly string[]): Promise<number> {
-  if (argv.includes("--help") || argv.includes("-h")) {
-    process.stdout.write(help());
-    return ExitCode.ok;
-  }
-  let logger: Logger | undefined;
-  let terminationLog: string | undefined = process.env.IPMGR_TERMINATION_LOG ?? "/dev/termination-log";
-  const signals = shutdownSignals((signal, exitCode) => {
-    logger?.warn({ signal, exitCode }, "second signal: exiting at once");
-    process.exit(exitCode);
-  });
+  if (printHelpIfAsked(argv, help)) return ExitCode.ok;
+  const run = new CommandRun("sidecar");
+  const signals = run.shutdownSignals();
   let sidecar: Sidecar | undefined;
   let addressEvents: AddressEvents | undefined;
   try {
     const config: SidecarConfig = loadSidecarConfig(argv, process.env);
-    terminationLog = config.terminationLog;
+    run.terminationLog = config.terminationLog;
     const log = createLogger(config.logLevel, { command: "sidecar" });
-    logger = log;
+    run.logger = log;
     const metrics = new SidecarMetrics();
     const idleCollect = fullCollector();
     // Aborted when the shutdown grace runs out: cuts the EC2 and IMDS calls in flight, and their retries.
@@ -108,10 +100,10 @@ export async function main(argv: readonly string[]): Promise<number> {
     await addressEvents?.stop();
     if (sidecar !== undefined) {
       await sidecar.shutdown({ graceMs: 0, releaseOnExit: false }).catch((closeError: unknown) => {
-        logger?.warn({ err: closeError }, "cleanup after failure failed");
+        run.logger?.warn({ err: closeError }, "cleanup after failure failed");
       });
     }
-    return reportFailure("sidecar", error, logger, terminationLog);
+    return run.fail(error);
   } finally {
     signals.dispose();
   }

@@ -1,3 +1,4 @@
+import { type BackoffPolicy, backoffDelay } from "../eni/backoff.js";
 import { Ec2Error } from "../eni/errors/ec2-error.js";
 import { family } from "../eni/ip.js";
 import { plan as planOffline } from "../eni/planner.js";
@@ -12,12 +13,14 @@ import {
 import type { Plan, PlanPolicy, PodInterface } from "../eni/types.js";
 import { addressesOf } from "./address-diff.js";
 import type { ReleasedToken } from "./address-watcher.js";
-import { type BackoffPolicy, backoffDelay, DEFAULT_BACKOFF } from "./backoff.js";
 import { DriftEpisodes, type EpisodeEvent, type Holder } from "./drift-episodes.js";
 import type { ElasticIpFollower } from "./elastic-ip-follower.js";
 import type { ProbeResult, SidecarStatus } from "./http-server.js";
 import type { SidecarMetrics } from "./metrics.js";
 import { type ReadinessView, readinessOf } from "./readiness.js";
+
+/** 1 s doubling to 60 s: drift repairs and failed reconciles. */
+const DEFAULT_BACKOFF: BackoffPolicy = { baseMs: 1_000, maxMs: 60_000 };
 
 /** What the loop needs from the address watcher. */
 export interface WatchedAddresses {

@@ -1,9 +1,9 @@
+import type { AddressEvents } from "../eni/address-events.js";
+import type { BackoffPolicy } from "../eni/backoff.js";
 import type { ConfirmOptions, ReconcileDeps } from "../eni/reconcile.js";
 import type { ElasticIpMapping, Plan, PlanPolicy } from "../eni/types.js";
 import { runInit } from "../init/run-init.js";
-import type { AddressEvents } from "./address-events.js";
 import { AddressWatcher } from "./address-watcher.js";
-import type { BackoffPolicy } from "./backoff.js";
 import { ElasticIpFollower } from "./elastic-ip-follower.js";
 import { type RunningHttpServer, startHttpServer } from "./http-server.js";
 import { IdleCollector } from "./idle-collector.js";

@@ -2,6 +2,9 @@
  * Private IPv4 addresses per ENI (the primary counted), by instance type, from the EC2 user guide's
  * "IP addresses per network interface per instance type" table. The same number bounds IPv6 addresses.
  * Only common types: a world file names others with `ipv4AddressesPerEni`.
+ * Kept apart from the table our commands use (src/eni/instance-limits.ts) on purpose: the simulator mirrors
+ * EC2 on its own, so a mistake in ours shows as a disagreement (test/doctor-checks.test.ts) instead of
+ * being copied into the expectations.
  */
 const addressesPerEni: Readonly<Record<string, number>> = {
   "t3.nano": 2,

@@ -1,6 +1,6 @@
+import { addressesPerEniOf, KNOWN_FAMILIES } from "../../eni/instance-limits.js";
 import type { IpFamily, Plan } from "../../eni/types.js";
 import { type CheckResult, ok, problem, skipped, warn } from "../check.js";
-import { addressesPerEniOf, KNOWN_FAMILIES } from "../instance-limits.js";
 import { eniLabel, type MultusEni } from "../multus-enis.js";
 
 /**

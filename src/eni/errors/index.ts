@@ -1,3 +1,4 @@
+export { AddressEventsUnavailableError } from "./address-events-unavailable-error.js";
 export { AddressNotAllowedError } from "./address-not-allowed-error.js";
 export { ConfigError } from "./config-error.js";
 export { Ec2Error, type Ec2ErrorKind } from "./ec2-error.js";

@@ -1,9 +1,9 @@
 import { type ChildProcess, spawn } from "node:child_process";
-import type { Clock } from "../eni/clock.js";
-import type { Logger } from "../eni/logger.js";
 import { type BackoffPolicy, backoffDelay } from "./backoff.js";
+import type { Clock } from "./clock.js";
 import { AddressEventsUnavailableError } from "./errors/address-events-unavailable-error.js";
 import { linkedAbort } from "./linked-abort.js";
+import type { Logger } from "./logger.js";
 
 /**
  * Something that says "the addresses may have changed, read them again". It carries no addresses on
@@ -215,7 +215,7 @@ export class IpMonitor implements AddressEvents {
     } catch (error) {
       return { kind: "failed", ended: { code: null, signal: null, error: asError(error), stderr: "" } };
     }
-    // Never what keeps node alive: an exit of the sidecar for any other reason runs the exit hook.
+    // Never what keeps node alive: an exit of the command for any other reason runs the exit hook.
     child.unref();
     let stderr = "";
     child.stderr?.on("data", (chunk: Buffer) => {

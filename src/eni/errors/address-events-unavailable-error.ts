@@ -1,4 +1,4 @@
-import { IpmgrError } from "../../eni/errors/ipmgr-error.js";
+import { IpmgrError } from "./ipmgr-error.js";
 
 /**
  * The address event source could not be started: `ip` is missing (ENOENT), or `ip monitor` exited at once

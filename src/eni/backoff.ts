@@ -6,9 +6,6 @@ export interface BackoffPolicy {
   readonly maxMs: number;
 }
 
-/** 1 s doubling to 60 s: drift repairs and failed reconciles. */
-export const DEFAULT_BACKOFF: BackoffPolicy = { baseMs: 1_000, maxMs: 60_000 };
-
 /**
  * The delay before attempt `attempt + 1`, given `attempt` (≥ 1) attempts so far: base·2^(attempt−1), capped,
  * plus up to 25% jitter on top. The jitter only ever adds, so two sidecars fighting over one address never

@@ -6,8 +6,12 @@
  *
  * Not the whole table: the families EKS worker nodes commonly run on (general purpose, compute and memory
  * optimized, Intel, AMD and Graviton, generation 5 and later, and the burstable t3, t3a, t4g). On these the
- * limit follows the size alone, with one exception. Any other type is reported as not checked: doctor does
- * not call DescribeInstanceTypes, so that it needs no IAM action that init and the sidecar do not.
+ * limit follows the size alone, with one exception. Any other type is unknown: doctor reports its check as
+ * not done, the bridge does not bound a wave by the ENIs' room. Neither calls DescribeInstanceTypes, so that
+ * they need no IAM action for it.
+ *
+ * The simulator has its own table (src/sim/instance-limits.ts), written from the same user guide page and
+ * not derived from this one, so that a mistake here shows as a disagreement in test/doctor-checks.test.ts.
  */
 
 const FAMILIES: ReadonlySet<string> = new Set([
