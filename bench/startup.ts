@@ -8,6 +8,9 @@
  * - `init`'s peak RSS;
  * - the sidecar's RSS IPMGR_BENCH_IDLE_SECONDS (default 60) after it turned ready, node and its `ip monitor`
  *   child together, against bare node's peak RSS.
+ * - the floor (bench/startup-floor.cjs): node alone doing the least a fresh pod start must do on the wire (an
+ *   IMDSv2 token, one metadata read, one SigV4-signed EC2 call), also against bare node: what no code of
+ *   ours can win back, printed beside the targets.
  * Each row prints the ratio of the medians, the min–max of the per-pair ratios, and the medians themselves.
  * The commands run as the image runs them: `node dist/multus-ipmgr.cjs` (IPMGR_BENCH_ENTRY to change).
  * To look inside a run: IPMGR_BENCH_SHOW=1 shows our runs' stdout (the JSON log), IPMGR_BENCH_LOG_LEVEL sets
@@ -17,6 +20,7 @@
 import { spawn } from "node:child_process";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { loadavg } from "node:os";
+import { resolve } from "node:path";
 import { Lab } from "../test/helpers/netns.js";
 import { ALLOWED_CIDRS, MAC, NODE1, twoNodeWorld } from "../test/helpers/worlds.js";
 import { type BenchResult, percentile } from "./result.js";
@@ -186,6 +190,7 @@ export async function benchStartup(): Promise<BenchResult[]> {
       IPMGR_LOG_LEVEL: process.env.IPMGR_BENCH_LOG_LEVEL ?? "warn",
     });
     const bare = ["-e", "0"];
+    const floorArgs = [resolve("bench/startup-floor.cjs")];
     // One warm-up of each, so that the first pair does not pay for a cold page cache.
     await timed(ns, env, bare);
     await lab.addAddress("pod", "net1", "198.51.100.33/26");
@@ -201,7 +206,12 @@ export async function benchStartup(): Promise<BenchResult[]> {
     const cmpFresh: Timed[] = [];
     const cmpBareRerun: Timed[] = [];
     const cmpRerun: Timed[] = [];
+    const floor: Timed[] = [];
+    const bareFloor: Timed[] = [];
+    await timed(ns, env, floorArgs);
     for (let i = 0; i < RUNS; i++) {
+      bareFloor.push(await timed(ns, env, bare));
+      floor.push(await timed(ns, env, floorArgs));
       const cidr = `198.51.100.${34 + i}/26`;
       await lab.removeAddress("pod", "net1", previous);
       await lab.addAddress("pod", "net1", cidr);
@@ -252,6 +262,22 @@ export async function benchStartup(): Promise<BenchResult[]> {
         1.2,
       ),
       ratioRow("init peak RSS, fresh pod start", mb(fresh), mb(bareFresh), "MB", 1.25),
+      {
+        ...ratioRow(
+          `floor: node alone, IMDS token + 1 read + 1 signed EC2 call, wall, ${RUNS} pairs [CPU ${cpu(floor)} / ${cpu(bareFloor)} ms]`,
+          ms(floor),
+          ms(bareFloor),
+          "ms",
+          Number.POSITIVE_INFINITY,
+        ),
+        target: "informational",
+        ok: true,
+      },
+      {
+        ...ratioRow("floor: its peak RSS", mb(floor), mb(bareFloor), "MB", Number.POSITIVE_INFINITY),
+        target: "informational",
+        ok: true,
+      },
       {
         name: `sidecar RSS ${IDLE_SECONDS} s after ready, with its ip monitor (${idleMb.toFixed(1)} MB, node alone ${(idle.nodeKb / 1024).toFixed(1)} MB) / bare node's peak (${barePeak.toFixed(1)} MB)`,
         value: idleMb / barePeak,
