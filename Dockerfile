@@ -1,9 +1,10 @@
 # syntax=docker/dockerfile:1
 # multus-ipmgr: one image for every command (init, sidecar, sim), for amd64 and arm64 (Graviton) alike.
+# Node 24, the active LTS line (supported until April 2028); Node 20 reached its end of life in April 2026.
 # dist/ is plain JavaScript that runs with node alone: the runtime image carries no node_modules, and the
 # build stage runs on the builder's own platform (no emulation in `docker buildx build --platform
 # linux/amd64,linux/arm64`), since its output is the same for every platform.
-FROM --platform=$BUILDPLATFORM node:20-bookworm-slim AS build
+FROM --platform=$BUILDPLATFORM node:24-bookworm-slim AS build
 WORKDIR /src
 COPY package.json package-lock.json ./
 # package.json's postinstall (it gives a root install's files back to a checkout's owner; a no-op here).
@@ -27,13 +28,13 @@ RUN npm run build && find dist -name '*.map' -delete && rm dist/cli.cjs.cache \
 # target platform: under emulation for another architecture, one run of node, about a second). The
 # entrypoint checks it at start and starts without it, the normal way, when it does not fit (README,
 # Decisions: start-up).
-FROM node:20-bookworm-slim AS code-cache
+FROM node:24-bookworm-slim AS code-cache
 COPY --from=build /src/dist /app/dist
 RUN node /app/dist/write-code-cache.cjs
 
 # Debian slim, not distroless: the sidecar watches address changes through `ip -o monitor address`, so the
 # runtime needs iproute2 (without it the sidecar falls back to polling every 50 ms; see README, Decisions).
-FROM node:20-bookworm-slim
+FROM node:24-bookworm-slim
 # `multus-ipmgr` on the PATH, for `kubectl exec POD -- multus-ipmgr doctor` and `kubectl debug ... --
 # multus-ipmgr ...` (which replace the entrypoint); the link resolves once dist/ is copied below. It is the
 # entrypoint's file, so it starts with the code cache too.

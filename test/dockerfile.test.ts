@@ -25,8 +25,8 @@ describe("the image", () => {
 
   it("makes V8's code cache with the runtime stage's own node: the same base, on the target platform", () => {
     expect(dockerfile).toContain("rm dist/cli.cjs.cache");
-    const stage = dockerfile.slice(dockerfile.indexOf("\nFROM node:20-bookworm-slim AS code-cache\n"));
-    expect(stage).toMatch(/^\nFROM node:20-bookworm-slim AS code-cache\n/);
+    const stage = dockerfile.slice(dockerfile.indexOf("\nFROM node:24-bookworm-slim AS code-cache\n"));
+    expect(stage).toMatch(/^\nFROM node:24-bookworm-slim AS code-cache\n/);
     expect(stage).toContain("RUN node /app/dist/write-code-cache.cjs");
     expect(runtimeStage).toContain('ENTRYPOINT ["node", "/app/dist/multus-ipmgr.cjs"]');
   });
@@ -37,8 +37,8 @@ describe("the image", () => {
 
   it("is architecture-neutral: no instruction names an architecture, and the build stage runs on the builder's platform", () => {
     for (const line of instructions) expect(line).not.toMatch(/amd64|x86_64|x64|arm64|aarch64|armhf/);
-    expect(instructions[0]).toBe("FROM --platform=$BUILDPLATFORM node:20-bookworm-slim AS build");
-    expect(runtimeStage).toMatch(/^\nFROM node:20-bookworm-slim\n/);
+    expect(instructions[0]).toBe("FROM --platform=$BUILDPLATFORM node:24-bookworm-slim AS build");
+    expect(runtimeStage).toMatch(/^\nFROM node:24-bookworm-slim\n/);
   });
 
   it("carries the OCI labels, its version by default package.json's", () => {
