@@ -11,7 +11,7 @@
  */
 
 import type { ChildProcess } from "node:child_process";
-import { readdirSync, readFileSync } from "node:fs";
+import { readdirSync, readFileSync, readlinkSync } from "node:fs";
 import { Lab, type SimCallView } from "../test/helpers/netns.js";
 import { ENI, floatingPairWorld, MAC, NODE1, NODE2 } from "../test/helpers/worlds.js";
 import { type BenchResult, percentile } from "./result.js";
@@ -210,7 +210,8 @@ async function benchMode(mode: string): Promise<BenchResult[]> {
     // Idle first, on a sidecar that has just settled: what a pod pays between failovers.
     const pid = children[0]?.pid;
     if (pid === undefined) throw new Error("bench: no sidecar pid");
-    if (comm(pid) !== "node")
+    // The executable, not comm: Node 24 names its main thread "MainThread".
+    if (readlinkSync(`/proc/${pid}/exe`) !== process.execPath)
       throw new Error(`bench: pid ${pid} is ${comm(pid)}, not the sidecar's node process`);
     // Make sure the mode measured is the mode asked: with events the sidecar runs an `ip` child, polling none.
     const monitors = childrenOf(pid).filter((child) => comm(child) === "ip").length;

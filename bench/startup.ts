@@ -18,7 +18,7 @@
  * V8 refuse the code cache).
  */
 import { spawn } from "node:child_process";
-import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, readlinkSync } from "node:fs";
 import { loadavg } from "node:os";
 import { resolve } from "node:path";
 import { Lab } from "../test/helpers/netns.js";
@@ -132,7 +132,8 @@ function treeRssKb(pid: number): number {
 /** The node process under `ip netns exec` (which execs it, so the pid is the same once it runs node). */
 async function nodePid(pid: number): Promise<number> {
   for (let i = 0; i < 200; i++) {
-    if (readFileSync(`/proc/${pid}/comm`, "utf8").trim() === "node") return pid;
+    // The executable, not comm: Node 24 names its main thread "MainThread".
+    if (readlinkSync(`/proc/${pid}/exe`) === process.execPath) return pid;
     await new Promise((r) => setTimeout(r, 10));
   }
   throw new Error(`bench: pid ${pid} never became node`);
