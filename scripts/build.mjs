@@ -5,6 +5,7 @@
 import { execFileSync } from "node:child_process";
 import { readFileSync, rmSync } from "node:fs";
 import { basename } from "node:path";
+import { createRequire } from "node:module";
 import { build } from "esbuild";
 
 // `multus-ipmgr --version` prints the version of package.json, fixed in the bundle at build time.
@@ -12,6 +13,17 @@ const { version } = JSON.parse(readFileSync("package.json", "utf8"));
 
 // Chunk names carry content hashes: start from an empty dist/ so that no stale chunk ships.
 rmSync("dist", { recursive: true, force: true });
+
+// client-node's fetch (node-fetch 2, whatwg-url, tr46) requires Node's `punycode` module, deprecated since
+// Node 21: on the image's Node 24 every bridge start printed a DeprecationWarning on stderr. The npm
+// package `punycode` is the same code, kept up; the bundle takes it instead of the built-in module.
+const userlandPunycode = {
+  name: "userland-punycode",
+  setup(b) {
+    const path = createRequire(import.meta.url).resolve("punycode/");
+    b.onResolve({ filter: /^(node:)?punycode$/ }, () => ({ path }));
+  },
+};
 
 const common = {
   outdir: "dist",
@@ -39,6 +51,7 @@ await build({
   entryPoints: { "multus-ipmgr": "src/cli/main.ts", start: "src/cli/start.ts" },
   chunkNames: "chunks/[name]-[hash]",
   splitting: true,
+  plugins: [userlandPunycode],
 });
 await build({ ...common, entryPoints: { sim: "src/sim/main.ts" } });
 
