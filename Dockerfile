@@ -20,11 +20,12 @@ COPY scripts/build.mjs ./scripts/
 COPY src ./src
 # scripts/build.mjs writes linked source maps for development (6 MB beside 1.7 MB of code); the image
 # ships the code only. The CLI's entries start with #!/usr/bin/env node: executable, they are commands.
-# dist/cli.cjs.cache, V8's code cache made here for the builder's node, is remade below for the runtime's.
-RUN npm run build && find dist -name '*.map' -delete && rm dist/cli.cjs.cache \
+# dist/cli.cjs.cache and dist/bridge.cjs.cache, V8's code caches made here for the builder's node, are remade
+# below for the runtime's.
+RUN npm run build && find dist -name '*.map' -delete && rm dist/cli.cjs.cache dist/bridge.cjs.cache \
     && chmod 0755 dist/multus-ipmgr.mjs dist/multus-ipmgr.cjs
 
-# V8's code cache of dist/cli.cjs, made by the node binary of the runtime stage (the same base image, on the
+# V8's code caches of dist/cli.cjs and dist/bridge.cjs, made by the node binary of the runtime stage (the same base image, on the
 # target platform: under emulation for another architecture, one run of node, about a second). The
 # entrypoint checks it at start and starts without it, the normal way, when it does not fit (README,
 # Decisions: start-up).

@@ -4,8 +4,8 @@
 // (classic zod) would drag all of zod's core, 580 KB and about 45 ms, into every start of `init`.
 import { execFileSync } from "node:child_process";
 import { readFileSync, rmSync } from "node:fs";
-import { basename } from "node:path";
 import { createRequire } from "node:module";
+import { basename } from "node:path";
 import { build } from "esbuild";
 
 // `multus-ipmgr --version` prints the version of package.json, fixed in the bundle at build time.
@@ -48,7 +48,11 @@ const common = {
 await build({
   ...common,
   // start: the CLI as a library, only the input of dist/cli.cjs below (removed once that is built).
-  entryPoints: { "multus-ipmgr": "src/cli/main.ts", start: "src/cli/start.ts" },
+  entryPoints: {
+    "multus-ipmgr": "src/cli/main.ts",
+    start: "src/cli/start.ts",
+    "start-bridge": "src/cli/start-bridge.ts",
+  },
   chunkNames: "chunks/[name]-[hash]",
   splitting: true,
   plugins: [userlandPunycode],
@@ -94,8 +98,20 @@ await build({
     },
   ],
 });
-rmSync("dist/start.mjs");
-rmSync("dist/start.mjs.map");
+// dist/bridge.cjs: the bridge alone, its Kubernetes client included, with a code cache of its own.
+await build({
+  ...cjs,
+  entryPoints: ["dist/start-bridge.mjs"],
+  outfile: "dist/bridge.cjs",
+  sourcemap: "linked",
+  // webidl-conversions (client-node's fetch) compares with -0 on purpose; its own build, not ours to fix.
+  logOverride: { "equals-negative-zero": "silent" },
+  supported: { "dynamic-import": false },
+  define: { "import.meta.url": "__ipmgrBundleUrl" },
+  banner: { js: 'const __ipmgrBundleUrl = require("node:url").pathToFileURL(__filename).href;' },
+});
+for (const file of ["start.mjs", "start.mjs.map", "start-bridge.mjs", "start-bridge.mjs.map"])
+  rmSync(`dist/${file}`);
 // dist/multus-ipmgr.cjs runs dist/cli.cjs with its code cache (the image's entrypoint); dist/write-code-cache.cjs
 // makes the cache for the node that runs it.
 await build({

@@ -24,7 +24,7 @@ describe("the image", () => {
   });
 
   it("makes V8's code cache with the runtime stage's own node: the same base, on the target platform", () => {
-    expect(dockerfile).toContain("rm dist/cli.cjs.cache");
+    expect(dockerfile).toContain("rm dist/cli.cjs.cache dist/bridge.cjs.cache");
     const stage = dockerfile.slice(dockerfile.indexOf("\nFROM node:24-bookworm-slim AS code-cache\n"));
     expect(stage).toMatch(/^\nFROM node:24-bookworm-slim AS code-cache\n/);
     expect(stage).toContain("RUN node /app/dist/write-code-cache.cjs");

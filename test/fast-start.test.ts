@@ -81,12 +81,27 @@ const fallbackLines = (stdout: string) =>
     .filter((l) => l.msg === "starting without the code cache");
 
 describe("dist/multus-ipmgr.cjs", () => {
-  it("starts from the bundle with its cache, silently, and answers as the ESM entry does", async () => {
-    const cjs = await run(join(DIST, "multus-ipmgr.cjs"), ["init", "--help"], debug);
-    const esm = await run(join(DIST, "multus-ipmgr.mjs"), ["init", "--help"], debug);
-    expect(cjs).toEqual(esm);
-    expect(cjs.code).toBe(0);
-    expect(fallbackLines(cjs.stdout)).toEqual([]);
+  it.each(["init", "bridge"])(
+    "starts %s from its bundle with its cache, silently, and answers as the ESM entry does",
+    async (command) => {
+      const cjs = await run(join(DIST, "multus-ipmgr.cjs"), [command, "--help"], debug);
+      const esm = await run(join(DIST, "multus-ipmgr.mjs"), [command, "--help"], debug);
+      expect(cjs).toEqual(esm);
+      expect(cjs.code).toBe(0);
+      expect(fallbackLines(cjs.stdout)).toEqual([]);
+    },
+  );
+
+  it("starts the bridge from dist/bridge.cjs: its cache spoilt, the bridge falls back and the others do not", async () => {
+    const dist = distCopy();
+    writeFileSync(join(dist, "bridge.cjs.cache"), "");
+    const bridge = await run(join(dist, "multus-ipmgr.cjs"), ["bridge", "--version"], debug);
+    expect(bridge.stdout).toContain("multus-ipmgr 0.1.0\n");
+    expect(fallbackLines(bridge.stdout).map((l) => l.reason)).toEqual([
+      `${join(dist, "bridge.cjs.cache")} is not a code cache of multus-ipmgr`,
+    ]);
+    const init = await run(join(dist, "multus-ipmgr.cjs"), ["init", "--version"], debug);
+    expect(init.stdout).toBe("multus-ipmgr 0.1.0\n");
   });
 
   it("exits with the dispatcher's code and usage for an unknown command", async () => {

@@ -3,7 +3,7 @@ import { dirname } from "node:path";
 import { constants, Script } from "node:vm";
 
 /**
- * V8's code cache for the CommonJS bundle of the CLI (dist/cli.cjs): the bytecode V8 made for it, so that a
+ * V8's code cache for the CommonJS bundles of the CLI (dist/cli.cjs, dist/bridge.cjs): the bytecode V8 made for it, so that a
  * start skips parsing and compiling what it runs. Node 20 offers it for CommonJS only (vm.Script
  * `cachedData`; the ESM loader has no such hook before Node 22's module.enableCompileCache).
  *
@@ -14,7 +14,7 @@ import { constants, Script } from "node:vm";
 
 /** What a cache was made for: the first line of the cache file, as JSON. */
 export interface CodeCacheStamp {
-  /** SHA-256 of dist/cli.cjs, hex. */
+  /** SHA-256 of the bundle (dist/cli.cjs or dist/bridge.cjs), hex. */
   readonly bundle: string;
   /** process.version of the node that made the cache. */
   readonly node: string;
@@ -22,8 +22,20 @@ export interface CodeCacheStamp {
   readonly arch: string;
 }
 
-export const CODE_CACHE_FILE = "cli.cjs.cache";
-export const BUNDLE_FILE = "cli.cjs";
+/**
+ * The CommonJS bundles in dist/, each with its cache beside it (`<bundle>.cache`): the bridge's apart, so
+ * that the 2.3 MB of its Kubernetes client are neither read nor hashed when any other command starts.
+ */
+export const BUNDLES = ["cli.cjs", "bridge.cjs"] as const;
+export type BundleFile = (typeof BUNDLES)[number];
+
+/** The bundle a command starts from; undefined for `sim`, whose bundle is ESM (dist/sim.mjs). */
+export function bundleFor(command: string | undefined): BundleFile | undefined {
+  if (command === "sim") return undefined;
+  return command === "bridge" ? "bridge.cjs" : "cli.cjs";
+}
+
+export const cacheFileOf = (bundle: BundleFile): string => `${bundle}.cache`;
 
 export function encodeCodeCache(stamp: CodeCacheStamp, data: Buffer): Buffer {
   return Buffer.concat([Buffer.from(`${JSON.stringify(stamp)}\n`), data]);
@@ -53,10 +65,14 @@ export function decodeCodeCache(file: Buffer): { stamp: CodeCacheStamp; data: Bu
 }
 
 /** Why a cache made for `stamp` does not fit the running node and bundle; undefined when it fits. */
-export function stampMismatch(stamp: CodeCacheStamp, own: CodeCacheStamp): string | undefined {
+export function stampMismatch(
+  stamp: CodeCacheStamp,
+  own: CodeCacheStamp,
+  bundle: BundleFile = "cli.cjs",
+): string | undefined {
   if (stamp.node !== own.node) return `it was made by node ${stamp.node}, this is ${own.node}`;
   if (stamp.arch !== own.arch) return `it was made for ${stamp.arch}, this is ${own.arch}`;
-  if (stamp.bundle !== own.bundle) return `it was made for another ${BUNDLE_FILE} (sha256 ${stamp.bundle})`;
+  if (stamp.bundle !== own.bundle) return `it was made for another ${bundle} (sha256 ${stamp.bundle})`;
   return undefined;
 }
 

@@ -4,9 +4,10 @@ import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { constants } from "node:vm";
 import {
-  BUNDLE_FILE,
-  CODE_CACHE_FILE,
+  type BundleFile,
+  bundleFor,
   type CodeCacheStamp,
+  cacheFileOf,
   compileBundle,
   decodeCodeCache,
   runBundle,
@@ -14,8 +15,9 @@ import {
 } from "./code-cache.js";
 
 /**
- * dist/multus-ipmgr.cjs, the image's entrypoint: runs the CommonJS bundle dist/cli.cjs with V8's code cache
- * dist/cli.cjs.cache (made in the image for its own node; see code-cache.ts). When the cache is missing or
+ * dist/multus-ipmgr.cjs, the image's entrypoint: runs the CommonJS bundle dist/cli.cjs (the bridge:
+ * dist/bridge.cjs) with V8's code cache beside it, `<bundle>.cache` (made in the image for its own node; see
+ * code-cache.ts). `sim` starts from its ESM bundle. When the cache is missing or
  * does not fit this node and bundle, it starts the normal way, through dist/multus-ipmgr.mjs, and says why
  * in one debug line. CommonJS, not ESM: the start skips Node's ESM loader too.
  */
@@ -41,12 +43,12 @@ function debugLine(msg: string, fields: Record<string, unknown>): void {
 }
 
 /** The loaded bundle, or why it could not be used with its cache. */
-function loadWithCache(dir: string): StartModule | string {
+function loadWithCache(dir: string, bundle: BundleFile): StartModule | string {
   if (constants?.USE_MAIN_CONTEXT_DEFAULT_LOADER === undefined) {
     return `node ${process.version} lacks vm.constants.USE_MAIN_CONTEXT_DEFAULT_LOADER (Node 20.12 or later)`;
   }
-  const bundlePath = join(dir, BUNDLE_FILE);
-  const cachePath = join(dir, CODE_CACHE_FILE);
+  const bundlePath = join(dir, bundle);
+  const cachePath = join(dir, cacheFileOf(bundle));
   let source: Buffer;
   let file: Buffer;
   try {
@@ -62,7 +64,7 @@ function loadWithCache(dir: string): StartModule | string {
     node: process.version,
     arch: process.arch,
   };
-  const mismatch = stampMismatch(cache.stamp, own);
+  const mismatch = stampMismatch(cache.stamp, own, bundle);
   if (mismatch !== undefined) return `${cachePath} does not fit: ${mismatch}`;
   const { script, rejected } = compileBundle(source.toString("utf8"), bundlePath, cache.data);
   if (rejected) return `V8 rejected ${cachePath} (other V8 flags?)`;
@@ -73,10 +75,9 @@ function loadWithCache(dir: string): StartModule | string {
  * Commands that need ESM at run time (see scripts/build.mjs) and start the normal way by design: the
  * simulator, and the bridge with its Kubernetes client. Both are long-running.
  */
-const ESM_COMMANDS: readonly string[] = ["sim", "bridge"];
-
 const argv = process.argv.slice(2);
-const loaded = ESM_COMMANDS.includes(argv[0] ?? "") ? undefined : loadWithCache(__dirname);
+const bundle = bundleFor(argv[0]);
+const loaded = bundle === undefined ? undefined : loadWithCache(__dirname, bundle);
 if (loaded === undefined || typeof loaded === "string") {
   if (loaded !== undefined && debugWanted(argv, process.env)) {
     debugLine("starting without the code cache", { reason: loaded });

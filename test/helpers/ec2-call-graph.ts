@@ -334,6 +334,19 @@ export function usedMethods(
 }
 
 /** The entry modules of each command: the string-literal `import("...")` calls in its `commands` entry. */
+/** The module a value named `name` is imported from, in `source`; undefined when it is not imported. */
+function moduleOfImport(source: ts.SourceFile, name: string): string | undefined {
+  for (const statement of source.statements) {
+    if (!ts.isImportDeclaration(statement) || !ts.isStringLiteral(statement.moduleSpecifier)) continue;
+    const bindings = statement.importClause?.namedBindings;
+    if (bindings !== undefined && ts.isNamedImports(bindings)) {
+      if (bindings.elements.some((e) => e.name.text === name && !e.isTypeOnly))
+        return statement.moduleSpecifier.text;
+    }
+  }
+  return undefined;
+}
+
 export function commandEntries(cliMainFile: string): Map<string, string[]> {
   const text = readFileSync(cliMainFile, "utf8");
   const source = parse(cliMainFile, text);
@@ -349,6 +362,19 @@ export function commandEntries(cliMainFile: string): Map<string, string[]> {
       for (const property of node.initializer.properties) {
         const name = nameText(property.name);
         if (name === undefined) continue;
+        // `bridge: loadBridge`: a loader imported from another module; that module's imports are the entry.
+        const loader =
+          ts.isPropertyAssignment(property) && ts.isIdentifier(property.initializer)
+            ? moduleOfImport(source, property.initializer.text)
+            : undefined;
+        if (loader !== undefined) {
+          const file = resolveSource(cliMainFile, loader);
+          out.set(
+            name,
+            runtimeImports(file, readFileSync(file, "utf8")).map((s) => resolveSource(file, s)),
+          );
+          continue;
+        }
         out.set(
           name,
           runtimeImports(cliMainFile, property.getText(source)).map((s) => resolveSource(cliMainFile, s)),

@@ -144,6 +144,7 @@ describe.skipIf(unavailable !== undefined)("the image, run as a user would", () 
     expect(seen.files).toContain("dist/multus-ipmgr.mjs");
     expect(seen.files).toContain("dist/multus-ipmgr.cjs");
     expect(seen.files).toContain("dist/cli.cjs.cache");
+    expect(seen.files).toContain("dist/bridge.cjs.cache");
     expect(seen.files).toContain("dist/sim.mjs");
     expect(seen.files).toContain("examples/world-demo.yaml");
     expect(seen.files.filter((f) => f.endsWith(".map"))).toEqual([]);
@@ -167,32 +168,37 @@ describe.skipIf(unavailable !== undefined)("the image, run as a user would", () 
     const debug = { IPMGR_LOG_LEVEL: "debug" };
     const fallback = (stdout: string) =>
       stdout.split("\n").filter((line) => line.includes('"msg":"starting without the code cache"'));
-    // The cache's stamp names the runtime's own node and architecture.
-    const stamp = await collect(
-      runImage(
-        [
-          "-e",
-          `const fs = require("node:fs");
-           const head = fs.readFileSync("/app/dist/cli.cjs.cache").subarray(0, 200).toString("latin1");
-           const stamp = JSON.parse(head.slice(0, head.indexOf("\\n")));
-           console.log(JSON.stringify({ stamp, node: process.version, arch: process.arch }));`,
-        ],
-        { extra: ["--entrypoint=node"] },
-      ),
-    );
-    expect(stamp.stderr).toBe("");
-    const seen = JSON.parse(stamp.stdout) as {
-      stamp: { node: string; arch: string };
-      node: string;
-      arch: string;
-    };
-    expect(seen.stamp).toMatchObject({ node: seen.node, arch: seen.arch });
-    // The entrypoint and the command on the PATH use it: no fallback line even at debug level.
+    // Each cache's stamp names the runtime's own node and architecture.
+    for (const cache of ["cli.cjs.cache", "bridge.cjs.cache"]) {
+      const stamp = await collect(
+        runImage(
+          [
+            "-e",
+            `const fs = require("node:fs");
+             const head = fs.readFileSync("/app/dist/${cache}").subarray(0, 200).toString("latin1");
+             const stamp = JSON.parse(head.slice(0, head.indexOf("\\n")));
+             console.log(JSON.stringify({ stamp, node: process.version, arch: process.arch }));`,
+          ],
+          { extra: ["--entrypoint=node"] },
+        ),
+      );
+      expect(stamp.stderr).toBe("");
+      const seen = JSON.parse(stamp.stdout) as {
+        stamp: { node: string; arch: string };
+        node: string;
+        arch: string;
+      };
+      expect(seen.stamp).toMatchObject({ node: seen.node, arch: seen.arch });
+    }
+    // The entrypoint and the command on the PATH use them: no fallback line even at debug level.
     for (const extra of [[], ["--entrypoint=multus-ipmgr"]]) {
-      const cached = await collect(runImage(["init", "--help"], { env: debug, extra }));
-      expect(cached.code).toBe(0);
-      expect(fallback(cached.stdout)).toEqual([]);
-      expect(cached.stdout).toContain("usage: multus-ipmgr init [flags]");
+      for (const command of ["init", "bridge"]) {
+        const cached = await collect(runImage([command, "--help"], { env: debug, extra }));
+        expect(cached.code).toBe(0);
+        expect(cached.stderr).toBe("");
+        expect(fallback(cached.stdout)).toEqual([]);
+        expect(cached.stdout).toContain(`usage: multus-ipmgr ${command} [flags]`);
+      }
     }
     // A cache that does not fit (here: an empty file mounted over it) starts the normal way, with one line.
     if (tmp === undefined) throw new Error("no temp dir");
