@@ -21,6 +21,7 @@ import {
   DescribeAddressesCommand,
   DescribeNetworkInterfacesCommand,
   DescribeSubnetsCommand,
+  type DescribeSubnetsCommandInput,
   EC2Client,
   type EC2ClientConfig,
   type Filter,
@@ -120,6 +121,23 @@ function toNetworkInterface(eni: NetworkInterface): Ec2NetworkInterface {
     tags: tagsOf(eni.TagSet),
   };
 }
+
+/** Follows NextToken to the end: `page` sends one request (with the token after the first), `items` maps it. */
+async function allPages<Page extends { NextToken?: string | undefined }, T>(
+  page: (token: string | undefined) => Promise<Page>,
+  items: (page: Page) => readonly T[],
+): Promise<T[]> {
+  const out: T[] = [];
+  let token: string | undefined;
+  do {
+    const answer = await page(token);
+    out.push(...items(answer));
+    token = answer.NextToken === "" ? undefined : answer.NextToken;
+  } while (token !== undefined);
+  return out;
+}
+
+const pageToken = (token: string | undefined) => (token === undefined ? {} : { NextToken: token });
 
 function toSubnet(subnet: Subnet): Ec2Subnet {
   return {
@@ -265,91 +283,62 @@ class Ec2ApiClient implements Ec2Api {
     const filters = filtersOf(filter);
     if (filters === undefined) return [];
     const eniId = filter.eniIds?.length === 1 ? filter.eniIds[0] : undefined;
-    const out: Ec2NetworkInterface[] = [];
-    let nextToken: string | undefined;
-    do {
-      const token = nextToken;
-      const page = await this.instrument("DescribeNetworkInterfaces", { eniId }, (sendOptions) =>
-        this.client.send(
-          new DescribeNetworkInterfacesCommand({
-            ...(filters.length > 0 ? { Filters: filters } : {}),
-            MaxResults: this.pageSize,
-            ...(token === undefined ? {} : { NextToken: token }),
-          }),
-          sendOptions,
+    return allPages(
+      (token) =>
+        this.instrument("DescribeNetworkInterfaces", { eniId }, (sendOptions) =>
+          this.client.send(
+            new DescribeNetworkInterfacesCommand({
+              ...(filters.length > 0 ? { Filters: filters } : {}),
+              MaxResults: this.pageSize,
+              ...pageToken(token),
+            }),
+            sendOptions,
+          ),
         ),
-      );
-      out.push(...(page.NetworkInterfaces ?? []).map(toNetworkInterface));
-      nextToken = page.NextToken === "" ? undefined : page.NextToken;
-    } while (nextToken !== undefined);
-    return out;
+      (page) => (page.NetworkInterfaces ?? []).map(toNetworkInterface),
+    );
   }
 
   async describeSubnets(subnetIds: readonly string[]): Promise<Ec2Subnet[]> {
     if (subnetIds.length === 0) return [];
-    const out: Ec2Subnet[] = [];
-    let nextToken: string | undefined;
-    do {
-      const token = nextToken;
-      const page = await this.instrument("DescribeSubnets", { target: subnetIds.join(", ") }, (sendOptions) =>
-        this.client.send(
-          new DescribeSubnetsCommand({
-            SubnetIds: [...subnetIds],
-            ...(token === undefined ? {} : { NextToken: token }),
-          }),
-          sendOptions,
-        ),
-      );
-      out.push(...(page.Subnets ?? []).map(toSubnet));
-      nextToken = page.NextToken === "" ? undefined : page.NextToken;
-    } while (nextToken !== undefined);
-    return out;
+    return this.#subnets({ SubnetIds: [...subnetIds] }, subnetIds.join(", "));
   }
 
   async describeVpcSubnets(vpcId: string): Promise<Ec2Subnet[]> {
-    const out: Ec2Subnet[] = [];
-    let nextToken: string | undefined;
-    do {
-      const token = nextToken;
-      const page = await this.instrument("DescribeSubnets", { target: vpcId }, (sendOptions) =>
-        this.client.send(
-          new DescribeSubnetsCommand({
-            Filters: [{ Name: "vpc-id", Values: [vpcId] }],
-            MaxResults: this.pageSize,
-            ...(token === undefined ? {} : { NextToken: token }),
-          }),
-          sendOptions,
+    return this.#subnets(
+      { Filters: [{ Name: "vpc-id", Values: [vpcId] }], MaxResults: this.pageSize },
+      vpcId,
+    );
+  }
+
+  #subnets(input: DescribeSubnetsCommandInput, target: string): Promise<Ec2Subnet[]> {
+    return allPages(
+      (token) =>
+        this.instrument("DescribeSubnets", { target }, (sendOptions) =>
+          this.client.send(new DescribeSubnetsCommand({ ...input, ...pageToken(token) }), sendOptions),
         ),
-      );
-      out.push(...(page.Subnets ?? []).map(toSubnet));
-      nextToken = page.NextToken === "" ? undefined : page.NextToken;
-    } while (nextToken !== undefined);
-    return out;
+      (page) => (page.Subnets ?? []).map(toSubnet),
+    );
   }
 
   async getSubnetCidrReservations(subnetId: string): Promise<SubnetCidrReservation[]> {
-    const out: SubnetCidrReservation[] = [];
-    let nextToken: string | undefined;
-    do {
-      const token = nextToken;
-      const page = await this.instrument("GetSubnetCidrReservations", { target: subnetId }, (sendOptions) =>
-        this.client.send(
-          new GetSubnetCidrReservationsCommand({
-            SubnetId: subnetId,
-            MaxResults: this.pageSize,
-            ...(token === undefined ? {} : { NextToken: token }),
-          }),
-          sendOptions,
+    return allPages(
+      (token) =>
+        this.instrument("GetSubnetCidrReservations", { target: subnetId }, (sendOptions) =>
+          this.client.send(
+            new GetSubnetCidrReservationsCommand({
+              SubnetId: subnetId,
+              MaxResults: this.pageSize,
+              ...pageToken(token),
+            }),
+            sendOptions,
+          ),
         ),
-      );
-      out.push(
-        ...[...(page.SubnetIpv4CidrReservations ?? []), ...(page.SubnetIpv6CidrReservations ?? [])].map(
+      (page) =>
+        [...(page.SubnetIpv4CidrReservations ?? []), ...(page.SubnetIpv6CidrReservations ?? [])].map(
           toReservation,
         ),
-      );
-      nextToken = page.NextToken === "" ? undefined : page.NextToken;
-    } while (nextToken !== undefined);
-    return out;
+    );
   }
 
   async createSubnetCidrReservation(
