@@ -19,7 +19,11 @@ interface Ready {
 describe.skipIf(unbuilt)("the simulator as a process, as the README shows", () => {
   it("prints the ready line, answers any SDK on it, and exits 0 on SIGTERM", async () => {
     const sim = spawn(process.execPath, [BINARY, "sim", "--world", "examples/world-two-nodes.yaml"], {
-      stdio: ["ignore", "pipe", "inherit"],
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let stderr = "";
+    sim.stderr.on("data", (d: Buffer) => {
+      stderr += d.toString();
     });
     const exited = new Promise<number | null>((done) => sim.once("exit", (code) => done(code)));
     try {
@@ -51,5 +55,7 @@ describe.skipIf(unbuilt)("the simulator as a process, as the README shows", () =
       sim.kill("SIGTERM");
     }
     expect(await exited).toBe(0);
+    // Its own words on stderr (captured, not left on the test run's terminal).
+    expect(stderr).toBe("multus-ipmgr sim: SIGTERM, closing\n");
   });
 });
