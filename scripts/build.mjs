@@ -5,6 +5,7 @@
 import { execFileSync } from "node:child_process";
 import { readFileSync, rmSync } from "node:fs";
 import { createRequire } from "node:module";
+import { fileURLToPath } from "node:url";
 import { basename } from "node:path";
 import { build } from "esbuild";
 
@@ -22,6 +23,19 @@ const userlandPunycode = {
   setup(b) {
     const path = createRequire(import.meta.url).resolve("punycode/");
     b.onResolve({ filter: /^(node:)?punycode$/ }, () => ({ path }));
+  },
+};
+
+// node-fetch 2 (client-node's fetch) parses every request's URL with url.parse(), which Node 24 deprecates
+// at run time (DEP0169, a warning on stderr at the bridge's first API call): it gets `url` with a `parse` on
+// the WHATWG URL API instead (scripts/shims/node-fetch-url.mjs).
+const nodeFetchUrl = {
+  name: "node-fetch-url",
+  setup(b) {
+    const path = fileURLToPath(new URL("./shims/node-fetch-url.mjs", import.meta.url));
+    b.onResolve({ filter: /^(node:)?url$/ }, (args) =>
+      /[\\/]node_modules[\\/]node-fetch[\\/]/.test(args.importer) ? { path } : undefined,
+    );
   },
 };
 
@@ -55,7 +69,7 @@ await build({
   },
   chunkNames: "chunks/[name]-[hash]",
   splitting: true,
-  plugins: [userlandPunycode],
+  plugins: [userlandPunycode, nodeFetchUrl],
 });
 await build({ ...common, entryPoints: { sim: "src/sim/main.ts" } });
 
