@@ -5,8 +5,8 @@
 import { execFileSync } from "node:child_process";
 import { readFileSync, rmSync } from "node:fs";
 import { createRequire } from "node:module";
-import { fileURLToPath } from "node:url";
 import { basename } from "node:path";
+import { fileURLToPath } from "node:url";
 import { build } from "esbuild";
 
 // `multus-ipmgr --version` prints the version of package.json, fixed in the bundle at build time.

@@ -11,7 +11,15 @@ export function parse(input) {
   try {
     parsed = new URL(input);
   } catch {
-    return { protocol: null, slashes: null, hostname: null, host: null, href: input, path: input, pathname: input };
+    return {
+      protocol: null,
+      slashes: null,
+      hostname: null,
+      host: null,
+      href: input,
+      path: input,
+      pathname: input,
+    };
   }
   return {
     auth: null,
