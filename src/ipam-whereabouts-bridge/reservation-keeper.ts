@@ -52,6 +52,10 @@ export interface ReservationStatus {
 
 export class ReservationKeeper {
   #status: ReservationStatus = { leader: false, missing: [], created: [], problems: [] };
+  /** The subnets of the last pass: the VPC's, or the node's own when the VPC's could not be listed. */
+  #scopeSubnets: readonly SubnetView[] = [];
+  /** Whether the denied ec2:DescribeSubnets was logged (once until it works again). */
+  #deniedLogged = false;
 
   constructor(
     private readonly deps: {
@@ -175,10 +179,6 @@ export class ReservationKeeper {
     this.#scopeSubnets = scope.subnets;
     return this.#status;
   }
-
-  /** The subnets of the last pass: the VPC's, or the node's own when the VPC's could not be listed. */
-  #scopeSubnets: readonly SubnetView[] = [];
-  #deniedLogged = false;
 
   /**
    * Every subnet of the VPC (other zones' included), with the node's own; the node's own alone when
