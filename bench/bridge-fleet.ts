@@ -19,11 +19,9 @@
  * take is 4 per node, 200 in all, and the floor is (200 − 100) ÷ 5 = 20 s.
  */
 
-import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createInterface } from "node:readline";
 import { systemClock } from "../src/eni/clock.js";
 import type { Ec2CallRecord } from "../src/eni/ec2-api.js";
 import { createEc2Api } from "../src/eni/ec2-client.js";
@@ -37,6 +35,7 @@ import { loadBridgeConfig } from "../src/ipam-whereabouts-bridge/settings.js";
 import type { SimCall } from "../src/sim/call-log.js";
 import type { SimState } from "../src/sim/sim-state.js";
 import { tempKubeconfig } from "../test/helpers/kube-proxy.js";
+import { type SimReady, startSimProcess } from "../test/helpers/sim-process.js";
 import type { BenchResult } from "./result.js";
 
 const NODES = 50;
@@ -99,45 +98,27 @@ function fleetWorld() {
   };
 }
 
-interface SimProcess {
-  readonly ec2: string;
-  readonly control: string;
-  readonly imds: Record<string, string>;
-  readonly kubernetes: string;
-  close(): Promise<void>;
-}
-
 /** `multus-ipmgr sim` on the fleet's world, from dist/ (npm run bench builds it first). */
-async function startSimProcess(): Promise<SimProcess> {
+async function startFleetSim(): Promise<{ ready: SimReady; close(): Promise<void> }> {
   const dir = mkdtempSync(join(tmpdir(), "ipmgr-bench-fleet-"));
   const worldFile = join(dir, "world.json");
   writeFileSync(worldFile, JSON.stringify(fleetWorld()));
-  const child = spawn(process.execPath, ["dist/multus-ipmgr.cjs", "sim", "--world", worldFile], {
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  let stderr = "";
-  child.stderr.on("data", (d: Buffer) => {
-    stderr += d.toString();
-  });
-  const exited = new Promise<void>((done) => child.once("exit", () => done()));
-  const close = async () => {
-    child.kill("SIGTERM");
-    await exited;
-    rmSync(dir, { recursive: true, force: true });
-  };
   try {
-    const ready = await new Promise<Omit<SimProcess, "close">>((resolve, reject) => {
-      createInterface({ input: child.stdout }).once("line", (line) => resolve(JSON.parse(line)));
-      child.once("exit", (code) => reject(new Error(`multus-ipmgr sim exited with ${code}: ${stderr}`)));
-    });
-    return { ...ready, close };
+    const sim = await startSimProcess(["--world", worldFile], "dist/multus-ipmgr.cjs");
+    return {
+      ready: sim.ready,
+      async close() {
+        await sim.stop();
+        rmSync(dir, { recursive: true, force: true });
+      },
+    };
   } catch (error) {
-    await close();
+    rmSync(dir, { recursive: true, force: true });
     throw error;
   }
 }
 
-async function control<T>(sim: SimProcess, method: string, path: string, body?: unknown): Promise<T> {
+async function control<T>(sim: SimReady, method: string, path: string, body?: unknown): Promise<T> {
   const res = await fetch(`${sim.control}${path}`, {
     method,
     ...(body === undefined
@@ -163,8 +144,9 @@ function pod(n: number, i: number): Record<string, unknown> {
 }
 
 export async function benchBridgeFleet(): Promise<BenchResult[]> {
-  const sim = await startSimProcess();
-  const kubeconfig = await tempKubeconfig(sim.kubernetes);
+  const fleetSim = await startFleetSim();
+  const sim = fleetSim.ready;
+  const kubeconfig = await tempKubeconfig(sim.kubernetes ?? "");
   const logger = createLogger("silent");
   // One signal per bridge: each wave adds listeners to its signal.
   const stop: AbortController[] = [];
@@ -301,7 +283,7 @@ export async function benchBridgeFleet(): Promise<BenchResult[]> {
     for (const controller of stop) controller.abort();
     await Promise.allSettled(loops);
     await Promise.allSettled(stops.map((s) => s()));
-    await sim.close();
+    await fleetSim.close();
     kubeconfig.remove();
   }
 }

@@ -11,6 +11,7 @@ import { createInterface } from "node:readline";
 import { afterEach, describe, expect, it } from "vitest";
 import { closedPortUrl } from "./helpers/closed-port.js";
 import { eventually } from "./helpers/kube-worlds.js";
+import { type SimReady, startSimProcess } from "./helpers/sim-process.js";
 import { makeTempDir, removeTempDir } from "./helpers/temp-dirs.js";
 
 const BINARY = resolve("dist/multus-ipmgr.mjs");
@@ -26,13 +27,6 @@ const MUTATING = new Set([
   "AssignIpv6Addresses",
   "UnassignIpv6Addresses",
 ]);
-
-interface Ready {
-  ec2: string;
-  control: string;
-  imds: Record<string, string>;
-  kubernetes: string;
-}
 
 interface Running {
   readonly child: ChildProcess;
@@ -64,31 +58,22 @@ async function stop(r: Running): Promise<void> {
   await r.exited;
 }
 
-async function startSim(): Promise<{ ready: Ready; kubeconfig: string }> {
+async function startSim(): Promise<{ ready: SimReady; kubeconfig: string }> {
   const dir = makeTempDir("ipmgr-kube-");
   cleanups.push(async () => removeTempDir(dir));
   const kubeconfig = join(dir, "kubeconfig");
-  const sim = started(
-    spawn(
-      process.execPath,
-      [BINARY, "sim", "--world", "examples/world-bridge.yaml", "--kubeconfig", kubeconfig],
-      { stdio: ["ignore", "pipe", "pipe"] },
-    ),
+  const sim = await startSimProcess(
+    ["--world", "examples/world-bridge.yaml", "--kubeconfig", kubeconfig],
+    BINARY,
   );
-  cleanups.push(() => stop(sim));
-  const ready = await new Promise<Ready>((done, fail) => {
-    createInterface({ input: sim.child.stdout as NodeJS.ReadableStream }).once("line", (line) =>
-      done(JSON.parse(line) as Ready),
-    );
-    void sim.exited.then(({ code }) =>
-      fail(new Error(`multus-ipmgr sim exited with ${code}: ${sim.stderr}`)),
-    );
+  cleanups.push(async () => {
+    await sim.stop("SIGKILL");
   });
-  return { ready, kubeconfig };
+  return { ready: sim.ready, kubeconfig };
 }
 
 async function startBridge(
-  ready: Ready,
+  ready: SimReady,
   kubeconfig: string,
   env: Record<string, string> = {},
 ): Promise<Running & { http: string }> {
@@ -130,7 +115,7 @@ async function startBridge(
   return Object.assign(bridge, { http: `http://127.0.0.1:${port}` });
 }
 
-async function controlJson<T>(ready: Ready, method: string, path: string, body?: unknown): Promise<T> {
+async function controlJson<T>(ready: SimReady, method: string, path: string, body?: unknown): Promise<T> {
   const response = await fetch(`${ready.control}${path}`, {
     method,
     ...(body === undefined
@@ -142,7 +127,7 @@ async function controlJson<T>(ready: Ready, method: string, path: string, body?:
   return (text === "" ? undefined : JSON.parse(text)) as T;
 }
 
-async function held(ready: Ready): Promise<{ ipv4s: string[]; ipv6s: string[] }> {
+async function held(ready: SimReady): Promise<{ ipv4s: string[]; ipv6s: string[] }> {
   const state = await controlJson<{ enis: { eniId: string; ipv4s: string[]; ipv6s: string[] }[] }>(
     ready,
     "GET",
@@ -153,7 +138,7 @@ async function held(ready: Ready): Promise<{ ipv4s: string[]; ipv6s: string[] }>
   return eni;
 }
 
-async function mutatingCalls(ready: Ready): Promise<{ action: string; params: Record<string, string> }[]> {
+async function mutatingCalls(ready: SimReady): Promise<{ action: string; params: Record<string, string> }[]> {
   const calls = await controlJson<{ action: string; outcome: string; params: Record<string, string> }[]>(
     ready,
     "GET",

@@ -1,12 +1,11 @@
-import { spawn } from "node:child_process";
 import { existsSync, statSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { createInterface } from "node:readline";
 import { CoreV1Api, KubeConfig } from "@kubernetes/client-node";
 import { afterEach, describe, expect, it } from "vitest";
 import { parseWorld, WorldError } from "../src/sim/index.js";
 import { main, type SimOutput } from "../src/sim/main.js";
 import { kubeWorld, startKubeSim } from "./helpers/kube-worlds.js";
+import { startSimProcess } from "./helpers/sim-process.js";
 import { makeTempDir, removeTempDir } from "./helpers/temp-dirs.js";
 
 const BINARY = resolve("dist/multus-ipmgr.mjs");
@@ -171,23 +170,12 @@ describe("multus-ipmgr sim --kubeconfig", () => {
     async () => {
       dir = makeTempDir("ipmgr-kube-");
       const kubeconfig = join(dir, "kubeconfig");
-      const sim = spawn(
-        process.execPath,
-        [BINARY, "sim", "--world", "examples/world-bridge.yaml", "--kubeconfig", kubeconfig],
-        {
-          stdio: ["ignore", "pipe", "pipe"],
-        },
+      const sim = await startSimProcess(
+        ["--world", "examples/world-bridge.yaml", "--kubeconfig", kubeconfig],
+        BINARY,
       );
-      let stderr = "";
-      sim.stderr.on("data", (chunk: Buffer) => {
-        stderr += chunk.toString();
-      });
-      const exited = new Promise<number | null>((done) => sim.once("exit", (code) => done(code)));
       try {
-        const ready = await new Promise<{ kubernetes: string }>((done, fail) => {
-          createInterface({ input: sim.stdout }).once("line", (line) => done(JSON.parse(line)));
-          sim.once("exit", (code) => fail(new Error(`multus-ipmgr sim exited with ${code}: ${stderr}`)));
-        });
+        const { ready } = sim;
         expect(ready.kubernetes).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
         expect(statSync(kubeconfig).mode & 0o777).toBe(0o600);
         const kc = new KubeConfig();
@@ -199,12 +187,11 @@ describe("multus-ipmgr sim --kubeconfig", () => {
         const watch = await fetch(`${ready.kubernetes}/api/v1/pods?watch=true`);
         const reader = watch.body?.getReader();
         await reader?.read();
-        sim.kill("SIGTERM");
-        expect(await exited).toBe(0);
+        expect(await sim.stop()).toBe(0);
         expect((await reader?.read())?.done).toBe(true);
-        expect(stderr).toBe("multus-ipmgr sim: SIGTERM, closing\n");
+        expect(sim.stderr()).toBe("multus-ipmgr sim: SIGTERM, closing\n");
       } finally {
-        sim.kill("SIGKILL");
+        await sim.stop("SIGKILL");
       }
     },
   );
