@@ -27,9 +27,10 @@ RUN npm run build && find dist -name '*.map' -delete && rm dist/cli.cjs.cache di
     && chmod 0755 dist/multus-ipmgr.mjs dist/multus-ipmgr.cjs
 
 # V8's code caches of dist/cli.cjs and dist/bridge.cjs, made by the node binary of the runtime stage (the same base image, on the
-# target platform: under emulation for another architecture, one run of node, about a second). The
-# entrypoint checks it at start and starts without it, the normal way, when it does not fit (README,
-# Decisions: start-up).
+# target platform: under emulation for another architecture, one run of node, a few seconds). The CLI's is
+# written after one training run of `init` against the simulator on 127.0.0.1 inside this stage, so that it
+# holds what a start runs. The entrypoint checks each cache at start and starts without it, the normal way,
+# when it does not fit (README, Decisions: start-up).
 FROM node:24-bookworm-slim AS code-cache
 COPY --from=build /src/dist /app/dist
 RUN node /app/dist/write-code-cache.cjs

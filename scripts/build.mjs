@@ -71,7 +71,7 @@ await build({
   splitting: true,
   plugins: [userlandPunycode, nodeFetchUrl],
 });
-await build({ ...common, entryPoints: { sim: "src/sim/main.ts" } });
+await build({ ...common, entryPoints: { sim: "src/sim/bundle.ts" } });
 
 // dist/cli.cjs: the same CLI as one CommonJS file, for V8's code cache (src/cli/code-cache.ts; Node 20 has a
 // code cache for CommonJS only). Built from the chunks above, which are already tree-shaken: bundled from

@@ -1,6 +1,7 @@
 import { initSettings, loadInitConfig } from "../eni/config.js";
 import { TimeoutError } from "../eni/errors/timeout-error.js";
 import { ExitCode } from "../eni/exit-codes.js";
+import type { InterfaceSource } from "../eni/interface-source.js";
 import { createLogger } from "../eni/logger.js";
 import { buildPodDeps } from "../eni/pod-deps.js";
 import { CommandRun, printHelpIfAsked } from "../eni/process/command-run.js";
@@ -18,8 +19,17 @@ flags (each also read from its environment variable):
 ${describeSettings(initSettings)}
 `;
 
+/**
+ * What a caller may put in place of an adapter. Only the code cache's training run uses it
+ * (src/cli/code-cache-training.ts): it gives the pod's interfaces as they would be read, since the machine
+ * that builds the cache has no pod network namespace.
+ */
+export interface InitSeams {
+  readonly interfaces?: InterfaceSource;
+}
+
 /** Entrypoint of `multus-ipmgr init`: config, adapters, signals, then runInit. */
-export async function main(argv: readonly string[]): Promise<number> {
+export async function main(argv: readonly string[], seams: InitSeams = {}): Promise<number> {
   if (printHelpIfAsked(argv, help)) return ExitCode.ok;
   const run = new CommandRun("init");
   const controller = new AbortController();
@@ -37,7 +47,8 @@ export async function main(argv: readonly string[]): Promise<number> {
     run.logger = logger;
     const deadline = AbortSignal.timeout(config.timeoutMs);
     const signal = AbortSignal.any([controller.signal, deadline]);
-    const deps = buildPodDeps(config, logger, { signal });
+    const built = buildPodDeps(config, logger, { signal });
+    const deps = seams.interfaces === undefined ? built : { ...built, interfaces: seams.interfaces };
     // The EC2 SDK loads on the first EC2 call, not during IMDS discovery: a rerun on a correct pod makes
     // none and never loads it (about 20 ms less), and a fresh start lost nothing measurable, since IMDS
     // answers within a millisecond and left little to overlap (README, Decisions: start-up).
