@@ -91,6 +91,16 @@ const cjs = {
   legalComments: "none",
   logLevel: "warning",
 };
+// Each CommonJS bundle is written inside the wrapper Node puts around a module, so that
+// src/cli/code-cache.ts compiles the file as read: wrapping it at each start made a second copy of the
+// whole source in V8's heap (0.9 MB of peak RSS for the CLI's). The sixth parameter is the bundle's file
+// URL, for the chunks' import.meta.url (see `define`). The file's first line stays its `#!`, which V8 allows
+// at the start of a script, and esbuild's "use strict" opens the function's body: the code runs in strict
+// mode, as the ESM chunks it is built from do.
+const cjsModuleWrapper = {
+  banner: { js: "(function (exports, require, module, __filename, __dirname, __ipmgrBundleUrl) {" },
+  footer: { js: "});" },
+};
 await build({
   ...cjs,
   entryPoints: ["dist/start.mjs"],
@@ -99,7 +109,7 @@ await build({
   supported: { "dynamic-import": false },
   // The chunks' banner makes `require` from import.meta.url, which CommonJS lacks.
   define: { "import.meta.url": "__ipmgrBundleUrl" },
-  banner: { js: 'const __ipmgrBundleUrl = require("node:url").pathToFileURL(__filename).href;' },
+  ...cjsModuleWrapper,
   plugins: [
     {
       name: "keep-kube-client-esm",
@@ -122,7 +132,7 @@ await build({
   logOverride: { "equals-negative-zero": "silent" },
   supported: { "dynamic-import": false },
   define: { "import.meta.url": "__ipmgrBundleUrl" },
-  banner: { js: 'const __ipmgrBundleUrl = require("node:url").pathToFileURL(__filename).href;' },
+  ...cjsModuleWrapper,
 });
 for (const file of ["start.mjs", "start.mjs.map", "start-bridge.mjs", "start-bridge.mjs.map"])
   rmSync(`dist/${file}`);

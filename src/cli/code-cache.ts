@@ -1,5 +1,6 @@
 import { createRequire } from "node:module";
 import { dirname } from "node:path";
+import { pathToFileURL } from "node:url";
 import { constants, Script } from "node:vm";
 
 /**
@@ -76,20 +77,19 @@ export function stampMismatch(
   return undefined;
 }
 
-/** The CommonJS wrapper Node puts around a module, so that the bundle sees `require`, `module`, `__dirname`. */
-const wrap = (source: string): string =>
-  // A leading `#!` line is a comment in a file, not inside a function: make it one (same length and lines).
-  `(function (exports, require, module, __filename, __dirname) { ${source.startsWith("#!") ? `//${source.slice(2)}` : source}\n});`;
-
 type ModuleFunction = (
   exports: unknown,
   require: NodeJS.Require,
   module: { exports: unknown },
   filename: string,
   dirname: string,
+  fileUrl: string,
 ) => void;
 
-/** Runs the compiled bundle as Node runs a CommonJS module; returns its exports. */
+/**
+ * Runs the compiled bundle as Node runs a CommonJS module, with its file URL besides (the chunks'
+ * import.meta.url; see scripts/build.mjs); returns its exports.
+ */
 export function runBundle(script: Script, filename: string): unknown {
   const module = { exports: {} as unknown };
   (script.runInThisContext() as ModuleFunction)(
@@ -98,17 +98,22 @@ export function runBundle(script: Script, filename: string): unknown {
     module,
     filename,
     dirname(filename),
+    pathToFileURL(filename).href,
   );
   return module.exports;
 }
 
-/** Compiles the bundle, with V8's data when given; `rejected` says whether V8 refused it. */
+/**
+ * Compiles the bundle, with V8's data when given; `rejected` says whether V8 refused it. The bundle's file
+ * is already inside the wrapper Node puts around a CommonJS module (scripts/build.mjs), so that the source
+ * is compiled as read, without a wrapped copy of it: its value is the module function.
+ */
 export function compileBundle(
   source: string,
   filename: string,
   cachedData?: Buffer,
 ): { script: Script; rejected: boolean } {
-  const script = new Script(wrap(source), {
+  const script = new Script(source, {
     filename,
     // The bundle's import() (the simulator's and the Kubernetes client's ESM bundles) goes to Node's own
     // loader, as from any CommonJS module.
