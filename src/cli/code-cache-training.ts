@@ -7,7 +7,8 @@ import type { SimCall, SimulatorHandle, SimulatorOptions, World } from "../sim/i
  * function a start calls is compiled again at each start. So write-code-cache.ts first runs `init` once, a
  * fresh pod start (one IPv4 and one IPv6 address: TRAINING_CALLS), against a
  * simulator started in the same process, and writes the cache after it. Measured (`npm run bench --
- * startup`): a fresh start's CPU time 89 → 79 ms on Node 20 and 104 → 88 ms on Node 24; RSS unchanged.
+ * startup`, against a cache of the loaded modules): a fresh start's CPU time 83 → 72 ms on Node 20 and
+ * 101 → 90 ms on Node 24; peak RSS unchanged.
  */
 
 /** The simulator as dist/sim.mjs exports it (src/sim/bundle.ts). */
