@@ -3,7 +3,11 @@ import { pino } from "pino";
 import { afterEach, describe, expect, it } from "vitest";
 import { ConfigError } from "../src/eni/errors/config-error.js";
 import { ExitCode } from "../src/eni/exit-codes.js";
-import { type ProbeResult, type RunningHttpServer, startHttpServer } from "../src/sidecar/http-server.js";
+import {
+  type ProbeResult,
+  type RunningHttpServer,
+  startHttpServer,
+} from "../src/eni/process/probe-server.js";
 import { SidecarMetrics } from "../src/sidecar/metrics.js";
 
 const silent = pino({ level: "silent" });

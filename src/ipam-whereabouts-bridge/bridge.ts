@@ -14,9 +14,9 @@ import { IpmgrError } from "../eni/errors/ipmgr-error.js";
 import type { Imds } from "../eni/imds.js";
 import { linkedAbort } from "../eni/linked-abort.js";
 import type { Logger } from "../eni/logger.js";
+import type { ProbeResult } from "../eni/process/probe-server.js";
 import { applyPlan, planFor } from "../eni/reconcile.js";
 import type { EniState, Plan, PlanAction } from "../eni/types.js";
-import type { ProbeResult } from "../sidecar/http-server.js";
 import { type DesiredState, desiredState, type PodRef } from "./desired-state.js";
 import type {
   IpPoolInfo,

@@ -2,8 +2,8 @@ import { type BackoffPolicy, backoffDelay } from "../eni/backoff.js";
 import type { ElasticIpDecision } from "../eni/elastic-ip-plan.js";
 import { checkElasticIps, type ElasticIpCheckDeps, elasticIpProblem } from "../eni/elastic-ips.js";
 import { Ec2Error } from "../eni/errors/ec2-error.js";
+import type { ProbeResult } from "../eni/process/probe-server.js";
 import type { ElasticIpMapping } from "../eni/types.js";
-import type { ProbeResult } from "./http-server.js";
 import type { SidecarMetrics } from "./metrics.js";
 
 export interface ElasticIpFollowerOptions {

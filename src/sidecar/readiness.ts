@@ -1,6 +1,6 @@
+import type { ProbeResult } from "../eni/process/probe-server.js";
 import type { Placement, Plan, PodInterface } from "../eni/types.js";
 import type { EpisodeView } from "./drift-episodes.js";
-import type { ProbeResult } from "./http-server.js";
 
 /** What the last observation showed, for /readyz. */
 export interface ReadinessView {

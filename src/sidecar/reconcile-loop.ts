@@ -2,6 +2,7 @@ import { type BackoffPolicy, backoffDelay } from "../eni/backoff.js";
 import { Ec2Error } from "../eni/errors/ec2-error.js";
 import { family } from "../eni/ip.js";
 import { plan as planOffline } from "../eni/planner.js";
+import type { ProbeResult, ProbeStatus } from "../eni/process/probe-server.js";
 import {
   applyPlan,
   confirmPlan,
@@ -15,7 +16,6 @@ import { addressesOf } from "./address-diff.js";
 import type { ReleasedToken } from "./address-watcher.js";
 import { DriftEpisodes, type EpisodeEvent, type Holder } from "./drift-episodes.js";
 import type { ElasticIpFollower } from "./elastic-ip-follower.js";
-import type { ProbeResult, SidecarStatus } from "./http-server.js";
 import type { SidecarMetrics } from "./metrics.js";
 import { type ReadinessView, readinessOf } from "./readiness.js";
 
@@ -107,7 +107,7 @@ interface Observed {
  * DriftEpisodes: repaired at once when no ENI holds it, paced by backoff when a rival does. While an
  * episode is open the drift check runs every `episodeCheckIntervalMs`, so a rival letting go is seen fast.
  */
-export class ReconcileLoop implements SidecarStatus {
+export class ReconcileLoop implements ProbeStatus {
   readonly #o: ReconcileLoopOptions;
   readonly #failureBackoff: BackoffPolicy;
   readonly #episodeCheckIntervalMs: number;

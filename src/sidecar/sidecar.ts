@@ -1,11 +1,11 @@
 import type { AddressEvents } from "../eni/address-events.js";
 import type { BackoffPolicy } from "../eni/backoff.js";
+import { type RunningHttpServer, startHttpServer } from "../eni/process/probe-server.js";
 import type { ConfirmOptions, ReconcileDeps } from "../eni/reconcile.js";
 import type { ElasticIpMapping, Plan, PlanPolicy } from "../eni/types.js";
 import { runInit } from "../init/run-init.js";
 import { AddressWatcher } from "./address-watcher.js";
 import { ElasticIpFollower } from "./elastic-ip-follower.js";
-import { type RunningHttpServer, startHttpServer } from "./http-server.js";
 import { IdleCollector } from "./idle-collector.js";
 import type { SidecarMetrics } from "./metrics.js";
 import { ReconcileLoop } from "./reconcile-loop.js";

@@ -1,7 +1,12 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { ConfigError } from "../eni/errors/config-error.js";
-import type { Logger } from "../eni/logger.js";
+import { ConfigError } from "../errors/config-error.js";
+import type { Logger } from "../logger.js";
+
+/**
+ * The HTTP server of the long-running commands (sidecar, bridge): /healthz and /readyz for the kubelet's
+ * probes, /metrics for Prometheus.
+ */
 
 /** Default port of the sidecar's HTTP server (IPMGR_HTTP_PORT). */
 export const DEFAULT_HTTP_PORT = 9180;
@@ -14,8 +19,8 @@ export interface ProbeResult {
   readonly lines: readonly string[];
 }
 
-/** What the server asks the sidecar on every probe. Must be cheap and must not throw. */
-export interface SidecarStatus {
+/** What the server asks the command on every probe. Must be cheap and must not throw. */
+export interface ProbeStatus {
   /** /healthz: the loop is alive. */
   health(): ProbeResult;
   /** /readyz: every current address is held by the right ENI, nothing is refused. */
@@ -31,7 +36,7 @@ export interface HttpServerOptions {
   readonly host: string;
   /** TCP port; 0 picks a free one (tests). */
   readonly port: number;
-  readonly status: SidecarStatus;
+  readonly status: ProbeStatus;
   readonly metrics: MetricsSource;
   readonly logger: Logger;
 }
