@@ -208,6 +208,48 @@ describe("the sidecar against the simulator", () => {
     expect(await metric(a, "multus_ipmgr_conflicts_total")).toBe(0);
   });
 
+  describe("times a change that a drift check's reconcile assigned before the watcher reported it", () => {
+    // The watcher polls once an hour here, so that the drift check (every 100 ms) finds the new address and
+    // its reconcile assigns it; the test then reports the change itself, as the watcher would after its
+    // settle time, with the moment it was seen.
+    async function assignedUnreported(): Promise<{ pod: Pod; seenAt: number; assignedBy: number }> {
+      const s = await simulator();
+      const pod = await startPod(s, NODE2, MAC.node2A1, ["198.51.100.90"], { pollIntervalMs: 3_600_000 });
+      const seenAt = systemClock.now();
+      pod.interfaces.add(FLOAT4);
+      await eventually(() => holds(s, ENI.node2A1, FLOAT4), "assigned by the drift check's reconcile");
+      expect(await metric(pod, "multus_ipmgr_change_to_assigned_seconds_count")).toBe(0);
+      return { pod, seenAt, assignedBy: systemClock.now() };
+    }
+
+    const NOOPS = 'multus_ipmgr_reconciles_total{outcome="noop"}';
+    const TIMED = "multus_ipmgr_change_to_assigned_seconds_count";
+
+    /** Reports a change seen at `seenAt`, and waits for the reconcile it triggers (nothing left to do). */
+    async function report(pod: Pod, seenAt: number): Promise<void> {
+      const noops = await metric(pod, NOOPS);
+      pod.sidecar.loop.notifyChange(seenAt);
+      await eventually(async () => (await metric(pod, NOOPS)) > noops, "the reported change's reconcile");
+    }
+
+    it("reported with a moment before that reconcile read the interfaces: timed once, from that moment", async () => {
+      const { pod, seenAt, assignedBy } = await assignedUnreported();
+      await report(pod, seenAt);
+      expect(await metric(pod, TIMED)).toBe(1);
+      const seconds = await metric(pod, "multus_ipmgr_change_to_assigned_seconds_sum");
+      expect(seconds).toBeGreaterThan(0);
+      expect(seconds).toBeLessThanOrEqual((assignedBy - seenAt) / 1000);
+      await report(pod, seenAt);
+      expect(await metric(pod, TIMED)).toBe(1);
+    });
+
+    it("reported with a later moment (another change): not timed by that reconcile's calls", async () => {
+      const { pod } = await assignedUnreported();
+      await report(pod, systemClock.now());
+      expect(await metric(pod, TIMED)).toBe(0);
+    });
+  });
+
   it("moves a floating IPv6 address by unassigning it from the other node first", async () => {
     const s = await simulator();
     const a = await startPod(s, NODE1, MAC.node1A1, [FLOAT6]);

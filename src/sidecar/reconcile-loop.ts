@@ -93,6 +93,8 @@ function describeError(error: unknown): string {
 interface Observed {
   readonly observation: Observation;
   readonly offline: Plan;
+  /** Clock time just before the interfaces were read. */
+  readonly observedAt: number;
 }
 
 /**
@@ -124,6 +126,8 @@ export class ReconcileLoop implements ProbeStatus {
 
   #changePending = false;
   #changeDetectedAt: number | undefined;
+  /** The last step's EC2 changes, when no change on the interfaces timed them (see #timeChange). */
+  #untimedChange: { readonly observedAt: number; readonly acceptedAt: number } | undefined;
   #reconcileNow = false;
   #nextResyncAt = 0;
   #nextDriftCheckAt = 0;
@@ -304,10 +308,40 @@ export class ReconcileLoop implements ProbeStatus {
     this.#scheduleDriftCheck(now);
   }
 
+  /**
+   * change_to_assigned: from the moment the watcher saw a change on the interfaces to EC2 accepting the
+   * step that followed. A step that read the interfaces after that moment but began before the watcher
+   * reported it (a drift check or a resync came first while the watcher let the change settle) made the
+   * change's EC2 calls without a moment to time them from: if the report came during the step, they are
+   * timed at once; if after, the step it triggers finds nothing left to do and times them. Each once.
+   */
+  #timeChange(measuredFrom: number | undefined, observedAt: number, acceptedAt: number | undefined): void {
+    const untimed = this.#untimedChange;
+    this.#untimedChange = undefined;
+    if (acceptedAt !== undefined) {
+      const seenAt = measuredFrom ?? this.#takeChangeSeenBy(observedAt);
+      if (seenAt !== undefined) this.#o.metrics.changeToAssigned(acceptedAt - seenAt);
+      else this.#untimedChange = { observedAt, acceptedAt };
+    } else if (measuredFrom !== undefined && untimed !== undefined && measuredFrom <= untimed.observedAt) {
+      this.#o.metrics.changeToAssigned(untimed.acceptedAt - measuredFrom);
+    }
+  }
+
+  /**
+   * The moment of a change reported while a step ran, when it was seen before the step read the interfaces
+   * (so the step's reading held it): taken, so that the step the report triggers does not time it again.
+   */
+  #takeChangeSeenBy(observedAt: number): number | undefined {
+    const seenAt = this.#changeDetectedAt;
+    if (seenAt === undefined || seenAt > observedAt) return undefined;
+    this.#changeDetectedAt = undefined;
+    return seenAt;
+  }
+
   async #reconcile(signal: AbortSignal, measuredFrom: number | undefined): Promise<void> {
     const { deps, watcher, metrics, policy } = this.#o;
     const token = watcher.released();
-    const { observation, offline } = await this.#observe();
+    const { observation, offline, observedAt } = await this.#observe();
 
     const now = deps.clock.now();
     const heldBack = this.#episodes.heldBack(now);
@@ -331,7 +365,7 @@ export class ReconcileLoop implements ProbeStatus {
     }
     const { mutatingCalls } = await applyPlan(planned, deps);
     const acceptedAt = deps.clock.now();
-    if (mutatingCalls > 0 && measuredFrom !== undefined) metrics.changeToAssigned(acceptedAt - measuredFrom);
+    this.#timeChange(measuredFrom, observedAt, mutatingCalls > 0 ? acceptedAt : undefined);
     for (const address of repairs) {
       this.#episodes.repaired(address);
       metrics.driftRepair();
@@ -468,7 +502,7 @@ export class ReconcileLoop implements ProbeStatus {
       observedAt,
     });
     this.#o.elasticIps?.held(heldBy(offline, satisfied), observedAt);
-    return { observation, offline };
+    return { observation, offline, observedAt };
   }
 
   /** Who holds each address: another ENI's id, null for none, absent when the read failed. */
