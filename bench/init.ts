@@ -30,7 +30,7 @@ async function timedInit(lab: Lab, env: Record<string, string>): Promise<Timed> 
     pod.ns,
     ...(withTime ? [GNU_TIME, "-f", "maxrss=%M"] : []),
     process.execPath,
-    "dist/multus-ipmgr.mjs",
+    "dist/multus-ipmgr.cjs",
     "init",
   ];
   const started = performance.now();

@@ -14,7 +14,8 @@ import { eventually } from "./helpers/kube-worlds.js";
 import { type SimReady, startSimProcess } from "./helpers/sim-process.js";
 import { makeTempDir, removeTempDir } from "./helpers/temp-dirs.js";
 
-const BINARY = resolve("dist/multus-ipmgr.mjs");
+/** The image's entry: the bridge starts from dist/bridge.cjs with its code cache. */
+const BINARY = resolve("dist/multus-ipmgr.cjs");
 const unbuilt = !existsSync(BINARY) && process.env.IPMGR_TEST_SKIP_BUILD === "1";
 if (unbuilt) console.warn("bridge end-to-end tests skipped: dist/multus-ipmgr.mjs is not built");
 

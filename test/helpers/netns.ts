@@ -15,7 +15,8 @@ import type { SimCall, SimEni, SimState } from "../../src/sim/index.js";
 import { makeTempDir, removeTempDir } from "./temp-dirs.js";
 
 const run = promisify(execFile);
-export const BINARY = resolve("dist/multus-ipmgr.mjs");
+/** The built CLI as the image runs it: the CommonJS bundle with its code cache (src/cli/fast-start.ts). */
+export const BINARY = resolve("dist/multus-ipmgr.cjs");
 export const NS_PREFIX = "ipmt-";
 const SIM_HOST = "192.0.2.1";
 
