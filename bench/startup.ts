@@ -279,6 +279,21 @@ export async function benchStartup(): Promise<BenchResult[]> {
         target: "informational",
         ok: true,
       },
+      // What is ours: init against the floor, medians of the same run (README, Decisions: start-up).
+      {
+        name: `init wall, fresh pod start / the floor's (${percentile(ms(fresh), 50).toFixed(1)} / ${percentile(ms(floor), 50).toFixed(1)} ms)`,
+        value: percentile(ms(fresh), 50) / percentile(ms(floor), 50),
+        unit: "x the floor",
+        target: "informational",
+        ok: true,
+      },
+      {
+        name: `init peak RSS / the floor's (${percentile(mb(fresh), 50).toFixed(1)} / ${percentile(mb(floor), 50).toFixed(1)} MB)`,
+        value: percentile(mb(fresh), 50) / percentile(mb(floor), 50),
+        unit: "x the floor",
+        target: "informational",
+        ok: true,
+      },
       {
         name: `sidecar RSS ${IDLE_SECONDS} s after ready, with its ip monitor (${idleMb.toFixed(1)} MB, node alone ${(idle.nodeKb / 1024).toFixed(1)} MB) / bare node's peak (${barePeak.toFixed(1)} MB)`,
         value: idleMb / barePeak,
