@@ -57,7 +57,7 @@ describe("trainInit", () => {
       },
     };
     await expect(trainInit(bundle, simulator, "silent")).resolves.toBe(
-      "trained on a fresh start of init (DescribeNetworkInterfaces, AssignPrivateIpAddresses, AssignIpv6Addresses)",
+      "a fresh start of init (AssignIpv6Addresses, AssignPrivateIpAddresses, DescribeNetworkInterfaces)",
     );
     expect(seenKey).toBe("AKIDCODECACHE");
     expect(process.env).toEqual(before);

@@ -24,6 +24,11 @@ const own: CodeCacheStamp = { bundle: "a".repeat(64), node: process.version, arc
 describe("the code cache's stamp", () => {
   it.each<[string, Partial<CodeCacheStamp>, string | undefined]>([
     ["fits when node, architecture and bundle are its own", {}, undefined],
+    [
+      "fits whatever ran before it was written (the training run)",
+      { training: "a fresh start of init" },
+      undefined,
+    ],
     ["another node version", { node: "v20.0.0" }, `it was made by node v20.0.0, this is ${process.version}`],
     ["another architecture", { arch: "s390x" }, `it was made for s390x, this is ${process.arch}`],
     [

@@ -94,7 +94,7 @@ export function trainingCallsMismatch(
 /**
  * Runs `init` in `bundle` once, a fresh pod start against a simulator of TRAINING_WORLD (from `simulator`),
  * with static credentials in the environment for the time of the run. Throws CodeCacheTrainingError unless
- * it exits 0 after exactly TRAINING_CALLS. Returns a line for the build log. `logLevel`: init's, by default
+ * it exits 0 after exactly TRAINING_CALLS. Returns what ran, for the cache's stamp and the build log. `logLevel`: init's, by default
  * `info` as in a pod, so that the cache holds the writing of its log lines too.
  */
 export async function trainInit(
@@ -127,7 +127,8 @@ export async function trainInit(
     }
     const mismatch = trainingCallsMismatch(calls);
     if (mismatch !== undefined) throw new CodeCacheTrainingError(`${mismatch}; the cache was not written`);
-    return `trained on a fresh start of init (${calls.map((c) => c.action).join(", ")})`;
+    // The calls are TRAINING_CALLS (checked above), named in that order whatever order they came in.
+    return `a fresh start of init (${TRAINING_CALLS.join(", ")})`;
   } finally {
     for (const [key, value] of Object.entries(saved)) {
       if (value === undefined) delete process.env[key];

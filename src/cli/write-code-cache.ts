@@ -5,6 +5,7 @@ import { pathToFileURL } from "node:url";
 import {
   BUNDLES,
   type BundleFile,
+  type CodeCacheStamp,
   cacheFileOf,
   compileBundle,
   encodeCodeCache,
@@ -26,18 +27,20 @@ async function writeCodeCache(dir: string, bundle: BundleFile): Promise<string> 
   const source = readFileSync(bundlePath);
   const { script } = compileBundle(source.toString("utf8"), bundlePath);
   const exports = runBundle(script, bundlePath);
-  let how = "its modules loaded";
+  let training: string | undefined;
   if (bundle === "cli.cjs") {
     const simulator = (await import(pathToFileURL(join(dir, "sim.mjs")).href)) as SimulatorLibrary;
-    how = await trainInit(exports as TrainableBundle, simulator);
+    training = await trainInit(exports as TrainableBundle, simulator);
   } else {
     await (exports as { prime(): Promise<void> }).prime();
   }
-  const stamp = {
+  const stamp: CodeCacheStamp = {
     bundle: createHash("sha256").update(source).digest("hex"),
     node: process.version,
     arch: process.arch,
+    ...(training === undefined ? {} : { training }),
   };
+  const how = training === undefined ? "its modules loaded" : `trained on ${training}`;
   const path = join(dir, cacheFileOf(bundle));
   writeFileSync(path, encodeCodeCache(stamp, script.createCachedData()));
   return `wrote ${path}, ${how}, for node ${process.version} (${process.arch})\n`;

@@ -175,7 +175,7 @@ describe.skipIf(unavailable !== undefined)("the image, run as a user would", () 
           [
             "-e",
             `const fs = require("node:fs");
-             const head = fs.readFileSync("/app/dist/${cache}").subarray(0, 200).toString("latin1");
+             const head = fs.readFileSync("/app/dist/${cache}").subarray(0, 1000).toString("latin1");
              const stamp = JSON.parse(head.slice(0, head.indexOf("\\n")));
              console.log(JSON.stringify({ stamp, node: process.version, arch: process.arch }));`,
           ],
@@ -184,11 +184,19 @@ describe.skipIf(unavailable !== undefined)("the image, run as a user would", () 
       );
       expect(stamp.stderr).toBe("");
       const seen = JSON.parse(stamp.stdout) as {
-        stamp: { node: string; arch: string };
+        stamp: { node: string; arch: string; training?: string };
         node: string;
         arch: string;
       };
       expect(seen.stamp).toMatchObject({ node: seen.node, arch: seen.arch });
+      // The CLI's was written after the training run of init (src/cli/code-cache-training.ts), in the image.
+      if (cache === "cli.cjs.cache") {
+        expect(seen.stamp.training).toBe(
+          "a fresh start of init (AssignIpv6Addresses, AssignPrivateIpAddresses, DescribeNetworkInterfaces)",
+        );
+      } else {
+        expect(seen.stamp.training).toBeUndefined();
+      }
     }
     // The entrypoint and the command on the PATH use them: no fallback line even at debug level.
     for (const extra of [[], ["--entrypoint=multus-ipmgr"]]) {
