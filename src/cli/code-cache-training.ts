@@ -5,8 +5,8 @@ import type { SimCall, SimulatorHandle, SimulatorOptions, World } from "../sim/i
  * The training run behind dist/cli.cjs.cache. V8's code cache holds the bytecode of the functions compiled
  * before it is written; a cache written after loading the modules only holds their top-level code, and every
  * function a start calls is compiled again at each start. So write-code-cache.ts first runs `init` once, a
- * fresh pod start (one IPv4 and one IPv6 address: TRAINING_CALLS), against a
- * simulator started in the same process, and writes the cache after it. Measured (`npm run bench --
+ * fresh pod start (one IPv4 and one IPv6 address: TRAINING_CALLS), against a simulator started in the same
+ * process, and writes the cache after it. Measured (`npm run bench --
  * startup`, against a cache of the loaded modules): a fresh start's CPU time 83 → 72 ms on Node 20 and
  * 101 → 90 ms on Node 24; peak RSS unchanged.
  */
@@ -94,8 +94,8 @@ export function trainingCallsMismatch(
 /**
  * Runs `init` in `bundle` once, a fresh pod start against a simulator of TRAINING_WORLD (from `simulator`),
  * with static credentials in the environment for the time of the run. Throws CodeCacheTrainingError unless
- * it exits 0 after exactly TRAINING_CALLS. Returns what ran, for the cache's stamp and the build log. `logLevel`: init's, by default
- * `info` as in a pod, so that the cache holds the writing of its log lines too.
+ * it exits 0 after exactly TRAINING_CALLS. Returns what ran, for the cache's stamp and the build log.
+ * `logLevel`: init's, by default `info` as in a pod, so that the cache holds the writing of its log lines.
  */
 export async function trainInit(
   bundle: TrainableBundle,
