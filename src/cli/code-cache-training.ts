@@ -117,6 +117,9 @@ export async function trainInit(
         `--ec2-endpoint=${sim.ec2Endpoint}`,
         "--termination-log=",
         `--log-level=${logLevel}`,
+        // Generous: a multi-platform build runs this under emulation, several times slower.
+        "--imds-timeout-ms=10000",
+        "--ec2-timeout-ms=30000",
       ],
       TRAINING_POD,
     );
