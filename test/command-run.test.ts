@@ -7,7 +7,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { ConfigError } from "../src/eni/errors/config-error.js";
 import { ExitCode } from "../src/eni/exit-codes.js";
 import { CommandRun, printHelpIfAsked } from "../src/eni/process/command-run.js";
-import { type SignalSource, shutdownSignals } from "../src/eni/process/shutdown-signals.js";
+import { type SignalSource, shutdownSignals, untilFirstSignal } from "../src/eni/process/shutdown-signals.js";
 import { makeTempDir, removeTempDir } from "./helpers/temp-dirs.js";
 
 /** A logger whose JSON lines land in `lines`. */
@@ -143,5 +143,28 @@ describe("shutdownSignals", () => {
     ]);
     signals.dispose();
     expect(emitter.listenerCount("SIGTERM")).toBe(0);
+  });
+});
+
+describe("untilFirstSignal", () => {
+  const never = new Promise<never>(() => undefined);
+
+  it("returns the first signal while the loop runs", async () => {
+    await expect(untilFirstSignal(never, { first: Promise.resolve("SIGINT") }, "the loop")).resolves.toBe(
+      "SIGINT",
+    );
+  });
+
+  it("throws the loop's failure when it fails first", async () => {
+    const failure = new Error("IMDS is gone");
+    await expect(untilFirstSignal(Promise.reject(failure), { first: never }, "the loop")).rejects.toBe(
+      failure,
+    );
+  });
+
+  it("throws an error naming the loop when it returns before any signal", async () => {
+    await expect(untilFirstSignal(Promise.resolve(), { first: never }, "the wave loop")).rejects.toThrow(
+      "the wave loop stopped without a signal",
+    );
   });
 });

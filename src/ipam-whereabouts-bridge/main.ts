@@ -7,6 +7,7 @@ import { createLogger, type Logger } from "../eni/logger.js";
 import { buildAwsClients } from "../eni/pod-deps.js";
 import { CommandRun, printHelpIfAsked } from "../eni/process/command-run.js";
 import { type RunningHttpServer, startHttpServer } from "../eni/process/probe-server.js";
+import { untilFirstSignal } from "../eni/process/shutdown-signals.js";
 import { describeSettings } from "../eni/settings.js";
 import { Bridge } from "./bridge.js";
 import type { KubeApi } from "./kube-api.js";
@@ -181,17 +182,9 @@ export async function main(argv: readonly string[]): Promise<number> {
       keeper === undefined
         ? Promise.resolve()
         : keepReservations(keeper, bridge, config.reservationIntervalMs, stop.signal, log);
-    const ended = await Promise.race([
-      running.then(
-        () => ({ kind: "stopped" as const }),
-        (error: unknown) => ({ kind: "failed" as const, error }),
-      ),
-      signals.first.then((signal) => ({ kind: "signal" as const, signal })),
-    ]);
-    if (ended.kind === "failed") throw ended.error;
-    if (ended.kind === "stopped") throw new Error("the wave loop stopped without a signal");
+    const signal = await untilFirstSignal(running, signals, "the wave loop");
     log.info(
-      { signal: ended.signal, graceMs: config.shutdownGraceMs },
+      { signal, graceMs: config.shutdownGraceMs },
       "shutting down: finishing the EC2 call in progress",
     );
     stop.abort();

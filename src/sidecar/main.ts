@@ -4,6 +4,7 @@ import { ExitCode } from "../eni/exit-codes.js";
 import { createLogger } from "../eni/logger.js";
 import { buildPodDeps } from "../eni/pod-deps.js";
 import { CommandRun, printHelpIfAsked } from "../eni/process/command-run.js";
+import { untilFirstSignal } from "../eni/process/shutdown-signals.js";
 import { fullCollector } from "../eni/process/v8-footprint.js";
 import { describeSettings } from "../eni/settings.js";
 import { startAddressEvents } from "./address-events-mode.js";
@@ -75,17 +76,9 @@ export async function main(argv: readonly string[]): Promise<number> {
     sidecar = current;
     addressEvents = undefined; // the sidecar owns it now
     await current.start();
-    const ended = await Promise.race([
-      current.run().then(
-        () => ({ kind: "stopped" as const }),
-        (error: unknown) => ({ kind: "failed" as const, error }),
-      ),
-      signals.first.then((signal) => ({ kind: "signal" as const, signal })),
-    ]);
-    if (ended.kind === "failed") throw ended.error;
-    if (ended.kind === "stopped") throw new Error("the reconcile loop stopped without a signal");
+    const signal = await untilFirstSignal(current.run(), signals, "the reconcile loop");
     log.info(
-      { signal: ended.signal, graceMs: config.shutdownGraceMs, releaseOnExit: config.releaseOnExit },
+      { signal, graceMs: config.shutdownGraceMs, releaseOnExit: config.releaseOnExit },
       "shutting down: finishing the EC2 call in progress",
     );
     const outcome = await current.shutdown({

@@ -48,3 +48,25 @@ export function shutdownSignals(
     },
   };
 }
+
+/**
+ * The long-running commands' wait (sidecar, bridge): for their main loop or the first shutdown signal,
+ * whichever comes first. The loop ends only by failing, so its failure is thrown; a loop that returns
+ * before any signal is a bug, thrown as an error that names `loop`. Returns the signal.
+ */
+export async function untilFirstSignal(
+  running: Promise<void>,
+  signals: Pick<ShutdownSignals, "first">,
+  loop: string,
+): Promise<ShutdownSignal> {
+  const ended = await Promise.race([
+    running.then(
+      () => ({ kind: "stopped" as const }),
+      (error: unknown) => ({ kind: "failed" as const, error }),
+    ),
+    signals.first.then((signal) => ({ kind: "signal" as const, signal })),
+  ]);
+  if (ended.kind === "failed") throw ended.error;
+  if (ended.kind === "stopped") throw new Error(`${loop} stopped without a signal`);
+  return ended.signal;
+}
