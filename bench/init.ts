@@ -5,8 +5,9 @@
  */
 import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
-import { Lab } from "../test/helpers/netns.js";
-import { ALLOWED_CIDRS, MAC, NODE1, twoNodeWorld } from "../test/helpers/worlds.js";
+import type { Lab } from "../test/helpers/netns.js";
+import { ALLOWED_CIDRS } from "../test/helpers/worlds.js";
+import { startOnePodLab } from "./one-pod-lab.js";
 import { type BenchResult, percentile } from "./result.js";
 
 const RUNS = Number(process.env.IPMGR_BENCH_INIT_RUNS ?? 21);
@@ -53,16 +54,8 @@ export async function benchInit(): Promise<BenchResult[]> {
         "(each fresh start takes a new address from 198.51.100.33-62); unset it for the default, 21",
     );
   }
-  const world = twoNodeWorld();
   // Room for one new address per run.
-  (world.instances as Array<Record<string, unknown>>)[0] = {
-    ...((world.instances as Array<Record<string, unknown>>)[0] ?? {}),
-    instanceType: undefined,
-    ipv4AddressesPerEni: 64,
-  };
-  const lab = await Lab.start(world, [
-    { name: "pod", instanceId: NODE1, interfaces: [{ name: "net1", mac: MAC.node1A1, addresses: [] }] },
-  ]);
+  const lab = await startOnePodLab();
   try {
     const env = lab.env("pod", { IPMGR_ALLOWED_CIDRS: ALLOWED_CIDRS, IPMGR_LOG_LEVEL: "warn" });
     const fresh: Timed[] = [];

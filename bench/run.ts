@@ -2,7 +2,7 @@
  * `npm run bench`: every figure beside its target. Needs root and iproute2 (the binaries run in network
  * namespaces, as in the end-to-end tests). Targets live here, never in tests.
  */
-import { labUnavailableReason } from "../test/helpers/netns.js";
+import { closeOpenLabs, labUnavailableReason } from "../test/helpers/netns.js";
 import { benchBridge } from "./bridge.js";
 import { benchElasticIps } from "./elastic-ips.js";
 import { benchInit } from "./init.js";
@@ -18,6 +18,17 @@ function print(results: readonly BenchResult[]): void {
       : "n/a";
     process.stdout.write(`${r.ok ? "ok  " : "MISS"}  ${r.name}: ${value} ${r.unit}  (target ${r.target})\n`);
   }
+}
+
+// A bench stopped by Ctrl-C or SIGTERM still removes its namespaces, links, processes and temporary files.
+for (const [signal, code] of [
+  ["SIGINT", 130],
+  ["SIGTERM", 143],
+] as const) {
+  process.once(signal, () => {
+    process.stderr.write(`bench: ${signal}: removing the labs\n`);
+    void closeOpenLabs().finally(() => process.exit(code));
+  });
 }
 
 const only = process.argv[2];

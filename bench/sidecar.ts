@@ -11,9 +11,10 @@
  */
 
 import type { ChildProcess } from "node:child_process";
-import { readdirSync, readFileSync, readlinkSync } from "node:fs";
+import { readFileSync, readlinkSync } from "node:fs";
 import { Lab, type SimCallView } from "../test/helpers/netns.js";
 import { ENI, floatingPairWorld, MAC, NODE1, NODE2 } from "../test/helpers/worlds.js";
+import { childrenOf, treeUsage } from "./proc.js";
 import { type BenchResult, percentile } from "./result.js";
 
 /** Moves in the `auto` mode: 1000, a sustained churn, for the idle RSS after it. `poll` makes 60. */
@@ -51,36 +52,6 @@ function assignOf(calls: readonly SimCallView[], eniId: string, afterSeq: number
       c.params.NetworkInterfaceId === eniId &&
       Object.values(c.params).includes(FLOAT),
   );
-}
-
-/** utime + stime of a process, in clock ticks; and its resident set, in kB. */
-function usage(pid: number): { ticks: number; rssKb: number } {
-  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-  const ticks = Number(fields[11]) + Number(fields[12]);
-  const rss = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1];
-  return { ticks, rssKb: Number(rss ?? Number.NaN) };
-}
-
-/** The live children of a process, from /proc/<pid>/task/<tid>/children. */
-function childrenOf(pid: number): number[] {
-  const out: number[] = [];
-  for (const tid of readdirSync(`/proc/${pid}/task`)) {
-    const text = readFileSync(`/proc/${pid}/task/${tid}/children`, "utf8").trim();
-    if (text !== "") out.push(...text.split(" ").map(Number));
-  }
-  return out;
-}
-
-/** usage() summed over a process and its descendants: the sidecar with the `ip monitor` it runs. */
-function treeUsage(pid: number): { ticks: number; rssKb: number } {
-  const total = usage(pid);
-  for (const child of childrenOf(pid)) {
-    const u = treeUsage(child);
-    total.ticks += u.ticks;
-    total.rssKb += u.rssKb;
-  }
-  return total;
 }
 
 /**

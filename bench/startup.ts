@@ -18,11 +18,13 @@
  * V8 refuse the code cache).
  */
 import { spawn } from "node:child_process";
-import { existsSync, readdirSync, readFileSync, readlinkSync } from "node:fs";
+import { existsSync, readlinkSync } from "node:fs";
 import { loadavg } from "node:os";
 import { resolve } from "node:path";
-import { Lab } from "../test/helpers/netns.js";
-import { ALLOWED_CIDRS, MAC, NODE1, twoNodeWorld } from "../test/helpers/worlds.js";
+import type { Lab } from "../test/helpers/netns.js";
+import { ALLOWED_CIDRS } from "../test/helpers/worlds.js";
+import { startOnePodLab } from "./one-pod-lab.js";
+import { treeUsage, usage } from "./proc.js";
 import { type BenchResult, percentile } from "./result.js";
 
 const RUNS = Number(process.env.IPMGR_BENCH_STARTUP_RUNS ?? 15);
@@ -111,24 +113,6 @@ function cliArgs(...args: string[]): string[] {
  */
 const COMPARE = process.env.IPMGR_BENCH_COMPARE_ENTRY;
 
-function childrenOf(pid: number): number[] {
-  const out: number[] = [];
-  for (const tid of readdirSync(`/proc/${pid}/task`)) {
-    const text = readFileSync(`/proc/${pid}/task/${tid}/children`, "utf8").trim();
-    if (text !== "") out.push(...text.split(" ").map(Number));
-  }
-  return out;
-}
-
-function rssKb(pid: number): number {
-  const rss = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1];
-  return Number(rss ?? Number.NaN);
-}
-
-function treeRssKb(pid: number): number {
-  return childrenOf(pid).reduce((sum, child) => sum + treeRssKb(child), rssKb(pid));
-}
-
 /** The node process under `ip netns exec` (which execs it, so the pid is the same once it runs node). */
 async function nodePid(pid: number): Promise<number> {
   for (let i = 0; i < 200; i++) {
@@ -146,10 +130,12 @@ async function sidecarIdleRss(lab: Lab): Promise<{ treeKb: number; nodeKb: numbe
   });
   const ns = lab.pods.get("pod")?.ns;
   if (ns === undefined) throw new Error("bench: no pod");
-  const child = spawn("ip", ["netns", "exec", ns, process.execPath, ...cliArgs("sidecar")], {
-    env,
-    stdio: ["ignore", "ignore", "inherit"],
-  });
+  const child = lab.track(
+    spawn("ip", ["netns", "exec", ns, process.execPath, ...cliArgs("sidecar")], {
+      env,
+      stdio: ["ignore", "ignore", "inherit"],
+    }),
+  );
   try {
     const deadline = Date.now() + 30_000;
     while ((await lab.podGet("pod", "http://127.0.0.1:9180/readyz")).status !== 200) {
@@ -158,7 +144,7 @@ async function sidecarIdleRss(lab: Lab): Promise<{ treeKb: number; nodeKb: numbe
     }
     const pid = await nodePid(child.pid ?? -1);
     await new Promise((r) => setTimeout(r, IDLE_SECONDS * 1000));
-    return { treeKb: treeRssKb(pid), nodeKb: rssKb(pid) };
+    return { treeKb: treeUsage(pid).rssKb, nodeKb: usage(pid).rssKb };
   } finally {
     child.kill("SIGTERM");
     await new Promise((r) => child.once("exit", r));
@@ -173,15 +159,7 @@ export async function benchStartup(): Promise<BenchResult[]> {
     );
   }
   if (!existsSync(GNU_TIME)) throw new Error(`bench: ${GNU_TIME} (GNU time) is needed for peak RSS`);
-  const world = twoNodeWorld();
-  (world.instances as Array<Record<string, unknown>>)[0] = {
-    ...((world.instances as Array<Record<string, unknown>>)[0] ?? {}),
-    instanceType: undefined,
-    ipv4AddressesPerEni: 64,
-  };
-  const lab = await Lab.start(world, [
-    { name: "pod", instanceId: NODE1, interfaces: [{ name: "net1", mac: MAC.node1A1, addresses: [] }] },
-  ]);
+  const lab = await startOnePodLab();
   const loadBefore = loadavg()[0] ?? Number.NaN;
   try {
     const ns = lab.pods.get("pod")?.ns;

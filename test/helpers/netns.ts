@@ -80,6 +80,7 @@ export class Lab {
     this.id = randomBytes(3).toString("hex");
     this.simNs = `${NS_PREFIX}${process.pid}-${this.id}-sim`;
     this.#tmp = makeTempDir("ipmgr-lab-");
+    openLabs.add(this);
   }
 
   /** Builds the lab; on any failure it removes what it made and rethrows. */
@@ -241,10 +242,16 @@ export class Lab {
 
   /** Starts the built binary inside the pod's namespace. */
   spawn(pod: string, args: readonly string[], env: Record<string, string>): ChildProcess {
-    const child = spawn("ip", ["netns", "exec", this.#pod(pod).ns, process.execPath, BINARY, ...args], {
-      env,
-      stdio: ["ignore", "pipe", "pipe"],
-    });
+    return this.track(
+      spawn("ip", ["netns", "exec", this.#pod(pod).ns, process.execPath, BINARY, ...args], {
+        env,
+        stdio: ["ignore", "pipe", "pipe"],
+      }),
+    );
+  }
+
+  /** A process started in one of the lab's namespaces, to be killed when the lab closes. */
+  track(child: ChildProcess): ChildProcess {
     this.#children.add(child);
     child.once("exit", () => this.#children.delete(child));
     return child;
@@ -333,7 +340,21 @@ export class Lab {
     for (const pod of this.pods.values()) await ip("netns", "del", pod.ns).catch(() => undefined);
     await ip("netns", "del", this.simNs).catch(() => undefined);
     removeTempDir(this.#tmp);
+    openLabs.delete(this);
   }
+}
+
+/** Labs started and not yet closed in this process. */
+const openLabs = new Set<Lab>();
+
+/**
+ * Closes every lab this process left open: for a process stopped by a signal (the benches on Ctrl-C), whose
+ * own `finally` never runs.
+ */
+export async function closeOpenLabs(): Promise<number> {
+  const labs = [...openLabs];
+  await Promise.all(labs.map((lab) => lab.close()));
+  return labs.length;
 }
 
 /** The simulator's own types for GET /state and GET /calls (the lab reads them over its control API). */
