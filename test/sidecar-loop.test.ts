@@ -215,11 +215,19 @@ describe("the sidecar against the simulator", () => {
     async function assignedUnreported(): Promise<{ pod: Pod; seenAt: number; assignedBy: number }> {
       const s = await simulator();
       const pod = await startPod(s, NODE2, MAC.node2A1, ["198.51.100.90"], { pollIntervalMs: 3_600_000 });
+      const acceptedBefore = logged(pod, /^EC2 accepted the changes$/).length;
       const seenAt = systemClock.now();
       pod.interfaces.add(FLOAT4);
       await eventually(() => holds(s, ENI.node2A1, FLOAT4), "assigned by the drift check's reconcile");
+      // The simulator holds the address before the sidecar has EC2's answer: wait for the step to take its
+      // moment of acceptance (it logs right after), so that `assignedBy` is not earlier than that moment.
+      await eventually(
+        () => logged(pod, /^EC2 accepted the changes$/).length > acceptedBefore,
+        "the step's acceptance",
+      );
+      const assignedBy = systemClock.now();
       expect(await metric(pod, "multus_ipmgr_change_to_assigned_seconds_count")).toBe(0);
-      return { pod, seenAt, assignedBy: systemClock.now() };
+      return { pod, seenAt, assignedBy };
     }
 
     const NOOPS = 'multus_ipmgr_reconciles_total{outcome="noop"}';
