@@ -118,18 +118,63 @@ describe("applyPlan", () => {
     expect(mutating(sim)).toEqual([`UnassignIpv6Addresses ${ENI.node2A1} UnauthorizedOperation`]);
   });
 
-  it("fails when EC2 refuses a release of an address our ENI still holds", async () => {
-    const { deps, lines, sim } = await setUp({ node1A1: { ipv6s: [address] } });
-    sim.setFaults({
-      failNext: [{ action: "UnassignIpv6Addresses", code: "InvalidParameterValue", status: 400, count: 1 }],
+  describe("a release EC2 refuses", () => {
+    const refusedLines = (lines: LogLine[]) =>
+      lines.filter((l) => String(l.msg).startsWith("EC2 refused to release the address from our ENI"));
+
+    it("is reported, not thrown, when EC2 refuses it even though our ENI still holds the address", async () => {
+      const { deps, lines, sim } = await setUp({ node1A1: { ipv6s: [address] } });
+      sim.setFaults({
+        failNext: [{ action: "UnassignIpv6Addresses", code: "InvalidParameterValue", status: 400, count: 1 }],
+      });
+      const release = planOf([
+        { kind: "unassign-ipv6", eniId: ENI.node1A1, addresses: [address], reason: "release" },
+      ]);
+      expect(await applyPlan(release, deps)).toEqual({ mutatingCalls: 0, refusedReleases: [address] });
+      expect(ipv6Of(sim, ENI.node1A1)).toEqual([address]);
+      expect(refusedLines(lines)).toMatchObject([
+        { level: 30, eniId: ENI.node1A1, addresses: [address], code: "InvalidParameterValue" },
+      ]);
+      expect(moveLines(lines)).toEqual([]);
     });
-    const release = planOf([
-      { kind: "unassign-ipv6", eniId: ENI.node1A1, addresses: [address], reason: "release" },
-    ]);
-    const error = await applyPlan(release, deps).catch((e: unknown) => e);
-    expect(error).toMatchObject({ operation: "UnassignIpv6Addresses", kind: "refused", eniId: ENI.node1A1 });
-    expect(ipv6Of(sim, ENI.node1A1)).toEqual([address]);
-    expect(moveLines(lines)).toEqual([]);
+
+    it("when another ENI took one address over and our reads lag: the rest is released address by address", async () => {
+      // The simulator's clock stands still: its reads show the world as it started, our ENI holding both.
+      const moved = "198.51.100.45";
+      const ours = "198.51.100.46";
+      const { deps, lines, sim } = await setUp(
+        { node1A1: { secondaryIpv4s: [moved, ours] } },
+        { faults: { staleReadsMs: 5000 }, simClock: new ManualClock() },
+      );
+      const ipv4Of = (eniId: string) => sim.state().enis.find((e) => e.eniId === eniId)?.ipv4s;
+      expect(ipv4Of(ENI.node1A1)).toEqual(expect.arrayContaining([moved, ours]));
+      await deps.ec2.assignPrivateIpv4(ENI.node2A1, [moved], true);
+      sim.clearCalls();
+      const release = planOf([{ kind: "unassign-ipv4", eniId: ENI.node1A1, addresses: [moved, ours] }]);
+      expect(await applyPlan(release, deps)).toEqual({ mutatingCalls: 1, refusedReleases: [moved] });
+      expect(ipv4Of(ENI.node1A1)).not.toContain(ours);
+      expect(ipv4Of(ENI.node2A1)).toContain(moved);
+      const unassigns = sim.calls().filter((c) => c.action === "UnassignPrivateIpAddresses");
+      expect(
+        unassigns.map((c) => [Object.values(c.params).filter((v) => v.startsWith("198.")), c.outcome]),
+      ).toEqual([
+        [[moved, ours], "InvalidParameterValue"],
+        [[moved], "InvalidParameterValue"],
+        [[ours], "ok"],
+      ]);
+      expect(refusedLines(lines)).toMatchObject([{ eniId: ENI.node1A1, addresses: [moved] }]);
+    });
+
+    it("still fails when EC2 denies the release for a missing permission", async () => {
+      const { deps, sim } = await setUp({ node1A1: { ipv6s: [address] } });
+      sim.setFaults({ deny: ["UnassignIpv6Addresses"] });
+      const release = planOf([
+        { kind: "unassign-ipv6", eniId: ENI.node1A1, addresses: [address], reason: "release" },
+      ]);
+      const error = await applyPlan(release, deps).catch((e: unknown) => e);
+      expect(error).toMatchObject({ operation: "UnassignIpv6Addresses", kind: "permission" });
+      expect(ipv6Of(sim, ENI.node1A1)).toEqual([address]);
+    });
   });
 
   describe("IPv4 assign refused", () => {

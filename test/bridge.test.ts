@@ -276,6 +276,34 @@ describe("bridge against the simulator (EC2, IMDS, Kubernetes API)", () => {
     expect(await h.metrics.text()).toMatch(/multus_ipmgr_bridge_waves_total\{outcome="error"\} [1-9]/);
   });
 
+  it("counts no release EC2 refused, and releases the address again once its memory of the refusal ends", async () => {
+    const world = kubeWorld({
+      pods: [multusPod("upf-0", NODE_A, [ipv4(193)], MAC_A), multusPod("upf-1", NODE_A, [ipv4(195)], MAC_A)],
+    });
+    const h = await startBridge(world, { releaseGraceMs: 300, recentMemoryMs: 500, resyncIntervalMs: 1_000 });
+    await eventually(() => h.held("eni-0a1").includes(ipv4(195)), "upf-1's address");
+    h.sim.setFaults({
+      failNext: [
+        { action: "UnassignPrivateIpAddresses", code: "InvalidParameterValue", status: 400, count: 1 },
+      ],
+    });
+    h.sim.clearCalls();
+    h.sim.kubernetes?.deletePod("cnf", "upf-1");
+    const released = /multus_ipmgr_bridge_releases_total\{mode="released"\} (\d+)/;
+    await eventually(
+      () => h.sim.calls().some((c) => c.action === "UnassignPrivateIpAddresses"),
+      "the first release, refused",
+    );
+    expect((await h.metrics.text()).match(released)?.[1]).toBe("0");
+    await eventually(() => !h.held("eni-0a1").includes(ipv4(195)), "released on a later wave", 10_000);
+    const unassigns = h.sim.calls().filter((c) => c.action === "UnassignPrivateIpAddresses");
+    expect(unassigns.map((c) => c.outcome)).toEqual(["InvalidParameterValue", "ok"]);
+    await eventually(
+      async () => (await h.metrics.text()).match(released)?.[1] === "1",
+      "one release counted",
+    );
+  });
+
   it("in dry-run mode counts the release it would make once, and makes none", async () => {
     const world = kubeWorld({
       pods: [multusPod("upf-0", NODE_A, [ipv4(193)], MAC_A), multusPod("upf-1", NODE_A, [ipv4(195)], MAC_A)],

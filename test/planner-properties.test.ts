@@ -87,9 +87,13 @@ describe("planner properties", () => {
       fc.property(worldArbitrary, (world) => {
         const { result: first } = planAsCaller(world);
         const after = applyActions(world.input.enis, world.foreign, first.actions);
+        // As the sidecar does: an address released is no longer an unconfirmed assignment.
+        const releasedNow = new Set(first.actions.filter(isRelease).flatMap((a) => a.addresses));
+        const unconfirmed = [...(world.input.assignedUnconfirmed ?? [])].filter(([a]) => !releasedNow.has(a));
         const { result: again } = planAsCaller({
           input: {
             ...world.input,
+            assignedUnconfirmed: new Map(unconfirmed),
             enis: after.enis,
             ...(world.input.ipv6Holders === undefined ? {} : { ipv6Holders: after.foreign }),
           },
@@ -146,17 +150,20 @@ describe("planner properties", () => {
     );
   });
 
-  it("releases only addresses we saw go, that our ENI still holds, and that no interface shows", () => {
+  it("releases only addresses we saw go, that our ENI still holds (as IMDS shows or as EC2 accepted), that no interface shows, from an ENI behind our interfaces", () => {
     fc.assert(
       fc.property(worldArbitrary, ({ input }) => {
         const released = new Set((input.released ?? []).map(canonical));
         const present = addressesOnInterfaces(input);
+        const podMacs = new Set(input.interfaces.map((i) => i.mac.toLowerCase()));
         for (const action of plan(input).actions.filter(isRelease)) {
           const eni = eniOf(input.enis, action.eniId);
+          expect(podMacs.has(eni?.mac ?? "")).toBe(true);
           for (const address of action.addresses) {
             expect(released.has(address)).toBe(true);
             expect(present.has(address)).toBe(false);
-            expect([...(eni?.ipv4s ?? []), ...(eni?.ipv6s ?? [])]).toContain(address);
+            const shown = [...(eni?.ipv4s ?? []), ...(eni?.ipv6s ?? [])].includes(address);
+            expect(shown || input.assignedUnconfirmed?.get(address) === action.eniId).toBe(true);
           }
         }
       }),

@@ -621,6 +621,47 @@ describe("plan: releases (rule 5)", () => {
     ).toEqual([]);
   });
 
+  it("a released address EC2 accepted on our ENI, which IMDS does not show yet, is unassigned", () => {
+    const unconfirmed = new Map([
+      ["198.51.100.92", "eni-1b"],
+      ["2001:0db8:0:1::6", "eni-1b"],
+    ]);
+    const base = input([iface("net1", MAC1)], {
+      released: ["198.51.100.92", "2001:db8:0:1::6"],
+      assignedUnconfirmed: unconfirmed,
+    });
+    expect(plan(holding(base)).actions).toEqual([
+      { kind: "unassign-ipv4", eniId: "eni-1b", addresses: ["198.51.100.92"] },
+      { kind: "unassign-ipv6", eniId: "eni-1b", addresses: ["2001:db8:0:1::6"], reason: "release" },
+    ]);
+  });
+
+  it("an unconfirmed assignment is released only from its own ENI, behind our interface, and never while present", () => {
+    const released = ["198.51.100.92", "198.51.100.93", "198.51.100.94"];
+    const base = input([iface("net1", MAC1, "198.51.100.94")], {
+      released,
+      assignedUnconfirmed: new Map([
+        ["198.51.100.92", "eni-2c"], // another ENI of this node: another pod's
+        ["198.51.100.93", "eni-foreign"], // an ENI of no ours
+        ["198.51.100.94", "eni-1b"], // still on our interface
+      ]),
+    });
+    expect(plan(withEni(holding(base), { ...ETH2, ipv4s: ["198.51.100.71"] })).actions).toEqual([
+      { kind: "assign-ipv4", eniId: "eni-1b", addresses: ["198.51.100.94"], allowReassignment: true },
+    ]);
+  });
+
+  it("an unconfirmed primary or disallowed address is never released", () => {
+    const base = input([iface("net1", MAC1)], {
+      released: ["198.51.100.70", "198.51.100.20"],
+      assignedUnconfirmed: new Map([
+        ["198.51.100.70", "eni-1b"],
+        ["198.51.100.20", "eni-1b"],
+      ]),
+    });
+    expect(plan(holding(base)).actions).toEqual([]);
+  });
+
   it("a released link-local address is never released", () => {
     const base = { ...input([], { released: ["169.254.1.1"] }), policy: { allowedCidrs: ["0.0.0.0/0"] } };
     const result = plan(withEni(base, { ...ETH1, ipv4s: ["198.51.100.70", "169.254.1.1"] }));

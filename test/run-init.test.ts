@@ -136,7 +136,7 @@ describe("runInit against the simulator", () => {
       ...seen,
       enis: seen.enis.map((e) => (e.eniId === ENI.node1A1 ? { ...e, ipv6s: [] } : e)),
     };
-    const plan = await planFor(lagging, policy, [], deps);
+    const plan = await planFor(lagging, { policy }, deps);
     expect(plan.actions).toEqual([]);
     expect(sim?.calls().map((c) => c.action)).toEqual(["DescribeNetworkInterfaces"]);
   });

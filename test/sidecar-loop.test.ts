@@ -279,6 +279,87 @@ describe("the sidecar against the simulator", () => {
     expect(eni(s, ENI.node1A1).ipv4s).toEqual(["198.51.100.11", "198.51.100.70"]);
   });
 
+  describe("releases under lagging reads", () => {
+    const ERRORS = 'multus_ipmgr_reconciles_total{outcome="error"}';
+    const refusedRelease = /^EC2 refused to release the address from our ENI/;
+    const unassignsOf = (s: SimulatorHandle, eniId: string, address: string) =>
+      s
+        .calls()
+        .filter(
+          (c) =>
+            c.action === "UnassignPrivateIpAddresses" &&
+            c.params.NetworkInterfaceId === eniId &&
+            Object.values(c.params).includes(address),
+        );
+
+    /** Turns on stale reads once the world has been still for that long, so that reads only lag, never go back. */
+    async function lagReads(s: SimulatorHandle, ms: number): Promise<void> {
+      await new Promise((r) => setTimeout(r, ms + 100));
+      s.setFaults({ staleReadsMs: ms });
+    }
+
+    it("an old holder whose reads still show the moved address lets go when EC2 refuses the release: no failed reconcile", async () => {
+      const s = await simulator();
+      const a = await startPod(s, NODE1, MAC.node1A1, ["198.51.100.70", FLOAT4], {
+        releaseRetryBackoff: { baseMs: 200, maxMs: 400 },
+      });
+      const b = await startPod(s, NODE2, MAC.node2A1, ["198.51.100.90"]);
+      await lagReads(s, 1500);
+      b.interfaces.add(FLOAT4);
+      a.interfaces.remove(FLOAT4);
+      await eventually(() => holds(s, ENI.node2A1, FLOAT4) && !holds(s, ENI.node1A1, FLOAT4), "moved");
+      await eventually(() => logged(a, refusedRelease).length > 0, "A's release refused");
+      // Tried again until A's reads show its ENI without the address; then forgotten.
+      await eventually(() => a.sidecar.watcher.released().size === 0, "A's release settled", 5_000);
+      expect(await metric(a, ERRORS)).toBe(0);
+      expect(unassignsOf(s, ENI.node1A1, FLOAT4).every((c) => c.outcome === "InvalidParameterValue")).toBe(
+        true,
+      );
+      expect(holds(s, ENI.node2A1, FLOAT4)).toBe(true);
+      expect(await metric(b, "multus_ipmgr_conflicts_total")).toBe(0);
+    });
+
+    it("releases an address EC2 accepted but IMDS did not show before it left (IMDS lagging past the confirm timeout)", async () => {
+      const s = await simulator();
+      const a = await startPod(s, NODE1, MAC.node1A1, ["198.51.100.70"], {
+        confirm: { timeoutMs: 300, intervalMs: 10 },
+      });
+      await lagReads(s, 1500);
+      a.interfaces.add(FLOAT4);
+      await eventually(() => assignsOf(s, FLOAT4).some((c) => c.outcome === "ok"), "assigned");
+      a.interfaces.remove(FLOAT4);
+      await eventually(() => !holds(s, ENI.node1A1, FLOAT4), "released", 5_000);
+      expect(unassignsOf(s, ENI.node1A1, FLOAT4).map((c) => c.outcome)).toEqual(["ok"]);
+      expect(eni(s, ENI.node1A1).ipv4s).toEqual(["198.51.100.11", "198.51.100.70"]);
+    });
+
+    it("tries a release EC2 keeps refusing again with backoff, warns once, and releases when EC2 accepts", async () => {
+      const s = await simulator();
+      const a = await startPod(s, NODE1, MAC.node1A1, ["198.51.100.70", FLOAT4], {
+        releaseRetryBackoff: { baseMs: 50, maxMs: 100 },
+      });
+      s.setFaults({
+        failNext: [
+          { action: "UnassignPrivateIpAddresses", code: "InvalidParameterValue", status: 400, count: 4 },
+        ],
+      });
+      a.interfaces.remove(FLOAT4);
+      await eventually(() => !holds(s, ENI.node1A1, FLOAT4), "released");
+      expect(unassignsOf(s, ENI.node1A1, FLOAT4).map((c) => c.outcome)).toEqual([
+        "InvalidParameterValue",
+        "InvalidParameterValue",
+        "InvalidParameterValue",
+        "InvalidParameterValue",
+        "ok",
+      ]);
+      expect(logged(a, refusedRelease)).toHaveLength(4);
+      expect(logged(a, /^EC2 refused 3 times in a row to release/)).toMatchObject([
+        { level: 40, address: FLOAT4 },
+      ]);
+      expect(await metric(a, ERRORS)).toBe(0);
+    });
+  });
+
   it("keeps a removed address on our ENI when release is off", async () => {
     const s = await simulator();
     const a = await startPod(s, NODE1, MAC.node1A1, ["198.51.100.70", FLOAT4], { releaseOnRemove: false });

@@ -278,6 +278,9 @@ export function plan(input: PlanInput): Plan {
   // Only the ENIs behind this pod's own interfaces: an address another pod on this node took over, on
   // another ENI, is that pod's now and is never released from under it.
   const podMacs = new Set(input.interfaces.map((i) => normalizeMac(i.mac)));
+  const unconfirmed = new Map(
+    [...(input.assignedUnconfirmed ?? [])].map(([address, eniId]) => [canonical(address), eniId]),
+  );
   for (const address of sortedUnique((input.released ?? []).map(canonical))) {
     if (analysis.present.has(address)) continue;
     if (addressKind(address) !== "unicast") continue;
@@ -286,7 +289,8 @@ export function plan(input: PlanInput): Plan {
     const fam = family(address);
     for (const eni of enis) {
       if (!podMacs.has(eni.mac)) continue;
-      if (eni.held[fam].has(address)) (fam === 4 ? release4 : release6).add(eni.eniId, address);
+      const held = eni.held[fam].has(address) || unconfirmed.get(address) === eni.eniId;
+      if (held) (fam === 4 ? release4 : release6).add(eni.eniId, address);
     }
   }
 

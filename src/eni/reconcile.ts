@@ -55,6 +55,9 @@ export async function observe(deps: ReconcileDeps): Promise<Observation> {
   return { interfaces, enis };
 }
 
+/** What a plan is asked for besides the observation: the policy, and the sidecar's releases. */
+export type PlanRequest = Pick<PlanInput, "policy" | "released" | "assignedUnconfirmed">;
+
 /**
  * Plans, looking up current holders of IPv6 addresses only when the plan needs them (one
  * DescribeNetworkInterfaces). EC2 is the truth where IMDS lags: an address EC2 already shows on its target
@@ -62,11 +65,10 @@ export async function observe(deps: ReconcileDeps): Promise<Observation> {
  */
 export async function planFor(
   observation: Observation,
-  policy: PlanPolicy,
-  released: readonly string[],
+  request: PlanRequest,
   deps: Pick<ReconcileDeps, "ec2">,
 ): Promise<Plan> {
-  const input: PlanInput = { interfaces: observation.interfaces, enis: observation.enis, policy, released };
+  const input: PlanInput = { interfaces: observation.interfaces, enis: observation.enis, ...request };
   const lookup = ipv6HolderLookupNeeded(input);
   if (lookup.length === 0) return plan(input);
 
@@ -95,38 +97,76 @@ function isMutating(action: PlanAction): boolean {
   return action.addresses.length > 0;
 }
 
+export interface Applied {
+  /** The plan's actions EC2 carried out, wholly or in part (a move counts even when refused). */
+  readonly mutatingCalls: number;
+  /** Addresses whose release EC2 refused: our ENI no longer held them (see `releaseFromOurEni`). */
+  readonly refusedReleases: readonly string[];
+}
+
 /**
- * Executes the plan's actions in order (IPv6 moves before assigns). Returns how many EC2 calls it made.
+ * Executes the plan's actions in order (IPv6 moves before assigns).
  *
  * A move (unassign from the previous holder) that EC2 refuses is not an error: the goal is the address on our
  * ENI, not the unassign. EC2's reads lag its writes, so the holder that Describe showed may already have let
  * the address go; the assign that follows says whether the address is free. Only the assign's refusal fails.
+ * A release that EC2 refuses is not an error either (see `releaseFromOurEni`).
  */
-export async function applyPlan(
-  plan: Plan,
-  deps: Pick<ReconcileDeps, "ec2" | "logger">,
-): Promise<{ mutatingCalls: number }> {
+export async function applyPlan(plan: Plan, deps: Pick<ReconcileDeps, "ec2" | "logger">): Promise<Applied> {
   let mutatingCalls = 0;
+  const refusedReleases: string[] = [];
   for (const action of plan.actions) {
     if (!isMutating(action)) continue;
-    switch (action.kind) {
-      case "assign-ipv4":
-        await assignIpv4(plan, action, deps);
-        break;
-      case "unassign-ipv4":
-        await deps.ec2.unassignPrivateIpv4(action.eniId, action.addresses);
-        break;
-      case "assign-ipv6":
-        await deps.ec2.assignIpv6(action.eniId, action.addresses);
-        break;
-      case "unassign-ipv6":
-        if (action.reason === "move") await moveIpv6(action.eniId, action.addresses, deps);
-        else await deps.ec2.unassignIpv6(action.eniId, action.addresses);
-        break;
+    if (action.kind === "assign-ipv4") await assignIpv4(plan, action, deps);
+    else if (action.kind === "assign-ipv6") await deps.ec2.assignIpv6(action.eniId, action.addresses);
+    else if (action.kind === "unassign-ipv6" && action.reason === "move") {
+      await moveIpv6(action.eniId, action.addresses, deps);
+    } else {
+      const refused = await releaseFromOurEni(action, deps);
+      refusedReleases.push(...refused);
+      if (refused.length === action.addresses.length) continue;
     }
     mutatingCalls++;
   }
-  return { mutatingCalls };
+  return { mutatingCalls, refusedReleases };
+}
+
+/**
+ * Releases addresses from one of our ENIs; returns those EC2 refused to release. IMDS and Describe lag EC2's
+ * writes: after another ENI took an address over (AllowReassignment), our ENI can still show it for seconds,
+ * and EC2 then refuses the unassign, all or nothing. The write's answer is the truth there, so a refused
+ * release is tried address by address (the adapter has already re-read the ENI), and an address EC2 refuses
+ * on its own is left alone and logged: it is not ours to release any more. EC2 never unassigns an address
+ * from an ENI other than the one named, so trying is safe.
+ */
+async function releaseFromOurEni(
+  action: Extract<PlanAction, { kind: "unassign-ipv4" | "unassign-ipv6" }>,
+  deps: Pick<ReconcileDeps, "ec2" | "logger">,
+): Promise<string[]> {
+  const { eniId } = action;
+  const unassign = (addresses: readonly string[]): Promise<void> =>
+    action.kind === "unassign-ipv4"
+      ? deps.ec2.unassignPrivateIpv4(eniId, addresses)
+      : deps.ec2.unassignIpv6(eniId, addresses);
+  const refused: string[] = [];
+  const tryRelease = async (addresses: readonly string[]): Promise<void> => {
+    try {
+      await unassign(addresses);
+    } catch (err) {
+      if (!(err instanceof Ec2Error) || err.kind !== "refused") throw err;
+      if (addresses.length > 1) {
+        for (const address of addresses) await tryRelease([address]);
+        return;
+      }
+      refused.push(...addresses);
+      deps.logger.info(
+        { eniId, addresses, code: err.code, requestId: err.requestId, reason: err.message },
+        "EC2 refused to release the address from our ENI, which no longer holds it (another ENI took it over; EC2's reads lag); leaving it alone",
+      );
+    }
+  };
+  await tryRelease(action.addresses);
+  return refused;
 }
 
 /**
@@ -231,7 +271,7 @@ export async function reconcileOnce(
   options: { policy: PlanPolicy; released: readonly string[]; confirm: ConfirmOptions },
 ): Promise<ReconcileResult> {
   const observation = await observe(deps);
-  const planned = await planFor(observation, options.policy, options.released, deps);
+  const planned = await planFor(observation, { policy: options.policy, released: options.released }, deps);
   const { mutatingCalls } = await applyPlan(planned, deps);
   if (mutatingCalls > 0) await confirmPlan(planned, deps, options.confirm);
   return { observation, plan: planned, mutatingCalls };

@@ -61,6 +61,12 @@ export interface PlanInput {
    * address another ENI took over is never touched, and only addresses we ourselves observed can be here.
    */
   readonly released?: readonly string[];
+  /**
+   * Addresses EC2 accepted assigning (through this process) that IMDS has not shown yet: address -> ENI id.
+   * A release takes such an address as held by that ENI: IMDS may lag past the confirm timeout, and an
+   * address released while it lagged would otherwise stay on the ENI for good.
+   */
+  readonly assignedUnconfirmed?: ReadonlyMap<string, string>;
 }
 
 export type PlanAction =

@@ -53,7 +53,7 @@ export async function runInit(deps: ReconcileDeps, options: InitOptions): Promis
     ...signalOption,
   });
   const observation = await observe(deps);
-  const plan = await planFor(observation, options.policy, [], deps);
+  const plan = await planFor(observation, { policy: options.policy }, deps);
   throwRefusals(
     plan,
     observation.enis.map((e) => e.mac),

@@ -305,11 +305,8 @@ export class Bridge {
 
     const plan: Plan = await planFor(
       { interfaces: desired.interfaces, enis },
-      { allowedCidrs: this.options.allowedCidrs },
-      [],
-      {
-        ec2,
-      },
+      { policy: { allowedCidrs: this.options.allowedCidrs } },
+      { ec2 },
     );
     const wave = planWave({
       plan,
@@ -335,10 +332,19 @@ export class Bridge {
 
     const failures: { action: PlanAction; error: unknown }[] = [];
     const done = new Set<PlanAction>();
+    /** Releases EC2 refused because the ENI no longer held the address (applyPlan logs each). */
+    const notHeld = new Set<string>();
     for (const action of wave.actions) {
       signal.throwIfAborted();
       try {
-        await applyPlan({ ...plan, actions: [action] }, { ec2, logger });
+        const { refusedReleases } = await applyPlan({ ...plan, actions: [action] }, { ec2, logger });
+        for (const address of refusedReleases) notHeld.add(`${action.eniId} ${address}`);
+        if (refusedReleases.length > 0) {
+          logger.warn(
+            { eniId: action.eniId, addresses: refusedReleases },
+            "EC2 refused to release addresses the ENI seemed to hold; taken as gone until IMDS shows them again after the confirm timeout, then released again",
+          );
+        }
         done.add(action);
       } catch (error) {
         // Throttled or unavailable after every retry: the whole wave runs again after a backoff.
@@ -353,9 +359,11 @@ export class Bridge {
     for (const action of done) {
       const kind = action.kind === "assign-ipv4" || action.kind === "assign-ipv6" ? "assigned" : "released";
       if (action.kind === "unassign-ipv6" && action.reason === "move") continue;
+      // A refused release is gone from the ENI too, by EC2's own answer: remembered as such, not counted.
       for (const address of action.addresses)
         this.#recent.push({ eniId: action.eniId, address, kind, until });
-      if (kind === "released") this.deps.metrics.released(action.addresses.length, false);
+      const changed = action.addresses.filter((address) => !notHeld.has(`${action.eniId} ${address}`));
+      if (kind === "released") this.deps.metrics.released(changed.length, false);
     }
 
     const outcome: WaveOutcome = done.size > 0 ? "applied" : "noop";

@@ -1,6 +1,6 @@
 import { type BackoffPolicy, backoffDelay } from "../eni/backoff.js";
 import { Ec2Error } from "../eni/errors/ec2-error.js";
-import { family } from "../eni/ip.js";
+import { canonical, family } from "../eni/ip.js";
 import { plan as planOffline } from "../eni/planner.js";
 import type { ProbeResult, ProbeStatus } from "../eni/process/probe-server.js";
 import {
@@ -11,12 +11,13 @@ import {
   planFor,
   type ReconcileDeps,
 } from "../eni/reconcile.js";
-import type { Plan, PlanPolicy, PodInterface } from "../eni/types.js";
+import type { EniState, Plan, PlanPolicy, PodInterface } from "../eni/types.js";
 import { addressesOf } from "./address-diff.js";
 import type { ReleasedToken } from "./address-watcher.js";
 import { DriftEpisodes, type EpisodeEvent, type Holder } from "./drift-episodes.js";
 import type { ElasticIpFollower } from "./elastic-ip-follower.js";
 import type { SidecarMetrics } from "./metrics.js";
+import { PendingReleases, RELEASE_REFUSALS_BEFORE_WARNING } from "./pending-releases.js";
 import { type ReadinessView, readinessOf } from "./readiness.js";
 
 /** 1 s doubling to 60 s: drift repairs and failed reconciles. */
@@ -43,6 +44,8 @@ export interface ReconcileLoopOptions {
    * an application that removes an address and adds it back (a bounce) keeps it routed. Default 250.
    */
   readonly releaseSettleMs?: number;
+  /** Between tries of a release EC2 refused (its reads lag a move). Default 1 s doubling to 60 s. */
+  readonly releaseRetryBackoff?: BackoffPolicy;
   /** Full reconcile period in ms, even when nothing changed (IPMGR_RESYNC_INTERVAL_MS). */
   readonly resyncIntervalMs: number;
   /** Drift check period in ms (IPMGR_DRIFT_CHECK_INTERVAL_MS); each check comes after 70 to 90 % of it. */
@@ -113,15 +116,15 @@ export class ReconcileLoop implements ProbeStatus {
   readonly #o: ReconcileLoopOptions;
   readonly #failureBackoff: BackoffPolicy;
   readonly #episodeCheckIntervalMs: number;
-  readonly #releaseSettleMs: number;
   readonly #maxStepMs: number;
   readonly #random: () => number;
 
   /** Addresses our ENI held at the last observation (or confirmation). */
   readonly #held = new Set<string>();
   readonly #episodes: DriftEpisodes;
-  /** Released addresses (gone from our interfaces) and when the loop first saw them gone. */
-  readonly #releasedSince = new Map<string, number>();
+  readonly #releases: PendingReleases;
+  /** Addresses EC2 accepted assigning to our ENI (address -> ENI id) that IMDS has not shown there yet. */
+  readonly #assignedUnconfirmed = new Map<string, string>();
   #view: ReadinessView | undefined;
 
   #changePending = false;
@@ -131,7 +134,6 @@ export class ReconcileLoop implements ProbeStatus {
   #reconcileNow = false;
   #nextResyncAt = 0;
   #nextDriftCheckAt = 0;
-  #nextReleaseAt: number | undefined;
 
   #failures = 0;
   #retryAt: number | undefined;
@@ -151,7 +153,11 @@ export class ReconcileLoop implements ProbeStatus {
     const repairBackoff = options.repairBackoff ?? DEFAULT_BACKOFF;
     this.#failureBackoff = options.failureBackoff ?? DEFAULT_FAILURE_BACKOFF;
     this.#episodeCheckIntervalMs = options.episodeCheckIntervalMs ?? DEFAULT_EPISODE_CHECK_INTERVAL_MS;
-    this.#releaseSettleMs = options.releaseSettleMs ?? DEFAULT_RELEASE_SETTLE_MS;
+    this.#releases = new PendingReleases({
+      settleMs: options.releaseSettleMs ?? DEFAULT_RELEASE_SETTLE_MS,
+      ...(options.releaseRetryBackoff === undefined ? {} : { retryBackoff: options.releaseRetryBackoff }),
+      random: options.random ?? Math.random,
+    });
     this.#maxStepMs = options.maxStepMs ?? options.confirm.timeoutMs + 120_000;
     this.#random = options.random ?? Math.random;
     this.#episodes = new DriftEpisodes({
@@ -239,7 +245,7 @@ export class ReconcileLoop implements ProbeStatus {
     } else {
       if (this.#reconcileNow || now >= this.#nextResyncAt) return "reconcile";
       wakeAt = Math.min(wakeAt, this.#nextResyncAt);
-      for (const due of [this.#episodes.nextRepairAt(), this.#nextReleaseAt]) {
+      for (const due of [this.#episodes.nextRepairAt(), this.#releases.nextDueAt]) {
         if (due === undefined) continue;
         if (now >= due) return "reconcile";
         wakeAt = Math.min(wakeAt, due);
@@ -346,8 +352,13 @@ export class ReconcileLoop implements ProbeStatus {
     const now = deps.clock.now();
     const heldBack = this.#episodes.heldBack(now);
     const present = addressesOf(observation.interfaces);
-    const released = this.#o.releaseOnRemove ? this.#ripeReleases(token, present, now) : [];
-    const planned = await planFor(withoutAddresses(observation, heldBack), policy, released, deps);
+    const released = this.#o.releaseOnRemove ? this.#releases.due(token, present, now) : [];
+    this.#forgetConfirmed(observation.enis);
+    const planned = await planFor(
+      withoutAddresses(observation, heldBack),
+      { policy, released, assignedUnconfirmed: this.#assignedUnconfirmed },
+      deps,
+    );
     signal.throwIfAborted();
 
     const repairs = new Set<string>();
@@ -363,7 +374,8 @@ export class ReconcileLoop implements ProbeStatus {
         "applying changes through EC2",
       );
     }
-    const { mutatingCalls } = await applyPlan(planned, deps);
+    const { mutatingCalls, refusedReleases } = await applyPlan(planned, deps);
+    this.#noteApplied(planned);
     const acceptedAt = deps.clock.now();
     this.#timeChange(measuredFrom, observedAt, mutatingCalls > 0 ? acceptedAt : undefined);
     for (const address of repairs) {
@@ -379,11 +391,17 @@ export class ReconcileLoop implements ProbeStatus {
         "EC2 accepted the changes",
       );
       await confirmPlan(planned, deps, { ...this.#o.confirm, signal });
+      for (const placement of planned.placements) this.#assignedUnconfirmed.delete(placement.address);
     }
-    // Only what the planner was given: a release not yet ripe stays for a later reconcile.
-    watcher.acknowledgeReleased(
-      new Map([...token].filter(([address]) => !this.#releasedSince.has(address) || present.has(address))),
-    );
+    // What the planner was given and EC2 did not refuse: a release not yet due, or refused, stays for later.
+    watcher.acknowledgeReleased(this.#releases.acted(token, released, refusedReleases, deps.clock.now()));
+    for (const address of refusedReleases) {
+      if (this.#releases.refusals(address) !== RELEASE_REFUSALS_BEFORE_WARNING) continue;
+      deps.logger.warn(
+        { address, refusals: RELEASE_REFUSALS_BEFORE_WARNING },
+        `EC2 refused ${RELEASE_REFUSALS_BEFORE_WARNING} times in a row to release ${address}, which has left our interfaces but which our ENI still shows; trying again with backoff up to 60 s (logged once)`,
+      );
+    }
 
     // Everything planned is now held (confirmed through IMDS, or already in place); held-back addresses are not.
     const confirmedAt = deps.clock.now();
@@ -403,26 +421,28 @@ export class ReconcileLoop implements ProbeStatus {
    * The released addresses that have stayed off our interfaces for the settle time; the others wait (and
    * the loop wakes when the first of them is due).
    */
-  #ripeReleases(token: ReleasedToken, present: ReadonlySet<string>, now: number): string[] {
-    for (const address of this.#releasedSince.keys()) {
-      if (!token.has(address) || present.has(address)) this.#releasedSince.delete(address);
-    }
-    const ripe: string[] = [];
-    let next: number | undefined;
-    for (const address of token.keys()) {
-      if (present.has(address)) continue;
-      const since = this.#releasedSince.get(address) ?? now;
-      const due = since + this.#releaseSettleMs;
-      if (now >= due) {
-        ripe.push(address);
-        this.#releasedSince.delete(address);
-      } else {
-        this.#releasedSince.set(address, since);
-        next = next === undefined ? due : Math.min(next, due);
+  /** After EC2 accepted a plan: what it assigned is unconfirmed until IMDS shows it; what it released is gone. */
+  #noteApplied(planned: Plan): void {
+    for (const action of planned.actions) {
+      const assigned = action.kind === "assign-ipv4" || action.kind === "assign-ipv6";
+      const released =
+        action.kind === "unassign-ipv4" || (action.kind === "unassign-ipv6" && action.reason === "release");
+      for (const address of action.addresses) {
+        if (assigned) this.#assignedUnconfirmed.set(address, action.eniId);
+        else if (released) this.#assignedUnconfirmed.delete(address);
       }
     }
-    this.#nextReleaseAt = next;
-    return ripe;
+  }
+
+  /** Forgets the unconfirmed assignments that IMDS now shows on their ENI. */
+  #forgetConfirmed(enis: readonly EniState[]): void {
+    for (const [address, eniId] of this.#assignedUnconfirmed) {
+      const eni = enis.find((e) => e.eniId === eniId);
+      if (eni === undefined) continue;
+      if ([...eni.ipv4s, ...eni.ipv6s].some((a) => canonical(a) === address)) {
+        this.#assignedUnconfirmed.delete(address);
+      }
+    }
   }
 
   /** Observes; asks for a reconcile when something is out of place and may be repaired now. */
@@ -613,9 +633,17 @@ export class ReconcileLoop implements ProbeStatus {
     // Our interfaces without their addresses: the planner releases only from the ENIs behind them, and
     // nothing counts as still present.
     const interfaces = watcher.snapshot().map((i) => ({ ...i, addresses: [] }));
-    const planned = planOffline({ interfaces, enis: observation.enis, policy, released: [...ours] });
-    const { mutatingCalls } = await applyPlan(planned, deps);
-    const released = planned.actions.flatMap((a) => a.addresses);
+    const planned = planOffline({
+      interfaces,
+      enis: observation.enis,
+      policy,
+      released: [...ours],
+      assignedUnconfirmed: this.#assignedUnconfirmed,
+    });
+    const { mutatingCalls, refusedReleases } = await applyPlan(planned, deps);
+    // A release EC2 refused: our ENI no longer held the address (applyPlan logged it); nothing to do on exit.
+    const refused = new Set(refusedReleases);
+    const released = planned.actions.flatMap((a) => a.addresses).filter((a) => !refused.has(a));
     deps.logger.info(
       { released },
       released.length === 0 ? "nothing to release on exit" : "released our addresses",

@@ -54,6 +54,8 @@ export interface SidecarOptions {
   readonly fingerprint?: () => string;
   readonly repairBackoff?: BackoffPolicy;
   readonly failureBackoff?: BackoffPolicy;
+  /** Between tries of a release EC2 refused. Default 1 s doubling to 60 s. */
+  readonly releaseRetryBackoff?: BackoffPolicy;
   readonly episodeQuietMs?: number;
   /** IPMGR_ELASTIC_IPS: Elastic IPs that follow their addresses while our ENI holds them. Default none. */
   readonly elasticIps?: readonly ElasticIpMapping[];
@@ -126,6 +128,9 @@ export class Sidecar {
       confirm: options.confirm,
       ...(options.repairBackoff === undefined ? {} : { repairBackoff: options.repairBackoff }),
       ...(options.failureBackoff === undefined ? {} : { failureBackoff: options.failureBackoff }),
+      ...(options.releaseRetryBackoff === undefined
+        ? {}
+        : { releaseRetryBackoff: options.releaseRetryBackoff }),
       ...(options.episodeQuietMs === undefined ? {} : { episodeQuietMs: options.episodeQuietMs }),
       ...(options.elasticIps === undefined || options.elasticIps.length === 0
         ? {}

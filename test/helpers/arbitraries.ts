@@ -143,6 +143,13 @@ export const worldArbitrary: fc.Arbitrary<World> = fc
           { arbitrary: fc.subarray(ALLOWED_CANDIDATES), weight: 3 },
         ),
         released: fc.subarray([...v4Pool, ...v6Pool, "169.254.1.1", "203.0.113.5"], { maxLength: 8 }),
+        // Assignments EC2 accepted that IMDS does not show yet; specs.length stands for a foreign ENI.
+        unconfirmed: fc.array(
+          fc.tuple(fc.constantFrom(...v4Pool, ...v6Pool), fc.nat({ max: specs.length })),
+          {
+            maxLength: 4,
+          },
+        ),
         giveHolders: fc.boolean(),
       })
       .map((r): World => {
@@ -187,6 +194,13 @@ export const worldArbitrary: fc.Arbitrary<World> = fc
           policy: { allowedCidrs: r.allowed },
           released: r.released,
           ...(r.giveHolders ? { ipv6Holders: foreign } : {}),
+          ...(r.unconfirmed.length === 0
+            ? {}
+            : {
+                assignedUnconfirmed: new Map(
+                  r.unconfirmed.map(([address, k]) => [address, enis[k]?.eniId ?? "eni-foreign-1"]),
+                ),
+              }),
         };
         return { input, foreign };
       });
