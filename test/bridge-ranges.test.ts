@@ -171,6 +171,35 @@ describe("planWave", () => {
     expect(wave.refusals).toEqual([]);
   });
 
+  it("runs IPv4 assigns before an IPv6 move, and the move right before the IPv6 assign it serves", () => {
+    const moved = "2001:db8:100:2::120";
+    const plan = planOf(["198.51.100.200"]);
+    const wave = planWave({
+      plan: {
+        ...plan,
+        actions: [
+          ...plan.actions,
+          { kind: "unassign-ipv6", eniId: "eni-0other", addresses: [moved], reason: "move" },
+          { kind: "assign-ipv6", eniId: "eni-0multus", addresses: [moved] },
+        ],
+        placements: [
+          ...plan.placements,
+          { address: moved, family: 6, interfaceName: "cnf/p6/net1", eniId: "eni-0multus", mac: MULTUS.mac },
+        ],
+      },
+      releases: [{ eniId: "eni-0multus", address: "198.51.100.141", family: 4, reason: "r" }],
+      enis: [MULTUS],
+      multusEniIds: new Set(["eni-0multus"]),
+      addressesPerEni: 10,
+    });
+    expect(wave.actions.map((a) => `${a.kind} ${a.eniId}`)).toEqual([
+      "unassign-ipv4 eni-0multus",
+      "assign-ipv4 eni-0multus",
+      "unassign-ipv6 eni-0other",
+      "assign-ipv6 eni-0multus",
+    ]);
+  });
+
   it("refuses what does not fit on the ENI before any call, counting the room this wave's releases make", () => {
     const wanted = Array.from({ length: 10 }, (_, i) => `198.51.100.${200 + i}`);
     const wave = planWave({

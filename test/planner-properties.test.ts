@@ -251,11 +251,11 @@ describe("planner properties", () => {
     );
   });
 
-  it("orders actions: moves, IPv4 assigns, IPv6 assigns, then releases", () => {
+  it("orders actions: IPv4 assigns, moves, IPv6 assigns, then releases", () => {
     const rank = (a: PlanAction): number =>
-      a.kind === "unassign-ipv6" && a.reason === "move"
+      a.kind === "assign-ipv4"
         ? 0
-        : a.kind === "assign-ipv4"
+        : a.kind === "unassign-ipv6" && a.reason === "move"
           ? 1
           : a.kind === "assign-ipv6"
             ? 2

@@ -695,7 +695,7 @@ describe("plan: refusals, ordering, placements (rules 6-8)", () => {
     expect(result.actions).toEqual([]);
   });
 
-  it("actions come in order: moves, IPv4 assigns, IPv6 assigns, IPv4 releases, IPv6 releases", () => {
+  it("actions come in order: IPv4 assigns, moves, IPv6 assigns, IPv4 releases, IPv6 releases", () => {
     const base = input(
       [
         iface("net1", MAC1, "2001:db8:0:1::5", "198.51.100.90"),
@@ -712,9 +712,9 @@ describe("plan: refusals, ordering, placements (rules 6-8)", () => {
       ipv4s: ["198.51.100.140", "198.51.100.160"],
     });
     expect(plan(world).actions).toEqual([
-      { kind: "unassign-ipv6", eniId: "eni-other-node", addresses: ["2001:db8:0:1::5"], reason: "move" },
       { kind: "assign-ipv4", eniId: "eni-1b", addresses: ["198.51.100.90"], allowReassignment: true },
       { kind: "assign-ipv4", eniId: "eni-3d", addresses: ["198.51.100.150"], allowReassignment: true },
+      { kind: "unassign-ipv6", eniId: "eni-other-node", addresses: ["2001:db8:0:1::5"], reason: "move" },
       { kind: "assign-ipv6", eniId: "eni-1b", addresses: ["2001:db8:0:1::5"] },
       { kind: "unassign-ipv4", eniId: "eni-3d", addresses: ["198.51.100.160"] },
       { kind: "unassign-ipv6", eniId: "eni-2c", addresses: ["2001:db8:0:1::66"], reason: "release" },

@@ -152,6 +152,29 @@ describe("runInit against the simulator", () => {
     expect(eni(ENI.node1A1).ipv6s).toEqual([]);
   });
 
+  it("takes no IPv6 address from its holder when EC2 refuses the pod's IPv4 address (another instance's primary)", async () => {
+    // 198.51.100.21 is node 2's ENI's primary: only EC2 can tell, so the planner lets it through.
+    const floating = "2001:db8:100:1::181";
+    const deps = await setUp(
+      new ScriptedInterfaces([{ name: "net1", mac: MAC.node1A1, addresses: ["198.51.100.21", floating] }]),
+      { node2A1: { ipv6s: [floating] } },
+    );
+    const error = await runInit(deps, {
+      policy: { allowedCidrs: ["198.51.100.0/26", "2001:db8:100:1::/64"] },
+      waitForAddressesMs: 0,
+      confirm,
+    }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(AddressNotAllowedError);
+    expect((error as AddressNotAllowedError).refusals.map((r) => r.reason)).toEqual(["eni-primary-address"]);
+    expect(eni(ENI.node2A1).ipv6s).toEqual([floating]);
+    expect(
+      sim
+        ?.calls()
+        .filter((c) => c.action !== "DescribeNetworkInterfaces")
+        .map((c) => `${c.action} ${c.outcome}`),
+    ).toEqual(["AssignPrivateIpAddresses InvalidParameterValue"]);
+  });
+
   it("assigns nothing when the address is already held, and makes no EC2 call at all", async () => {
     const deps = await setUp(
       new ScriptedInterfaces([{ name: "net1", mac: MAC.node1A1, addresses: ["198.51.100.44"] }]),

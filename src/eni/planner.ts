@@ -236,8 +236,11 @@ class Grouped {
 /**
  * The actions that put every pod address on its ENI and release the addresses we let go.
  * Refusals do not stop planning: the caller decides which are fatal. A refused or skipped address never
- * appears in an action. Actions come in execution order: IPv6 moves (unassign from the current holder), IPv4
- * assigns, IPv6 assigns, then releases (IPv4, then IPv6); ENIs by id, addresses by `compareAddresses`.
+ * appears in an action. Actions come in execution order: IPv4 assigns, IPv6 moves (unassign from the current
+ * holder), IPv6 assigns, then releases (IPv4, then IPv6); ENIs by id, addresses by `compareAddresses`. The
+ * IPv4 assigns come first because EC2 may refuse one on facts the planner cannot see (another instance's
+ * primary address): then no IPv6 address has been taken from its holder without being assigned here. And an
+ * IPv6 address is unrouted only from its move to its assign, with no other call between them.
  * @throws InvalidAddressError / InvalidCidrError when the input holds text that is not an address or CIDR.
  */
 export function plan(input: PlanInput): Plan {
@@ -295,9 +298,6 @@ export function plan(input: PlanInput): Plan {
   }
 
   const actions: PlanAction[] = [
-    ...moves
-      .entries()
-      .map(([eniId, addresses]): PlanAction => ({ kind: "unassign-ipv6", eniId, addresses, reason: "move" })),
     ...assign4.entries().map(
       ([eniId, addresses]): PlanAction => ({
         kind: "assign-ipv4",
@@ -306,6 +306,9 @@ export function plan(input: PlanInput): Plan {
         allowReassignment: true,
       }),
     ),
+    ...moves
+      .entries()
+      .map(([eniId, addresses]): PlanAction => ({ kind: "unassign-ipv6", eniId, addresses, reason: "move" })),
     ...assign6.entries().map(([eniId, addresses]): PlanAction => ({ kind: "assign-ipv6", eniId, addresses })),
     ...release4
       .entries()

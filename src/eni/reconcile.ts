@@ -105,7 +105,7 @@ export interface Applied {
 }
 
 /**
- * Executes the plan's actions in order (IPv6 moves before assigns).
+ * Executes the plan's actions in order (IPv4 assigns, IPv6 moves right before their assigns, releases).
  *
  * A move (unassign from the previous holder) that EC2 refuses is not an error: the goal is the address on our
  * ENI, not the unassign. EC2's reads lag its writes, so the holder that Describe showed may already have let

@@ -124,7 +124,7 @@ export interface Placement {
 }
 
 export interface Plan {
-  /** In execution order: IPv6 moves (unassign from the holder) come before the IPv6 assign on our ENI. */
+  /** In execution order: IPv4 assigns, then each IPv6 move (unassign from the holder) right before its assign. */
   readonly actions: readonly PlanAction[];
   /** Every address that must be held, with its ENI; includes addresses already in place. */
   readonly placements: readonly Placement[];

@@ -7,7 +7,8 @@
  * - Each ENI gets at most one assign per family, holding no more addresses than the ENI has room for
  *   (the instance type's per-ENI limit counts the primary address); the rest are refused as `eni-full`
  *   before any call, instead of a call that EC2 refuses whole (`PrivateIpAddressLimitExceeded`).
- * - IPv6 moves (unassign from another holder) stay before the assign they serve, as the core plans them.
+ * - IPv4 assigns come before IPv6 moves (unassign from another holder), and each move right before the IPv6
+ *   assigns it serves, as the core plans them: an IPv6 address is unrouted only between the two.
  *
  * And the view of the ENIs a wave starts from: IMDS reflects EC2's changes with a delay, so an address EC2
  * accepted recently counts as held by its new ENI, and one released recently as gone, until IMDS agrees or
@@ -45,7 +46,7 @@ export interface WaveInput {
 }
 
 export interface Wave {
-  /** In execution order: releases, IPv6 moves, IPv4 assigns, IPv6 assigns. */
+  /** In execution order: releases, IPv4 assigns, IPv6 moves, IPv6 assigns. */
   readonly actions: PlanAction[];
   /** Addresses that will be held by the right ENI once the actions succeed (already held ones included). */
   readonly placements: Placement[];
@@ -154,8 +155,14 @@ export function planWave(input: WaveInput): Wave {
       byString(a.interfaceName, b.interfaceName) ||
       byString(a.reason, b.reason),
   );
+  const isMove = (a: PlanAction): boolean => a.kind === "unassign-ipv6" && a.reason === "move";
   return {
-    actions: [...movesTrimmed, ...assigns],
+    actions: [
+      ...movesTrimmed.filter((a) => !isMove(a)),
+      ...assigns.filter((a) => a.kind === "assign-ipv4"),
+      ...movesTrimmed.filter(isMove),
+      ...assigns.filter((a) => a.kind === "assign-ipv6"),
+    ],
     placements: plan.placements.filter((p) => !refusedPlacement.has(`${p.eniId} ${p.address}`)),
     refusals,
   };
