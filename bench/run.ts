@@ -14,7 +14,7 @@ import { benchStartup } from "./startup.js";
 function print(results: readonly BenchResult[]): void {
   for (const r of results) {
     const value = Number.isFinite(r.value)
-      ? r.value.toFixed(r.unit === "calls" ? 0 : r.unit === "x bare node" ? 2 : 1)
+      ? r.value.toFixed(r.unit === "calls" || r.unit === "reconciles" ? 0 : r.unit === "x bare node" ? 2 : 1)
       : "n/a";
     process.stdout.write(`${r.ok ? "ok  " : "MISS"}  ${r.name}: ${value} ${r.unit}  (target ${r.target})\n`);
   }
