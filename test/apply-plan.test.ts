@@ -118,6 +118,58 @@ describe("applyPlan", () => {
     expect(mutating(sim)).toEqual([`UnassignIpv6Addresses ${ENI.node2A1} UnauthorizedOperation`]);
   });
 
+  describe("goOnAfterRefusal (the sidecar)", () => {
+    const v4 = "198.51.100.47";
+    const v6 = "2001:db8:100:1::147";
+    const both = (): Plan =>
+      planOf(
+        [
+          { kind: "assign-ipv4", eniId: ENI.node1A1, addresses: [v4], allowReassignment: true },
+          { kind: "assign-ipv6", eniId: ENI.node1A1, addresses: [v6] },
+        ],
+        [placement(v4, ENI.node1A1, MAC.node1A1), placement(v6, ENI.node1A1, MAC.node1A1)],
+      );
+
+    it("tries every action and reports the refused one instead of throwing", async () => {
+      const { deps, sim } = await setUp({});
+      sim.setFaults({
+        failNext: [
+          { action: "AssignPrivateIpAddresses", code: "InvalidParameterValue", status: 400, count: 9 },
+        ],
+      });
+      const applied = await applyPlan(both(), deps, { goOnAfterRefusal: true });
+      expect(applied.mutatingCalls).toBe(1);
+      expect(applied.failures.map((f) => [f.action.kind, f.error.name])).toEqual([
+        ["assign-ipv4", "Ec2Error"],
+      ]);
+      expect(ipv6Of(sim, ENI.node1A1)).toEqual([v6]);
+    });
+
+    it("still stops at once when EC2 is unavailable (throttled past every retry)", async () => {
+      const { deps, sim } = await setUp({});
+      sim.setFaults({
+        failNext: [
+          { action: "AssignPrivateIpAddresses", code: "RequestLimitExceeded", status: 503, count: 9 },
+        ],
+      });
+      const error = await applyPlan(both(), deps, { goOnAfterRefusal: true }).catch((e: unknown) => e);
+      expect(error).toMatchObject({ operation: "AssignPrivateIpAddresses", kind: "unavailable" });
+      expect(ipv6Of(sim, ENI.node1A1)).toEqual([]);
+    });
+
+    it("without it, stops at the first refusal (init)", async () => {
+      const { deps, sim } = await setUp({});
+      sim.setFaults({
+        failNext: [
+          { action: "AssignPrivateIpAddresses", code: "InvalidParameterValue", status: 400, count: 9 },
+        ],
+      });
+      const error = await applyPlan(both(), deps).catch((e: unknown) => e);
+      expect(error).toMatchObject({ operation: "AssignPrivateIpAddresses", kind: "refused" });
+      expect(ipv6Of(sim, ENI.node1A1)).toEqual([]);
+    });
+  });
+
   describe("a release EC2 refuses", () => {
     const refusedLines = (lines: LogLine[]) =>
       lines.filter((l) => String(l.msg).startsWith("EC2 refused to release the address from our ENI"));
@@ -130,7 +182,11 @@ describe("applyPlan", () => {
       const release = planOf([
         { kind: "unassign-ipv6", eniId: ENI.node1A1, addresses: [address], reason: "release" },
       ]);
-      expect(await applyPlan(release, deps)).toEqual({ mutatingCalls: 0, refusedReleases: [address] });
+      expect(await applyPlan(release, deps)).toEqual({
+        mutatingCalls: 0,
+        refusedReleases: [address],
+        failures: [],
+      });
       expect(ipv6Of(sim, ENI.node1A1)).toEqual([address]);
       expect(refusedLines(lines)).toMatchObject([
         { level: 30, eniId: ENI.node1A1, addresses: [address], code: "InvalidParameterValue" },
@@ -151,7 +207,11 @@ describe("applyPlan", () => {
       await deps.ec2.assignPrivateIpv4(ENI.node2A1, [moved], true);
       sim.clearCalls();
       const release = planOf([{ kind: "unassign-ipv4", eniId: ENI.node1A1, addresses: [moved, ours] }]);
-      expect(await applyPlan(release, deps)).toEqual({ mutatingCalls: 1, refusedReleases: [moved] });
+      expect(await applyPlan(release, deps)).toEqual({
+        mutatingCalls: 1,
+        refusedReleases: [moved],
+        failures: [],
+      });
       expect(ipv4Of(ENI.node1A1)).not.toContain(ours);
       expect(ipv4Of(ENI.node2A1)).toContain(moved);
       const unassigns = sim.calls().filter((c) => c.action === "UnassignPrivateIpAddresses");

@@ -279,6 +279,25 @@ describe("the sidecar against the simulator", () => {
     expect(eni(s, ENI.node1A1).ipv4s).toEqual(["198.51.100.11", "198.51.100.70"]);
   });
 
+  it("goes on with the pod's IPv6 address when EC2 refuses its IPv4 address, and keeps retrying the refused one", async () => {
+    const s = await simulator();
+    const a = await startPod(s, NODE1, MAC.node1A1, ["198.51.100.70"]);
+    s.setFaults({
+      failNext: [
+        { action: "AssignPrivateIpAddresses", code: "InvalidParameterValue", status: 400, count: 1_000 },
+      ],
+    });
+    a.interfaces.add(FLOAT4);
+    a.interfaces.add(FLOAT6);
+    await eventually(() => holds(s, ENI.node1A1, FLOAT6), "the IPv6 address assigned", 5_000);
+    await eventually(
+      async () => (await metric(a, 'multus_ipmgr_reconciles_total{outcome="error"}')) >= 2,
+      "the refused IPv4 address tried again",
+    );
+    expect(holds(s, ENI.node1A1, FLOAT4)).toBe(false);
+    expect((await readyz(a)).status).toBe(503);
+  });
+
   describe("releases under lagging reads", () => {
     const ERRORS = 'multus_ipmgr_reconciles_total{outcome="error"}';
     const refusedRelease = /^EC2 refused to release the address from our ENI/;

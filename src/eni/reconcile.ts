@@ -3,6 +3,7 @@ import type { Ec2Api } from "./ec2-api.js";
 import { confirmHeld, readInstanceEnis } from "./eni-discovery.js";
 import { AddressNotAllowedError } from "./errors/address-not-allowed-error.js";
 import { Ec2Error } from "./errors/ec2-error.js";
+import type { IpmgrError } from "./errors/ipmgr-error.js";
 import type { Imds } from "./imds.js";
 import type { InterfaceSource } from "./interface-source.js";
 import { family } from "./ip.js";
@@ -102,6 +103,18 @@ export interface Applied {
   readonly mutatingCalls: number;
   /** Addresses whose release EC2 refused: our ENI no longer held them (see `releaseFromOurEni`). */
   readonly refusedReleases: readonly string[];
+  /** With `goOnAfterRefusal`: the actions EC2 refused or denied, in order; the others were all tried. */
+  readonly failures: readonly { readonly action: PlanAction; readonly error: IpmgrError }[];
+}
+
+export interface ApplyOptions {
+  /**
+   * Go on with the plan's other actions after EC2 refuses or denies one (an address it will not assign, a
+   * missing permission, a full ENI), and report it in `failures` instead of throwing: the sidecar, where one
+   * bad address must not keep the others unrouted. EC2 unavailable (throttled past every retry, no answer)
+   * still stops the plan at once. Default false: stop at the first error (init: nothing more is changed).
+   */
+  readonly goOnAfterRefusal?: boolean;
 }
 
 /**
@@ -112,23 +125,40 @@ export interface Applied {
  * the address go; the assign that follows says whether the address is free. Only the assign's refusal fails.
  * A release that EC2 refuses is not an error either (see `releaseFromOurEni`).
  */
-export async function applyPlan(plan: Plan, deps: Pick<ReconcileDeps, "ec2" | "logger">): Promise<Applied> {
+export async function applyPlan(
+  plan: Plan,
+  deps: Pick<ReconcileDeps, "ec2" | "logger">,
+  options: ApplyOptions = {},
+): Promise<Applied> {
   let mutatingCalls = 0;
   const refusedReleases: string[] = [];
+  const failures: { action: PlanAction; error: IpmgrError }[] = [];
   for (const action of plan.actions) {
     if (!isMutating(action)) continue;
-    if (action.kind === "assign-ipv4") await assignIpv4(plan, action, deps);
-    else if (action.kind === "assign-ipv6") await deps.ec2.assignIpv6(action.eniId, action.addresses);
-    else if (action.kind === "unassign-ipv6" && action.reason === "move") {
-      await moveIpv6(action.eniId, action.addresses, deps);
-    } else {
-      const refused = await releaseFromOurEni(action, deps);
-      refusedReleases.push(...refused);
-      if (refused.length === action.addresses.length) continue;
+    try {
+      if (action.kind === "assign-ipv4") await assignIpv4(plan, action, deps);
+      else if (action.kind === "assign-ipv6") await deps.ec2.assignIpv6(action.eniId, action.addresses);
+      else if (action.kind === "unassign-ipv6" && action.reason === "move") {
+        await moveIpv6(action.eniId, action.addresses, deps);
+      } else {
+        const refused = await releaseFromOurEni(action, deps);
+        refusedReleases.push(...refused);
+        if (refused.length === action.addresses.length) continue;
+      }
+    } catch (error) {
+      if (!options.goOnAfterRefusal || !isRefusal(error)) throw error;
+      failures.push({ action, error });
+      continue;
     }
     mutatingCalls++;
   }
-  return { mutatingCalls, refusedReleases };
+  return { mutatingCalls, refusedReleases, failures };
+}
+
+/** EC2 refused or denied the call, or found an address not allowed: other actions may still succeed. */
+function isRefusal(error: unknown): error is IpmgrError {
+  if (error instanceof AddressNotAllowedError) return true;
+  return error instanceof Ec2Error && error.kind !== "unavailable";
 }
 
 /**

@@ -11,7 +11,7 @@ import {
   planFor,
   type ReconcileDeps,
 } from "../eni/reconcile.js";
-import type { EniState, Plan, PlanPolicy, PodInterface } from "../eni/types.js";
+import type { EniState, Plan, PlanAction, PlanPolicy, PodInterface } from "../eni/types.js";
 import { addressesOf } from "./address-diff.js";
 import type { ReleasedToken } from "./address-watcher.js";
 import { DriftEpisodes, type EpisodeEvent, type Holder } from "./drift-episodes.js";
@@ -86,6 +86,9 @@ export interface ReconcileLoopOptions {
 export const DEFAULT_FAILURE_BACKOFF: BackoffPolicy = { baseMs: 1_000, maxMs: 5_000 };
 export const DEFAULT_EPISODE_CHECK_INTERVAL_MS = 500;
 export const DEFAULT_RELEASE_SETTLE_MS = 250;
+
+const isRelease = (action: PlanAction): boolean =>
+  action.kind === "unassign-ipv4" || (action.kind === "unassign-ipv6" && action.reason === "release");
 
 /** The first sentence of an error, for logs and /readyz. */
 function describeError(error: unknown): string {
@@ -374,8 +377,22 @@ export class ReconcileLoop implements ProbeStatus {
         "applying changes through EC2",
       );
     }
-    const { mutatingCalls, refusedReleases } = await applyPlan(planned, deps);
-    this.#noteApplied(planned);
+    const { mutatingCalls, refusedReleases, failures } = await applyPlan(planned, deps, {
+      goOnAfterRefusal: true,
+    });
+    const failed = new Set(failures.map((f) => f.action));
+    this.#noteApplied(planned, failed);
+    const first = failures[0];
+    if (first !== undefined) {
+      // One refused action must not keep the others unrouted: they were all tried, and what EC2 accepted stays
+      // done. The step fails on the first refusal; the failure backoff retries it. Releases done are forgotten,
+      // a failed release is kept for a later try.
+      const notReleased = failures.filter((f) => isRelease(f.action)).flatMap((f) => f.action.addresses);
+      watcher.acknowledgeReleased(
+        this.#releases.acted(token, released, [...refusedReleases, ...notReleased], deps.clock.now()),
+      );
+      throw first.error;
+    }
     const acceptedAt = deps.clock.now();
     this.#timeChange(measuredFrom, observedAt, mutatingCalls > 0 ? acceptedAt : undefined);
     for (const address of repairs) {
@@ -422,11 +439,11 @@ export class ReconcileLoop implements ProbeStatus {
    * the loop wakes when the first of them is due).
    */
   /** After EC2 accepted a plan: what it assigned is unconfirmed until IMDS shows it; what it released is gone. */
-  #noteApplied(planned: Plan): void {
+  #noteApplied(planned: Plan, failed: ReadonlySet<PlanAction>): void {
     for (const action of planned.actions) {
+      if (failed.has(action)) continue;
       const assigned = action.kind === "assign-ipv4" || action.kind === "assign-ipv6";
-      const released =
-        action.kind === "unassign-ipv4" || (action.kind === "unassign-ipv6" && action.reason === "release");
+      const released = isRelease(action);
       for (const address of action.addresses) {
         if (assigned) this.#assignedUnconfirmed.set(address, action.eniId);
         else if (released) this.#assignedUnconfirmed.delete(address);
