@@ -323,7 +323,8 @@ describe("the sidecar against the simulator", () => {
         releaseRetryBackoff: { baseMs: 200, maxMs: 400 },
       });
       const b = await startPod(s, NODE2, MAC.node2A1, ["198.51.100.90"]);
-      await lagReads(s, 1500);
+      // A lag well past the release settle time (250 ms), so that A's first release comes while it lags.
+      await lagReads(s, 2000);
       b.interfaces.add(FLOAT4);
       a.interfaces.remove(FLOAT4);
       await eventually(() => holds(s, ENI.node2A1, FLOAT4) && !holds(s, ENI.node1A1, FLOAT4), "moved");
