@@ -519,4 +519,16 @@ describe("the sidecar against the simulator", () => {
     expect(eni(s, ENI.node1A1).ipv4s).toEqual(["198.51.100.11"]);
     expect(eni(s, ENI.node2A1).ipv4s).toEqual(["198.51.100.21", "198.51.100.99"]);
   });
+
+  it("on exit, releases what it may when EC2 denies one family (IPv4, released first), then reports the denial", async () => {
+    const s = await simulator();
+    const a = await startPod(s, NODE1, MAC.node1A1, ["198.51.100.70", FLOAT6]);
+    pods.splice(pods.indexOf(a), 1);
+    s.setFaults({ deny: ["UnassignPrivateIpAddresses"] });
+    const error = await a.sidecar.shutdown({ graceMs: 5000, releaseOnExit: true }).catch((e: unknown) => e);
+    expect(error).toMatchObject({ operation: "UnassignPrivateIpAddresses", kind: "permission", exitCode: 4 });
+    expect(eni(s, ENI.node1A1).ipv4s).toEqual(["198.51.100.11", "198.51.100.70"]);
+    expect(eni(s, ENI.node1A1).ipv6s).toEqual([]);
+    expect(logged(a, /^released our addresses$/)).toMatchObject([{ released: [FLOAT6] }]);
+  });
 });

@@ -657,14 +657,19 @@ export class ReconcileLoop implements ProbeStatus {
       released: [...ours],
       assignedUnconfirmed: this.#assignedUnconfirmed,
     });
-    const { mutatingCalls, refusedReleases } = await applyPlan(planned, deps);
+    // Every release is tried, even after one EC2 denies (say, a missing permission for IPv6 only).
+    const { mutatingCalls, refusedReleases, failures } = await applyPlan(planned, deps, {
+      goOnAfterRefusal: true,
+    });
     // A release EC2 refused: our ENI no longer held the address (applyPlan logged it); nothing to do on exit.
-    const refused = new Set(refusedReleases);
-    const released = planned.actions.flatMap((a) => a.addresses).filter((a) => !refused.has(a));
+    const notReleased = new Set([...refusedReleases, ...failures.flatMap((f) => f.action.addresses)]);
+    const released = planned.actions.flatMap((a) => a.addresses).filter((a) => !notReleased.has(a));
     deps.logger.info(
       { released },
       released.length === 0 ? "nothing to release on exit" : "released our addresses",
     );
+    const first = failures[0];
+    if (first !== undefined) throw first.error;
     return { mutatingCalls, released };
   }
 
