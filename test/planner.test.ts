@@ -669,6 +669,33 @@ describe("plan: releases (rule 5)", () => {
   });
 });
 
+describe("plan: refusals learned from EC2", () => {
+  const learned = {
+    address: "198.51.100.90",
+    interfaceName: "net1",
+    mac: MAC1,
+    reason: "eni-primary-address" as const,
+    detail: "address 198.51.100.90 on net1 is the primary private IPv4 address of ENI eni-x of instance i-y",
+  };
+
+  it("refuses the same address on the same interface up front, with EC2's detail, and plans no call for it", () => {
+    const result = plan(
+      input([iface("net1", MAC1, "198.51.100.90", "198.51.100.91")], { learnedRefusals: [learned] }),
+    );
+    expect(result.refusals).toEqual([learned]);
+    expect(result.actions).toEqual([
+      { kind: "assign-ipv4", eniId: "eni-1b", addresses: ["198.51.100.91"], allowReassignment: true },
+    ]);
+    expect(result.placements.map((p) => p.address)).toEqual(["198.51.100.91"]);
+  });
+
+  it("leaves the same address on another interface to the usual rules", () => {
+    const result = plan(input([iface("net2", MAC1, "198.51.100.90")], { learnedRefusals: [learned] }));
+    expect(result.refusals).toEqual([]);
+    expect(result.placements.map((p) => `${p.address} ${p.interfaceName}`)).toEqual(["198.51.100.90 net2"]);
+  });
+});
+
 describe("plan: refusals, ordering, placements (rules 6-8)", () => {
   it("a refusal does not stop the other addresses from being planned", () => {
     const result = plan(

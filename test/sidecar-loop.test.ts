@@ -298,6 +298,47 @@ describe("the sidecar against the simulator", () => {
     expect((await readyz(a)).status).toBe(503);
   });
 
+  it("asks EC2 once per resync about another instance's primary address, shows the refusal on /readyz, and goes on", async () => {
+    // 198.51.100.21 is node 2's ENI's primary: only EC2 can tell, so the planner lets it through.
+    const s = await simulator();
+    const a = await startPod(s, NODE1, MAC.node1A1, ["198.51.100.70"], {
+      policy: { allowedCidrs: ["198.51.100.0/24", "2001:db8:100:1::100/120"] },
+      resyncIntervalMs: 1_500,
+    });
+    a.interfaces.add("198.51.100.21");
+    a.interfaces.add(FLOAT6);
+    await eventually(() => holds(s, ENI.node1A1, FLOAT6), "the IPv6 address assigned");
+    await eventually(
+      async () => (await readyz(a)).body.includes(`primary private IPv4 address of ENI ${ENI.node2A1}`),
+      "the refusal on /readyz",
+    );
+    const firstAsked = assignsOf(s, "198.51.100.21").length;
+    expect(firstAsked).toBe(1);
+    // Within the resync interval the planner refuses it up front: no call, no failed step.
+    await new Promise((r) => setTimeout(r, 500));
+    expect(assignsOf(s, "198.51.100.21")).toHaveLength(1);
+    expect(await metric(a, 'multus_ipmgr_reconciles_total{outcome="error"}')).toBe(1);
+    expect((await readyz(a)).status).toBe(503);
+    expect(logged(a, /is the primary private IPv4 address of ENI/)).toHaveLength(1);
+    // Once it has passed, EC2 is asked again; the refusal stays shown and logged once meanwhile.
+    await eventually(
+      () => assignsOf(s, "198.51.100.21").length === 2,
+      "asked again after the resync interval",
+    );
+    await eventually(
+      async () => (await metric(a, 'multus_ipmgr_reconciles_total{outcome="error"}')) === 2,
+      "the second refusal counted",
+    );
+    expect((await readyz(a)).body).toContain(`primary private IPv4 address of ENI ${ENI.node2A1}`);
+    expect(logged(a, /is the primary private IPv4 address of ENI/)).toHaveLength(1);
+    expect(logged(a, /^no address refused any more$/)).toHaveLength(0);
+    expect(eni(s, ENI.node2A1).ipv4s).toEqual(["198.51.100.21"]);
+    // Gone from the interface: forgotten, and nothing is refused any more.
+    a.interfaces.remove("198.51.100.21");
+    await eventually(async () => (await readyz(a)).status === 200, "ready without it");
+    expect(logged(a, /^no address refused any more$/)).toHaveLength(1);
+  });
+
   describe("releases under lagging reads", () => {
     const ERRORS = 'multus_ipmgr_reconciles_total{outcome="error"}';
     const refusedRelease = /^EC2 refused to release the address from our ENI/;

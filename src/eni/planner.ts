@@ -94,6 +94,9 @@ function analyze(input: PlanInput): Analysis {
   for (const eni of enis) if (eni.primaryIpv4 !== undefined) primaries.set(eni.primaryIpv4, eni);
   const allowed = input.policy.allowedCidrs.map(canonicalCidr);
   const knownMacs = [...byMac.keys()].sort(byString);
+  const learned = new Map(
+    (input.learnedRefusals ?? []).map((r) => [`${canonical(r.address)} ${r.interfaceName}`, r] as const),
+  );
 
   const present = new Set<string>();
   const refusals: Refusal[] = [];
@@ -121,6 +124,11 @@ function analyze(input: PlanInput): Analysis {
             `(instance ENI MACs: ${list(knownMacs)}). With ipvlan the pod interface carries its parent ENI's MAC: ` +
             "check the NetworkAttachmentDefinition's master, or exclude the interface with IPMGR_INTERFACES.",
         );
+        continue;
+      }
+      const refusedByEc2 = learned.get(`${address} ${iface.name}`);
+      if (refusedByEc2 !== undefined) {
+        refuse(address, refusedByEc2.reason, refusedByEc2.detail);
         continue;
       }
       const primaryOf = primaries.get(address);

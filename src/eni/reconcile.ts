@@ -57,7 +57,7 @@ export async function observe(deps: ReconcileDeps): Promise<Observation> {
 }
 
 /** What a plan is asked for besides the observation: the policy, and the sidecar's releases. */
-export type PlanRequest = Pick<PlanInput, "policy" | "released" | "assignedUnconfirmed">;
+export type PlanRequest = Pick<PlanInput, "policy" | "released" | "assignedUnconfirmed" | "learnedRefusals">;
 
 /**
  * Plans, looking up current holders of IPv6 addresses only when the plan needs them (one

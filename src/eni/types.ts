@@ -67,6 +67,12 @@ export interface PlanInput {
    * address released while it lagged would otherwise stay on the ENI for good.
    */
   readonly assignedUnconfirmed?: ReadonlyMap<string, string>;
+  /**
+   * Refusals EC2 made on facts the planner cannot see (another instance's primary address), as the sidecar
+   * learned them: the same address on the same interface is refused up front with the same detail, with no
+   * call. The sidecar forgets them after a while, so that EC2 is asked again.
+   */
+  readonly learnedRefusals?: readonly Refusal[];
 }
 
 export type PlanAction =

@@ -1,4 +1,5 @@
 import { type BackoffPolicy, backoffDelay } from "../eni/backoff.js";
+import { AddressNotAllowedError } from "../eni/errors/address-not-allowed-error.js";
 import { Ec2Error } from "../eni/errors/ec2-error.js";
 import { canonical, family } from "../eni/ip.js";
 import { plan as planOffline } from "../eni/planner.js";
@@ -11,7 +12,7 @@ import {
   planFor,
   type ReconcileDeps,
 } from "../eni/reconcile.js";
-import type { EniState, Plan, PlanAction, PlanPolicy, PodInterface } from "../eni/types.js";
+import type { EniState, Plan, PlanAction, PlanPolicy, PodInterface, Refusal } from "../eni/types.js";
 import { addressesOf } from "./address-diff.js";
 import type { ReleasedToken } from "./address-watcher.js";
 import { DriftEpisodes, type EpisodeEvent, type Holder } from "./drift-episodes.js";
@@ -128,6 +129,8 @@ export class ReconcileLoop implements ProbeStatus {
   readonly #releases: PendingReleases;
   /** Addresses EC2 accepted assigning to our ENI (address -> ENI id) that IMDS has not shown there yet. */
   readonly #assignedUnconfirmed = new Map<string, string>();
+  /** Refusals EC2 made on facts we cannot read (another instance's primary), until EC2 is asked again. */
+  readonly #learnedRefusals = new Map<string, { readonly refusal: Refusal; readonly until: number }>();
   #view: ReadinessView | undefined;
 
   #changePending = false;
@@ -359,7 +362,12 @@ export class ReconcileLoop implements ProbeStatus {
     this.#forgetConfirmed(observation.enis);
     const planned = await planFor(
       withoutAddresses(observation, heldBack),
-      { policy, released, assignedUnconfirmed: this.#assignedUnconfirmed },
+      {
+        policy,
+        released,
+        assignedUnconfirmed: this.#assignedUnconfirmed,
+        learnedRefusals: this.#refusalsOfEc2(now),
+      },
       deps,
     );
     signal.throwIfAborted();
@@ -382,6 +390,7 @@ export class ReconcileLoop implements ProbeStatus {
     });
     const failed = new Set(failures.map((f) => f.action));
     this.#noteApplied(planned, failed);
+    this.#learnRefusals(failures.map((f) => f.error));
     const first = failures[0];
     if (first !== undefined) {
       // One refused action must not keep the others unrouted: they were all tried, and what EC2 accepted stays
@@ -423,6 +432,7 @@ export class ReconcileLoop implements ProbeStatus {
     // Everything planned is now held (confirmed through IMDS, or already in place); held-back addresses are not.
     const confirmedAt = deps.clock.now();
     const held = new Set(planned.placements.map((p) => p.address));
+    this.#forgetRefusals(observation.interfaces, [...held]);
     for (const address of held) {
       this.#held.add(address);
       this.#episodeEvent(this.#episodes.held(address, confirmedAt));
@@ -438,6 +448,40 @@ export class ReconcileLoop implements ProbeStatus {
    * The released addresses that have stayed off our interfaces for the settle time; the others wait (and
    * the loop wakes when the first of them is due).
    */
+  /**
+   * Keeps what EC2 refused on facts the planner cannot read (an address that is another instance's primary)
+   * for one resync interval: the planner refuses it up front meanwhile, `/readyz` shows why, and EC2 is
+   * asked once per interval instead of at every retry.
+   */
+  #learnRefusals(errors: readonly unknown[]): void {
+    const until = this.#o.deps.clock.now() + this.#o.resyncIntervalMs;
+    for (const error of errors) {
+      if (!(error instanceof AddressNotAllowedError)) continue;
+      for (const refusal of error.refusals) {
+        this.#learnedRefusals.set(`${refusal.address} ${refusal.interfaceName}`, { refusal, until });
+      }
+    }
+  }
+
+  /**
+   * The refusals learned from EC2: for a reconcile, those not yet due to be asked again; for the readiness
+   * view and the log (`at` undefined), all of them, so that a refusal stays shown while EC2 is asked again.
+   */
+  #refusalsOfEc2(at: number | undefined): Refusal[] {
+    return [...this.#learnedRefusals.values()]
+      .filter(({ until }) => at === undefined || at < until)
+      .map((l) => l.refusal);
+  }
+
+  /** Forgets the learned refusals of addresses no longer on their interface, or now placed (EC2 took them). */
+  #forgetRefusals(interfaces: readonly PodInterface[], placed: readonly string[]): void {
+    const present = new Set(interfaces.flatMap((i) => i.addresses.map((a) => `${canonical(a)} ${i.name}`)));
+    const done = new Set(placed);
+    for (const [key, { refusal }] of this.#learnedRefusals) {
+      if (!present.has(key) || done.has(refusal.address)) this.#learnedRefusals.delete(key);
+    }
+  }
+
   /** After EC2 accepted a plan: what it assigned is unconfirmed until IMDS shows it; what it released is gone. */
   #noteApplied(planned: Plan, failed: ReadonlySet<PlanAction>): void {
     for (const action of planned.actions) {
@@ -501,7 +545,13 @@ export class ReconcileLoop implements ProbeStatus {
     const { deps, policy } = this.#o;
     const observedAt = deps.clock.now();
     const observation = await observe(deps);
-    const offline = planOffline({ interfaces: observation.interfaces, enis: observation.enis, policy });
+    this.#forgetRefusals(observation.interfaces, []);
+    const offline = planOffline({
+      interfaces: observation.interfaces,
+      enis: observation.enis,
+      policy,
+      learnedRefusals: this.#refusalsOfEc2(undefined),
+    });
     const satisfied = new Set(offline.satisfied);
     const wanted = new Map(offline.placements.map((p) => [p.address, p]));
     const lost: string[] = [];
