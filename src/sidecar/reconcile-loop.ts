@@ -1,7 +1,6 @@
 import { type BackoffPolicy, backoffDelay } from "../eni/backoff.js";
-import { AddressNotAllowedError } from "../eni/errors/address-not-allowed-error.js";
 import { Ec2Error } from "../eni/errors/ec2-error.js";
-import { canonical, family } from "../eni/ip.js";
+import { family } from "../eni/ip.js";
 import { plan as planOffline } from "../eni/planner.js";
 import type { ProbeResult, ProbeStatus } from "../eni/process/probe-server.js";
 import {
@@ -12,10 +11,11 @@ import {
   planFor,
   type ReconcileDeps,
 } from "../eni/reconcile.js";
-import type { EniState, Plan, PlanAction, PlanPolicy, PodInterface, Refusal } from "../eni/types.js";
+import type { Plan, PlanPolicy, PodInterface } from "../eni/types.js";
 import { addressesOf } from "./address-diff.js";
 import type { ReleasedToken } from "./address-watcher.js";
 import { DriftEpisodes, type EpisodeEvent, type Holder } from "./drift-episodes.js";
+import { Ec2Answers, isRelease } from "./ec2-answers.js";
 import type { ElasticIpFollower } from "./elastic-ip-follower.js";
 import type { SidecarMetrics } from "./metrics.js";
 import { PendingReleases, RELEASE_REFUSALS_BEFORE_WARNING } from "./pending-releases.js";
@@ -88,9 +88,6 @@ export const DEFAULT_FAILURE_BACKOFF: BackoffPolicy = { baseMs: 1_000, maxMs: 5_
 export const DEFAULT_EPISODE_CHECK_INTERVAL_MS = 500;
 export const DEFAULT_RELEASE_SETTLE_MS = 250;
 
-const isRelease = (action: PlanAction): boolean =>
-  action.kind === "unassign-ipv4" || (action.kind === "unassign-ipv6" && action.reason === "release");
-
 /** The first sentence of an error, for logs and /readyz. */
 function describeError(error: unknown): string {
   return error instanceof Error ? `${error.name}: ${error.message}` : String(error);
@@ -127,10 +124,8 @@ export class ReconcileLoop implements ProbeStatus {
   readonly #held = new Set<string>();
   readonly #episodes: DriftEpisodes;
   readonly #releases: PendingReleases;
-  /** Addresses EC2 accepted assigning to our ENI (address -> ENI id) that IMDS has not shown there yet. */
-  readonly #assignedUnconfirmed = new Map<string, string>();
-  /** Refusals EC2 made on facts we cannot read (another instance's primary), until EC2 is asked again. */
-  readonly #learnedRefusals = new Map<string, { readonly refusal: Refusal; readonly until: number }>();
+  /** What EC2 answered that IMDS does not show: assignments not yet confirmed, refusals on facts we cannot read. */
+  readonly #ec2 = new Ec2Answers();
   #view: ReadinessView | undefined;
 
   #changePending = false;
@@ -359,14 +354,13 @@ export class ReconcileLoop implements ProbeStatus {
     const heldBack = this.#episodes.heldBack(now);
     const present = addressesOf(observation.interfaces);
     const released = this.#o.releaseOnRemove ? this.#releases.due(token, present, now) : [];
-    this.#forgetConfirmed(observation.enis);
     const planned = await planFor(
       withoutAddresses(observation, heldBack),
       {
         policy,
         released,
-        assignedUnconfirmed: this.#assignedUnconfirmed,
-        learnedRefusals: this.#refusalsOfEc2(now),
+        assignedUnconfirmed: this.#ec2.assignedUnconfirmed,
+        learnedRefusals: this.#ec2.refusals(now),
       },
       deps,
     );
@@ -388,9 +382,12 @@ export class ReconcileLoop implements ProbeStatus {
     const { mutatingCalls, refusedReleases, failures } = await applyPlan(planned, deps, {
       goOnAfterRefusal: true,
     });
-    const failed = new Set(failures.map((f) => f.action));
-    this.#noteApplied(planned, failed);
-    this.#learnRefusals(failures.map((f) => f.error));
+    this.#ec2.applied(planned, new Set(failures.map((f) => f.action)));
+    // Another instance's primary: not asked about again before the next resync (see README, Failures).
+    this.#ec2.refusedBy(
+      failures.map((f) => f.error),
+      deps.clock.now() + this.#o.resyncIntervalMs,
+    );
     const first = failures[0];
     if (first !== undefined) {
       // One refused action must not keep the others unrouted: they were all tried, and what EC2 accepted stays
@@ -417,7 +414,7 @@ export class ReconcileLoop implements ProbeStatus {
         "EC2 accepted the changes",
       );
       await confirmPlan(planned, deps, { ...this.#o.confirm, signal });
-      for (const placement of planned.placements) this.#assignedUnconfirmed.delete(placement.address);
+      this.#ec2.confirmed(planned.placements.map((p) => p.address));
     }
     // What the planner was given and EC2 did not refuse: a release not yet due, or refused, stays for later.
     watcher.acknowledgeReleased(this.#releases.acted(token, released, refusedReleases, deps.clock.now()));
@@ -432,7 +429,7 @@ export class ReconcileLoop implements ProbeStatus {
     // Everything planned is now held (confirmed through IMDS, or already in place); held-back addresses are not.
     const confirmedAt = deps.clock.now();
     const held = new Set(planned.placements.map((p) => p.address));
-    this.#forgetRefusals(observation.interfaces, [...held]);
+    this.#ec2.held(held);
     for (const address of held) {
       this.#held.add(address);
       this.#episodeEvent(this.#episodes.held(address, confirmedAt));
@@ -442,68 +439,6 @@ export class ReconcileLoop implements ProbeStatus {
     this.#setView({ plan: offline, present, held, observedAt: confirmedAt });
     metrics.reconcile(mutatingCalls > 0 ? "applied" : "noop");
     if (mutatingCalls > 0) this.#o.onWork?.();
-  }
-
-  /**
-   * The released addresses that have stayed off our interfaces for the settle time; the others wait (and
-   * the loop wakes when the first of them is due).
-   */
-  /**
-   * Keeps what EC2 refused on facts the planner cannot read (an address that is another instance's primary)
-   * for one resync interval: the planner refuses it up front meanwhile, `/readyz` shows why, and EC2 is
-   * asked once per interval instead of at every retry.
-   */
-  #learnRefusals(errors: readonly unknown[]): void {
-    const until = this.#o.deps.clock.now() + this.#o.resyncIntervalMs;
-    for (const error of errors) {
-      if (!(error instanceof AddressNotAllowedError)) continue;
-      for (const refusal of error.refusals) {
-        this.#learnedRefusals.set(`${refusal.address} ${refusal.interfaceName}`, { refusal, until });
-      }
-    }
-  }
-
-  /**
-   * The refusals learned from EC2: for a reconcile, those not yet due to be asked again; for the readiness
-   * view and the log (`at` undefined), all of them, so that a refusal stays shown while EC2 is asked again.
-   */
-  #refusalsOfEc2(at: number | undefined): Refusal[] {
-    return [...this.#learnedRefusals.values()]
-      .filter(({ until }) => at === undefined || at < until)
-      .map((l) => l.refusal);
-  }
-
-  /** Forgets the learned refusals of addresses no longer on their interface, or now placed (EC2 took them). */
-  #forgetRefusals(interfaces: readonly PodInterface[], placed: readonly string[]): void {
-    const present = new Set(interfaces.flatMap((i) => i.addresses.map((a) => `${canonical(a)} ${i.name}`)));
-    const done = new Set(placed);
-    for (const [key, { refusal }] of this.#learnedRefusals) {
-      if (!present.has(key) || done.has(refusal.address)) this.#learnedRefusals.delete(key);
-    }
-  }
-
-  /** After EC2 accepted a plan: what it assigned is unconfirmed until IMDS shows it; what it released is gone. */
-  #noteApplied(planned: Plan, failed: ReadonlySet<PlanAction>): void {
-    for (const action of planned.actions) {
-      if (failed.has(action)) continue;
-      const assigned = action.kind === "assign-ipv4" || action.kind === "assign-ipv6";
-      const released = isRelease(action);
-      for (const address of action.addresses) {
-        if (assigned) this.#assignedUnconfirmed.set(address, action.eniId);
-        else if (released) this.#assignedUnconfirmed.delete(address);
-      }
-    }
-  }
-
-  /** Forgets the unconfirmed assignments that IMDS now shows on their ENI. */
-  #forgetConfirmed(enis: readonly EniState[]): void {
-    for (const [address, eniId] of this.#assignedUnconfirmed) {
-      const eni = enis.find((e) => e.eniId === eniId);
-      if (eni === undefined) continue;
-      if ([...eni.ipv4s, ...eni.ipv6s].some((a) => canonical(a) === address)) {
-        this.#assignedUnconfirmed.delete(address);
-      }
-    }
   }
 
   /** Observes; asks for a reconcile when something is out of place and may be repaired now. */
@@ -545,12 +480,12 @@ export class ReconcileLoop implements ProbeStatus {
     const { deps, policy } = this.#o;
     const observedAt = deps.clock.now();
     const observation = await observe(deps);
-    this.#forgetRefusals(observation.interfaces, []);
+    this.#ec2.observed(observation.enis, observation.interfaces);
     const offline = planOffline({
       interfaces: observation.interfaces,
       enis: observation.enis,
       policy,
-      learnedRefusals: this.#refusalsOfEc2(undefined),
+      learnedRefusals: this.#ec2.refusals(),
     });
     const satisfied = new Set(offline.satisfied);
     const wanted = new Map(offline.placements.map((p) => [p.address, p]));
@@ -705,7 +640,7 @@ export class ReconcileLoop implements ProbeStatus {
       enis: observation.enis,
       policy,
       released: [...ours],
-      assignedUnconfirmed: this.#assignedUnconfirmed,
+      assignedUnconfirmed: this.#ec2.assignedUnconfirmed,
     });
     // Every release is tried, even after one EC2 denies (say, a missing permission for IPv6 only).
     const { mutatingCalls, refusedReleases, failures } = await applyPlan(planned, deps, {
