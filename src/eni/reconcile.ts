@@ -56,7 +56,10 @@ export async function observe(deps: ReconcileDeps): Promise<Observation> {
   return { interfaces, enis };
 }
 
-/** What a plan is asked for besides the observation: the policy, and the sidecar's releases. */
+/**
+ * What a plan is asked for besides the observation: the policy, and what only the sidecar knows (its
+ * releases, and EC2's answers that IMDS does not show).
+ */
 export type PlanRequest = Pick<PlanInput, "policy" | "released" | "assignedUnconfirmed" | "learnedRefusals">;
 
 /**
