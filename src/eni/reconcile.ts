@@ -8,6 +8,7 @@ import type { Imds } from "./imds.js";
 import type { InterfaceSource } from "./interface-source.js";
 import { family } from "./ip.js";
 import type { Logger } from "./logger.js";
+import { isMove } from "./plan-actions.js";
 import { ipv6HolderLookupNeeded, plan } from "./planner.js";
 import type {
   Ec2NetworkInterface,
@@ -141,7 +142,7 @@ export async function applyPlan(
     try {
       if (action.kind === "assign-ipv4") await assignIpv4(plan, action, deps);
       else if (action.kind === "assign-ipv6") await deps.ec2.assignIpv6(action.eniId, action.addresses);
-      else if (action.kind === "unassign-ipv6" && action.reason === "move") {
+      else if (isMove(action)) {
         await moveIpv6(action.eniId, action.addresses, deps);
       } else {
         const refused = await releaseFromOurEni(action, deps);

@@ -14,6 +14,7 @@ import { IpmgrError } from "../eni/errors/ipmgr-error.js";
 import type { Imds } from "../eni/imds.js";
 import { linkedAbort } from "../eni/linked-abort.js";
 import type { Logger } from "../eni/logger.js";
+import { isAssign, isMove } from "../eni/plan-actions.js";
 import type { ProbeResult } from "../eni/process/probe-server.js";
 import { applyPlan, planFor } from "../eni/reconcile.js";
 import type { EniState, Plan, PlanAction } from "../eni/types.js";
@@ -357,8 +358,8 @@ export class Bridge {
     const mutatingCalls = done.size + failures.length;
     const until = clock.now() + this.options.recentMemoryMs;
     for (const action of done) {
-      const kind = action.kind === "assign-ipv4" || action.kind === "assign-ipv6" ? "assigned" : "released";
-      if (action.kind === "unassign-ipv6" && action.reason === "move") continue;
+      const kind = isAssign(action) ? "assigned" : "released";
+      if (isMove(action)) continue;
       // A refused release is gone from the ENI too, by EC2's own answer: remembered as such, not counted.
       for (const address of action.addresses)
         this.#recent.push({ eniId: action.eniId, address, kind, until });

@@ -15,6 +15,7 @@
  * the memory expires.
  */
 import { compareAddresses } from "../eni/ip.js";
+import { isMove } from "../eni/plan-actions.js";
 import type { EniState, Placement, Plan, PlanAction } from "../eni/types.js";
 import type { PodRef, Release } from "./desired-state.js";
 
@@ -110,7 +111,7 @@ export function planWave(input: WaveInput): Wave {
   const actions: PlanAction[] = [...released];
   const assigns: PlanAction[] = [];
   for (const action of plan.actions) {
-    if (action.kind === "unassign-ipv6" && action.reason === "move") {
+    if (isMove(action)) {
       actions.push(action);
       continue;
     }
@@ -141,13 +142,9 @@ export function planWave(input: WaveInput): Wave {
   }
   // IPv6 moves whose assign was refused entirely are dropped: the address stays with its holder.
   const assigned6 = new Set(assigns.filter((a) => a.kind === "assign-ipv6").flatMap((a) => a.addresses));
-  const kept = actions.filter(
-    (a) => !(a.kind === "unassign-ipv6" && a.reason === "move") || a.addresses.some((x) => assigned6.has(x)),
-  );
+  const kept = actions.filter((a) => !isMove(a) || a.addresses.some((x) => assigned6.has(x)));
   const movesTrimmed = kept.map((a) =>
-    a.kind === "unassign-ipv6" && a.reason === "move"
-      ? { ...a, addresses: a.addresses.filter((x) => assigned6.has(x)) }
-      : a,
+    isMove(a) ? { ...a, addresses: a.addresses.filter((x) => assigned6.has(x)) } : a,
   );
   refusals.sort(
     (a, b) =>
@@ -155,7 +152,6 @@ export function planWave(input: WaveInput): Wave {
       byString(a.interfaceName, b.interfaceName) ||
       byString(a.reason, b.reason),
   );
-  const isMove = (a: PlanAction): boolean => a.kind === "unassign-ipv6" && a.reason === "move";
   return {
     actions: [
       ...movesTrimmed.filter((a) => !isMove(a)),

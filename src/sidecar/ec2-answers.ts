@@ -1,13 +1,7 @@
 import { AddressNotAllowedError } from "../eni/errors/address-not-allowed-error.js";
 import { canonical } from "../eni/ip.js";
+import { isAssign, isRelease } from "../eni/plan-actions.js";
 import type { EniState, Plan, PlanAction, PodInterface, Refusal } from "../eni/types.js";
-
-const isAssign = (action: PlanAction): boolean =>
-  action.kind === "assign-ipv4" || action.kind === "assign-ipv6";
-
-/** A release of ours (an IPv6 move from another holder is not one). */
-export const isRelease = (action: PlanAction): boolean =>
-  action.kind === "unassign-ipv4" || (action.kind === "unassign-ipv6" && action.reason === "release");
 
 /**
  * What EC2's answers told the sidecar that its reads (IMDS) do not show, and the planner is given:

@@ -1,6 +1,7 @@
 import { type BackoffPolicy, backoffDelay } from "../eni/backoff.js";
 import { Ec2Error } from "../eni/errors/ec2-error.js";
 import { family } from "../eni/ip.js";
+import { isRelease } from "../eni/plan-actions.js";
 import { plan as planOffline } from "../eni/planner.js";
 import type { ProbeResult, ProbeStatus } from "../eni/process/probe-server.js";
 import {
@@ -15,7 +16,7 @@ import type { Plan, PlanPolicy, PodInterface } from "../eni/types.js";
 import { addressesOf } from "./address-diff.js";
 import type { ReleasedToken } from "./address-watcher.js";
 import { DriftEpisodes, type EpisodeEvent, type Holder } from "./drift-episodes.js";
-import { Ec2Answers, isRelease } from "./ec2-answers.js";
+import { Ec2Answers } from "./ec2-answers.js";
 import type { ElasticIpFollower } from "./elastic-ip-follower.js";
 import type { SidecarMetrics } from "./metrics.js";
 import { PendingReleases, RELEASE_REFUSALS_BEFORE_WARNING } from "./pending-releases.js";
