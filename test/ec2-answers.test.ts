@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { AddressNotAllowedError } from "../src/eni/errors/address-not-allowed-error.js";
 import { Ec2Error } from "../src/eni/errors/ec2-error.js";
-import type { EniState, Plan, PlanAction, Refusal } from "../src/eni/types.js";
-import { Ec2Answers } from "../src/sidecar/ec2-answers.js";
+import type { EniState, Placement, Plan, PlanAction, Refusal } from "../src/eni/types.js";
+import { Ec2Answers, ENI_FULL_CODE } from "../src/sidecar/ec2-answers.js";
 
 const MAC = "02:00:00:00:01:01";
 const eni = (ipv4s: string[], ipv6s: string[] = []): EniState => ({
@@ -71,6 +71,8 @@ describe("Ec2Answers: assignments IMDS has not shown yet", () => {
   });
 });
 
+const NO_VIEW = { placements: [], enis: [] };
+
 describe("Ec2Answers: refusals only EC2 can make", () => {
   const notAllowed = new AddressNotAllowedError([refusal]);
   const other = new Ec2Error(
@@ -80,7 +82,14 @@ describe("Ec2Answers: refusals only EC2 can make", () => {
 
   it("keeps an address that is another instance's primary from EC2 until it is to be asked again, and shows it all along", () => {
     const answers = new Ec2Answers();
-    answers.refusedBy([other, notAllowed], 1_000);
+    answers.refusedBy(
+      [
+        { action: assign6, error: other },
+        { action: assign4, error: notAllowed },
+      ],
+      NO_VIEW,
+      1_000,
+    );
     expect(answers.refusals(999)).toEqual([refusal]);
     expect(answers.refusals(1_000)).toEqual([]);
     expect(answers.refusals()).toEqual([refusal]);
@@ -88,13 +97,93 @@ describe("Ec2Answers: refusals only EC2 can make", () => {
 
   it("forgets it when the address leaves its interface, or when EC2 takes it after all", () => {
     const answers = new Ec2Answers();
-    answers.refusedBy([notAllowed], 1_000);
+    answers.refusedBy([{ action: assign4, error: notAllowed }], NO_VIEW, 1_000);
     answers.observed([eni([])], net1("198.51.100.21"));
     expect(answers.refusals()).toEqual([refusal]);
     answers.observed([eni([])], [{ name: "net2", mac: MAC, addresses: ["198.51.100.21"] }]);
     expect(answers.refusals()).toEqual([]);
-    answers.refusedBy([notAllowed], 1_000);
+    answers.refusedBy([{ action: assign4, error: notAllowed }], NO_VIEW, 1_000);
     answers.held(["198.51.100.21"]);
     expect(answers.refusals()).toEqual([]);
+  });
+});
+
+describe("Ec2Answers: a full ENI", () => {
+  const full = (operation: string, code: string) =>
+    new Ec2Error({ operation, code, requestId: undefined, eniId: "eni-1", kind: "refused" }, "refused");
+  const placed = (address: string, interfaceName = "net1"): Placement => ({
+    address,
+    family: address.includes(":") ? 6 : 4,
+    interfaceName,
+    eniId: "eni-1",
+    mac: MAC,
+  });
+  const both: PlanAction = { ...assign4, addresses: ["198.51.100.80", "198.51.100.81"] };
+  const fullEni = eni(["198.51.100.11", "198.51.100.12"]);
+  const view = {
+    placements: [placed("198.51.100.80"), placed("198.51.100.81"), placed("2001:db8::80")],
+    enis: [fullEni],
+  };
+
+  it("keeps every address of the refused IPv4 assign, naming the ENI, its count and the fix", () => {
+    const answers = new Ec2Answers();
+    answers.refusedBy(
+      [{ action: both, error: full("AssignPrivateIpAddresses", ENI_FULL_CODE) }],
+      view,
+      1_000,
+    );
+    const refusals = answers.refusals(999);
+    expect(refusals.map((r) => [r.address, r.interfaceName, r.reason])).toEqual([
+      ["198.51.100.80", "net1", "eni-full"],
+      ["198.51.100.81", "net1", "eni-full"],
+    ]);
+    expect(refusals[0]?.detail).toMatch(
+      /ENI eni-1 holds as many private IPv4 addresses as its instance type allows \(it holds 3, the primary included\)/,
+    );
+    expect(refusals[0]?.detail).toMatch(/PrivateIpAddressLimitExceeded.*larger instance type/);
+    expect(answers.refusals(1_000)).toEqual([]);
+  });
+
+  it("learns nothing from other refusals of an assign, nor from that code on another action", () => {
+    const answers = new Ec2Answers();
+    answers.refusedBy(
+      [
+        { action: assign4, error: full("AssignPrivateIpAddresses", "InvalidParameterValue") },
+        { action: assign6, error: full("AssignIpv6Addresses", ENI_FULL_CODE) },
+        { action: assign4, error: new Error(ENI_FULL_CODE) },
+      ],
+      view,
+      1_000,
+    );
+    expect(answers.refusals()).toEqual([]);
+  });
+
+  it("forgets it once the ENI holds fewer addresses, holds the address, or is gone; not while it stays full", () => {
+    const learn = (): Ec2Answers => {
+      const answers = new Ec2Answers();
+      answers.refusedBy(
+        [{ action: both, error: full("AssignPrivateIpAddresses", ENI_FULL_CODE) }],
+        view,
+        1_000,
+      );
+      return answers;
+    };
+    const pod = net1("198.51.100.80", "198.51.100.81");
+    const stays = learn();
+    stays.observed([fullEni], pod);
+    stays.observed([eni(["198.51.100.12", "198.51.100.13"])], pod);
+    expect(stays.refusals()).toHaveLength(2);
+
+    const roomMade = learn();
+    roomMade.observed([eni(["198.51.100.11"])], pod);
+    expect(roomMade.refusals()).toEqual([]);
+
+    const takenMeanwhile = learn();
+    takenMeanwhile.observed([eni(["198.51.100.11", "198.51.100.80"])], pod);
+    expect(takenMeanwhile.refusals().map((r) => r.address)).toEqual(["198.51.100.81"]);
+
+    const gone = learn();
+    gone.observed([], pod);
+    expect(gone.refusals()).toEqual([]);
   });
 });

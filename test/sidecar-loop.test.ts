@@ -339,6 +339,37 @@ describe("the sidecar against the simulator", () => {
     expect(logged(a, /^no address refused any more$/)).toHaveLength(1);
   });
 
+  it("asks EC2 about an address on a full ENI once, shows it on /readyz, and again as soon as an address leaves the ENI", async () => {
+    // m5.large: 10 IPv4 addresses per ENI, the primary counted. Node 1's ENI holds its primary and 8 addresses
+    // outside the sidecar's CIDRs (another workload's); the pod's first address fills it.
+    const others = Array.from({ length: 8 }, (_, i) => `198.51.100.${12 + i}`);
+    const s = await simulator({ node1A1SecondaryIpv4s: others });
+    const a = await startPod(s, NODE1, MAC.node1A1, ["198.51.100.70"]);
+    expect(eni(s, ENI.node1A1).ipv4s).toHaveLength(10);
+    a.interfaces.add("198.51.100.71");
+    const full = `ENI ${ENI.node1A1} holds as many private IPv4 addresses as its instance type allows`;
+    await eventually(
+      async () => (await metric(a, 'multus_ipmgr_reconciles_total{outcome="error"}')) >= 1,
+      "EC2's refusal",
+    );
+    // Refused up front while the ENI stays full: no call, one failed step, logged once.
+    await new Promise((r) => setTimeout(r, 600));
+    expect(assignsOf(s, "198.51.100.71")).toHaveLength(1);
+    expect(await metric(a, 'multus_ipmgr_reconciles_total{outcome="error"}')).toBe(1);
+    const ready = await readyz(a);
+    expect(ready.status).toBe(503);
+    expect(ready.body).toContain(full);
+    expect(logged(a, /holds as many private IPv4 addresses as its instance type allows/)).toHaveLength(1);
+    // The first address leaves the pod and is released: the ENI has room, and EC2 is asked again at once,
+    // long before the resync interval (60 s here).
+    a.interfaces.remove("198.51.100.70");
+    await eventually(() => holds(s, ENI.node1A1, "198.51.100.71"), "assigned once the ENI has room");
+    expect(holds(s, ENI.node1A1, "198.51.100.70")).toBe(false);
+    expect(assignsOf(s, "198.51.100.71")).toHaveLength(2);
+    await eventually(async () => (await readyz(a)).status === 200, "ready");
+    expect(eni(s, ENI.node1A1).ipv4s).toEqual(expect.arrayContaining(others));
+  });
+
   describe("releases under lagging reads", () => {
     const ERRORS = 'multus_ipmgr_reconciles_total{outcome="error"}';
     const refusedRelease = /^EC2 refused to release the address from our ENI/;

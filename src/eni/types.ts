@@ -68,8 +68,8 @@ export interface PlanInput {
    */
   readonly assignedUnconfirmed?: ReadonlyMap<string, string>;
   /**
-   * Refusals EC2 made on facts the planner cannot see (another instance's primary address), as the sidecar
-   * learned them: the same address on the same interface is refused up front with the same detail, with no
+   * Refusals EC2 made on facts the planner cannot see (another instance's primary address, a full ENI), as
+   * the sidecar learned them: the same address on the same interface is refused up front with the same detail, with no
    * call. The sidecar forgets them after a while, so that EC2 is asked again.
    */
   readonly learnedRefusals?: readonly Refusal[];
@@ -100,7 +100,12 @@ export type RefusalReason =
   | "unknown-mac"
   | "eni-primary-address"
   /** The same address on interfaces of two different ENIs: it can be held by only one, so neither gets it. */
-  | "address-conflict";
+  | "address-conflict"
+  /**
+   * EC2 refused the address because its ENI holds as many addresses as the instance type allows
+   * (`PrivateIpAddressLimitExceeded`). Only learned from EC2 (the sidecar), never planned from reads.
+   */
+  | "eni-full";
 
 /** `ipv4-mapped`: ::ffff:a.b.c.d, an IPv4 address written as IPv6; never an ENI address. */
 export type SkipReason = "link-local" | "loopback" | "multicast" | "unspecified" | "ipv4-mapped";

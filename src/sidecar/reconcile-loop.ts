@@ -384,9 +384,11 @@ export class ReconcileLoop implements ProbeStatus {
       goOnAfterRefusal: true,
     });
     this.#ec2.applied(planned, new Set(failures.map((f) => f.action)));
-    // Another instance's primary: not asked about again before the next resync (see README, Failures).
+    // Another instance's primary, a full ENI: not asked about again before the next resync, or before the
+    // full ENI holds fewer addresses (see README, Failures).
     this.#ec2.refusedBy(
-      failures.map((f) => f.error),
+      failures,
+      { placements: planned.placements, enis: observation.enis },
       deps.clock.now() + this.#o.resyncIntervalMs,
     );
     const first = failures[0];

@@ -11,6 +11,7 @@ const REFUSAL_FIX: Readonly<Record<RefusalReason, string>> = {
   "address-conflict":
     "give each Multus interface addresses of its own: one address can be held by one ENI only",
   "unknown-mac": "see eni-match",
+  "eni-full": "free addresses on the ENI or use a larger instance type; see the capacity check",
 };
 
 /**
