@@ -186,4 +186,28 @@ describe("Ec2Answers: a full ENI", () => {
     gone.observed([], pod);
     expect(gone.refusals()).toEqual([]);
   });
+
+  it("forgets it at once when our own IPv4 release on that ENI is accepted, and says so; not otherwise", () => {
+    const learn = (): Ec2Answers => {
+      const answers = new Ec2Answers();
+      answers.refusedBy(
+        [{ action: both, error: full("AssignPrivateIpAddresses", ENI_FULL_CODE) }],
+        view,
+        1_000,
+      );
+      return answers;
+    };
+    const released = learn();
+    expect(released.applied(planOf(release4))).toBe(true);
+    expect(released.refusals()).toEqual([]);
+
+    const refusedRelease = learn();
+    expect(refusedRelease.applied(planOf(release4), new Set([release4]))).toBe(false);
+    expect(refusedRelease.refusals()).toHaveLength(2);
+
+    const elsewhere = learn();
+    expect(elsewhere.applied(planOf({ ...release4, eniId: "eni-2" }))).toBe(false);
+    expect(elsewhere.applied(planOf(assign6, { ...release4, addresses: [] }))).toBe(false);
+    expect(elsewhere.refusals()).toHaveLength(2);
+  });
 });

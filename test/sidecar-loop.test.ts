@@ -370,6 +370,23 @@ describe("the sidecar against the simulator", () => {
     expect(eni(s, ENI.node1A1).ipv4s).toEqual(expect.arrayContaining(others));
   });
 
+  it("asks EC2 again about an address on a full ENI right after its own release there, not at the next drift check", async () => {
+    const others = Array.from({ length: 8 }, (_, i) => `198.51.100.${12 + i}`);
+    const s = await simulator({ node1A1SecondaryIpv4s: others });
+    // Drift checks a minute apart: only the release itself can tell the loop that the ENI has room.
+    const a = await startPod(s, NODE1, MAC.node1A1, ["198.51.100.70"], { driftCheckIntervalMs: 60_000 });
+    a.interfaces.add("198.51.100.71");
+    await eventually(() => assignsOf(s, "198.51.100.71").length === 1, "EC2's refusal");
+    await eventually(
+      async () => (await metric(a, 'multus_ipmgr_reconciles_total{outcome="error"}')) >= 1,
+      "the failed step",
+    );
+    a.interfaces.remove("198.51.100.70");
+    await eventually(() => holds(s, ENI.node1A1, "198.51.100.71"), "assigned after the release");
+    expect(holds(s, ENI.node1A1, "198.51.100.70")).toBe(false);
+    expect(assignsOf(s, "198.51.100.71")).toHaveLength(2);
+  });
+
   describe("releases under lagging reads", () => {
     const ERRORS = 'multus_ipmgr_reconciles_total{outcome="error"}';
     const refusedRelease = /^EC2 refused to release the address from our ENI/;

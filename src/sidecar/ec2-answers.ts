@@ -40,15 +40,27 @@ export class Ec2Answers {
     return this.#assignedUnconfirmed;
   }
 
-  /** A plan was applied, but for the `failed` actions: its assigns are unconfirmed, its releases gone. */
-  applied(planned: Plan, failed: ReadonlySet<PlanAction> = new Set()): void {
+  /**
+   * A plan was applied, but for the `failed` actions: its assigns are unconfirmed, its releases gone. A
+   * release EC2 accepted made room on its ENI: a full-ENI refusal there is forgotten at once. Returns
+   * whether one was, so that the caller asks again without waiting for the next read.
+   */
+  applied(planned: Plan, failed: ReadonlySet<PlanAction> = new Set()): boolean {
+    let roomMade = false;
     for (const action of planned.actions) {
-      if (failed.has(action)) continue;
+      if (failed.has(action) || action.addresses.length === 0) continue;
       for (const address of action.addresses) {
         if (isAssign(action)) this.#assignedUnconfirmed.set(address, action.eniId);
         else if (isRelease(action)) this.#assignedUnconfirmed.delete(address);
       }
+      if (action.kind !== "unassign-ipv4") continue;
+      for (const [key, { full }] of this.#refusals) {
+        if (full?.eniId !== action.eniId) continue;
+        this.#refusals.delete(key);
+        roomMade = true;
+      }
     }
+    return roomMade;
   }
 
   /** IMDS confirmed these addresses (every placement of a plan). */

@@ -383,7 +383,8 @@ export class ReconcileLoop implements ProbeStatus {
     const { mutatingCalls, refusedReleases, failures } = await applyPlan(planned, deps, {
       goOnAfterRefusal: true,
     });
-    this.#ec2.applied(planned, new Set(failures.map((f) => f.action)));
+    // Our release made room on an ENI EC2 had called full: ask again at once, not at the next read.
+    if (this.#ec2.applied(planned, new Set(failures.map((f) => f.action)))) this.#reconcileNow = true;
     // Another instance's primary, a full ENI: not asked about again before the next resync, or before the
     // full ENI holds fewer addresses (see README, Failures).
     this.#ec2.refusedBy(
