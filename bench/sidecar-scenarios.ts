@@ -11,7 +11,10 @@
  *   during a failover: time from EC2 answering again to the standby's ENI holding the address, and the
  *   attempts made during the outage;
  * - SIGTERM while EC2 hangs (every answer 60 s late), with a grace of 1 s and the default 10 s: time to exit.
- * IPMGR_BENCH_SCENARIOS (default `split,lag,outage,sigterm`) picks some of them.
+ * - a failover onto a full ENI (node 2's holds its primary, 8 other addresses and pod B's own): the EC2 calls
+ *   over IPMGR_BENCH_FULL_SECONDS (default 90) after EC2's first refusal, then the time from `ip addr del` of
+ *   pod B's own address (room made) to B's ENI holding the floating address.
+ * IPMGR_BENCH_SCENARIOS (default `split,lag,outage,sigterm,full`) picks some of them.
  */
 import { Lab, type SimCallView } from "../test/helpers/netns.js";
 import { ENI, floatingPairWorld, MAC, NODE1, NODE2 } from "../test/helpers/worlds.js";
@@ -25,7 +28,8 @@ type Pod = keyof typeof ENI_OF;
 const SPLITS = (process.env.IPMGR_BENCH_SPLIT_SECONDS ?? "10,30,90").split(",").map(Number);
 const LAG_MOVES = Number(process.env.IPMGR_BENCH_LAG_MOVES ?? 10);
 const OUTAGE_SECONDS = Number(process.env.IPMGR_BENCH_OUTAGE_SECONDS ?? 120);
-const SCENARIOS = new Set((process.env.IPMGR_BENCH_SCENARIOS ?? "split,lag,outage,sigterm").split(","));
+const FULL_SECONDS = Number(process.env.IPMGR_BENCH_FULL_SECONDS ?? 90);
+const SCENARIOS = new Set((process.env.IPMGR_BENCH_SCENARIOS ?? "split,lag,outage,sigterm,full").split(","));
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -55,8 +59,9 @@ async function pairLab(
   prefix: number,
   faults: Record<string, unknown> = {},
   env: Record<string, string> = {},
+  world: Parameters<typeof floatingPairWorld>[0] = {},
 ): Promise<{ lab: Lab; pids: Record<Pod, number> }> {
-  const lab = await Lab.start(floatingPairWorld({ faults }), [
+  const lab = await Lab.start(floatingPairWorld({ ...world, faults }), [
     {
       name: "a",
       instanceId: NODE1,
@@ -277,6 +282,56 @@ async function sigtermWhileEc2Hangs(graceMs: number | undefined): Promise<BenchR
   }
 }
 
+async function failoverOntoFullEni(): Promise<BenchResult[]> {
+  // m5.large: 10 IPv4 addresses per ENI, the primary counted; pod B's own address makes the tenth.
+  const others = Array.from({ length: 8 }, (_, i) => `198.51.100.${22 + i}`);
+  const { lab } = await pairLab(FLOAT4, 25, {}, {}, { node2A1SecondaryIpv4s: others });
+  const assignsOfFloat = (calls: readonly SimCallView[]) =>
+    calls.filter((c) => c.action === "AssignPrivateIpAddresses" && Object.values(c.params).includes(FLOAT4));
+  try {
+    await lab.removeAddress("a", "net1", `${FLOAT4}/25`);
+    await until(async () => (await holders(lab, FLOAT4)).length === 0, "A's ENI lets the address go");
+    // As a /32 (a keepalived VIP): deleting B's own /25 address below would take a secondary /25 with it.
+    await lab.addAddress("b", "net1", `${FLOAT4}/32`);
+    await until(async () => assignsOfFloat(await lab.calls()).length > 0, "B asks EC2");
+    await lab.clearCalls();
+    await sleep(FULL_SECONDS * 1000);
+    const calls = await lab.calls();
+    const perMinute = (n: number) => Math.round((n * 600) / FULL_SECONDS) / 10;
+    const assigns = perMinute(assignsOfFloat(calls).length);
+    const all = perMinute(calls.length);
+    const freed = Date.now();
+    await lab.removeAddress("b", "net1", "198.51.100.90/25");
+    await until(async () => (await holders(lab, FLOAT4)).includes("b"), "B's ENI holds the address");
+    const tookMs = Date.now() - freed;
+    return [
+      {
+        name: `sidecar on a full ENI: assigns of the refused address a minute (over ${FULL_SECONDS} s)`,
+        value: assigns,
+        unit: "calls/min",
+        target: "<= 2 (one per resync interval)",
+        ok: assigns <= 2,
+      },
+      {
+        name: "sidecar on a full ENI: all EC2 calls a minute meanwhile (both sidecars)",
+        value: all,
+        unit: "calls/min",
+        target: "informational",
+        ok: true,
+      },
+      {
+        name: "sidecar on a full ENI: from room made (`ip addr del` of B's own address) to B's ENI holding it",
+        value: tookMs,
+        unit: "ms",
+        target: "<= 2000 ms",
+        ok: tookMs <= 2000,
+      },
+    ];
+  } finally {
+    await lab.close();
+  }
+}
+
 export async function benchSidecarScenarios(): Promise<BenchResult[]> {
   const results: BenchResult[] = [];
   if (SCENARIOS.has("split")) for (const seconds of SPLITS) results.push(...(await splitBrain(seconds)));
@@ -286,6 +341,7 @@ export async function benchSidecarScenarios(): Promise<BenchResult[]> {
     results.push(await sigtermWhileEc2Hangs(1_000));
     results.push(await sigtermWhileEc2Hangs(undefined));
   }
+  if (SCENARIOS.has("full")) results.push(...(await failoverOntoFullEni()));
   return results;
 }
 
