@@ -158,54 +158,47 @@ describe("Ec2Answers: a full ENI", () => {
     expect(answers.refusals()).toEqual([]);
   });
 
+  /** Answers that learned EC2's full-ENI refusal of both addresses of `both`. */
+  const learnFullEni = (): Ec2Answers => {
+    const answers = new Ec2Answers();
+    answers.refusedBy(
+      [{ action: both, error: full("AssignPrivateIpAddresses", ENI_FULL_CODE) }],
+      view,
+      1_000,
+    );
+    return answers;
+  };
+
   it("forgets it once the ENI holds fewer addresses, holds the address, or is gone; not while it stays full", () => {
-    const learn = (): Ec2Answers => {
-      const answers = new Ec2Answers();
-      answers.refusedBy(
-        [{ action: both, error: full("AssignPrivateIpAddresses", ENI_FULL_CODE) }],
-        view,
-        1_000,
-      );
-      return answers;
-    };
     const pod = net1("198.51.100.80", "198.51.100.81");
-    const stays = learn();
+    const stays = learnFullEni();
     stays.observed([fullEni], pod);
     stays.observed([eni(["198.51.100.12", "198.51.100.13"])], pod);
     expect(stays.refusals()).toHaveLength(2);
 
-    const roomMade = learn();
+    const roomMade = learnFullEni();
     roomMade.observed([eni(["198.51.100.11"])], pod);
     expect(roomMade.refusals()).toEqual([]);
 
-    const takenMeanwhile = learn();
+    const takenMeanwhile = learnFullEni();
     takenMeanwhile.observed([eni(["198.51.100.11", "198.51.100.80"])], pod);
     expect(takenMeanwhile.refusals().map((r) => r.address)).toEqual(["198.51.100.81"]);
 
-    const gone = learn();
+    const gone = learnFullEni();
     gone.observed([], pod);
     expect(gone.refusals()).toEqual([]);
   });
 
   it("forgets it at once when our own IPv4 release on that ENI is accepted, and says so; not otherwise", () => {
-    const learn = (): Ec2Answers => {
-      const answers = new Ec2Answers();
-      answers.refusedBy(
-        [{ action: both, error: full("AssignPrivateIpAddresses", ENI_FULL_CODE) }],
-        view,
-        1_000,
-      );
-      return answers;
-    };
-    const released = learn();
+    const released = learnFullEni();
     expect(released.applied(planOf(release4))).toBe(true);
     expect(released.refusals()).toEqual([]);
 
-    const refusedRelease = learn();
+    const refusedRelease = learnFullEni();
     expect(refusedRelease.applied(planOf(release4), new Set([release4]))).toBe(false);
     expect(refusedRelease.refusals()).toHaveLength(2);
 
-    const elsewhere = learn();
+    const elsewhere = learnFullEni();
     expect(elsewhere.applied(planOf({ ...release4, eniId: "eni-2" }))).toBe(false);
     expect(elsewhere.applied(planOf(assign6, { ...release4, addresses: [] }))).toBe(false);
     expect(elsewhere.refusals()).toHaveLength(2);
