@@ -32,7 +32,7 @@ interface LearnedRefusal {
 export class Ec2Answers {
   /** address -> the ENI EC2 accepted it on. */
   readonly #assignedUnconfirmed = new Map<string, string>();
-  /** `${address} ${interface}` -> the refusal, and until when it is kept from EC2. */
+  /** refusalKey(address, interface) -> the refusal, and until when it is kept from EC2. */
   readonly #refusals = new Map<string, LearnedRefusal>();
 
   /** Assignments EC2 accepted that IMDS has not shown on their ENI yet: address -> ENI id. */
@@ -76,7 +76,9 @@ export class Ec2Answers {
         this.#assignedUnconfirmed.delete(address);
       }
     }
-    const present = new Set(interfaces.flatMap((i) => i.addresses.map((a) => `${canonical(a)} ${i.name}`)));
+    const present = new Set(
+      interfaces.flatMap((i) => i.addresses.map((a) => refusalKey(canonical(a), i.name))),
+    );
     for (const [key, { full, refusal }] of this.#refusals) {
       if (!present.has(key)) this.#refusals.delete(key);
       else if (full !== undefined && !stillFull(full, refusal.address, enis)) this.#refusals.delete(key);
@@ -96,7 +98,7 @@ export class Ec2Answers {
     for (const { action, error } of refused) {
       if (error instanceof AddressNotAllowedError) {
         for (const refusal of error.refusals) {
-          this.#refusals.set(`${refusal.address} ${refusal.interfaceName}`, { refusal, askAgainAt });
+          this.#refusals.set(refusalKey(refusal.address, refusal.interfaceName), { refusal, askAgainAt });
         }
       } else if (isEniFull(action, error)) {
         const eni = view.enis.find((e) => e.eniId === action.eniId);
@@ -104,7 +106,11 @@ export class Ec2Answers {
         for (const placement of view.placements) {
           if (placement.eniId !== action.eniId || !action.addresses.includes(placement.address)) continue;
           const refusal = eniFullRefusal(placement, eni);
-          this.#refusals.set(`${refusal.address} ${refusal.interfaceName}`, { refusal, askAgainAt, full });
+          this.#refusals.set(refusalKey(refusal.address, refusal.interfaceName), {
+            refusal,
+            askAgainAt,
+            full,
+          });
         }
       }
     }
@@ -127,6 +133,11 @@ export class Ec2Answers {
     for (const [key, { refusal }] of this.#refusals)
       if (held.has(refusal.address)) this.#refusals.delete(key);
   }
+}
+
+/** A learned refusal's key: one address on one interface. */
+function refusalKey(address: string, interfaceName: string): string {
+  return `${address} ${interfaceName}`;
 }
 
 function isEniFull(action: PlanAction, error: unknown): boolean {
