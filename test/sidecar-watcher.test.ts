@@ -201,6 +201,74 @@ describe("AddressWatcher", () => {
     expect(w.released().size).toBe(0);
   });
 
+  it("counts a read through its source as its own: an address another reader saw and that left before the next poll is released", async () => {
+    // The reconcile loop's drift check read 198.51.100.80 (and assigned it) between two of the watcher's
+    // polls; it was gone again before the next one, which alone would never have seen it.
+    const clock = new ManualClock();
+    let now = [net1("198.51.100.70")];
+    const w = new AddressWatcher({ source: { read: async () => now }, clock, logger: silent });
+    const changes: AddressChange[] = [];
+    await w.start((change) => changes.push(change));
+
+    now = [net1("198.51.100.70", "198.51.100.80")];
+    expect(await w.source.read()).toEqual(now);
+    expect(changes.map((c) => c.diff.added)).toEqual([["198.51.100.80"]]);
+    expect(w.released().size).toBe(0);
+
+    now = [net1("198.51.100.70")];
+    await w.source.read();
+    expect(changes.map((c) => c.diff.removed)).toEqual([[], ["198.51.100.80"]]);
+    expect([...w.released().keys()]).toEqual(["198.51.100.80"]);
+    await w.stop();
+  });
+
+  it("reports a change read through its source while a poll lets it settle from the moment the poll saw it", async () => {
+    const clock = new ManualClock();
+    let now = [net1("198.51.100.70")];
+    const w = new AddressWatcher({ source: { read: async () => now }, clock, logger: silent, settleMs: 5 });
+    const changes: AddressChange[] = [];
+    await w.start((change) => changes.push(change));
+    now = [net1("198.51.100.70", "198.51.100.80")];
+    const seenAt = clock.now();
+    const poll = w.pollNow(); // sees the change, then sleeps the settle time
+    await flush();
+    await clock.advance(3);
+    await w.source.read();
+    expect(changes.map((c) => [c.diff.added, c.detectedAt])).toEqual([[["198.51.100.80"], seenAt]]);
+    await clock.advance(5);
+    expect(await poll).toBeUndefined();
+    expect(changes).toHaveLength(1);
+    await w.stop();
+  });
+
+  it("does not report a poll's read that began before a read through its source that was reported", async () => {
+    const clock = new ManualClock();
+    const pending: ((snapshot: PodInterface[]) => void)[] = [];
+    const w = new AddressWatcher({
+      source: { read: () => new Promise((resolve) => pending.push(resolve)) },
+      clock,
+      logger: silent,
+      settleMs: 0,
+      maxCoalesceMs: 0,
+    });
+    const changes: AddressChange[] = [];
+    const started = w.start((change) => changes.push(change));
+    pending.shift()?.([net1("198.51.100.70")]); // start()'s own first read
+    await started;
+
+    const poll = w.pollNow(); // reads the old state, and is slow to answer
+    const through = w.source.read(); // reads the new state, answered first
+    const [slow, fast] = [pending.shift(), pending.shift()];
+    fast?.([net1("198.51.100.70", "198.51.100.80")]);
+    await through;
+    slow?.([net1("198.51.100.70")]);
+    expect(await poll).toBeUndefined();
+    expect(changes.map((c) => c.diff.added)).toEqual([["198.51.100.80"]]);
+    expect(w.snapshot()).toEqual([net1("198.51.100.70", "198.51.100.80")]);
+    expect(w.released().size).toBe(0);
+    await w.stop();
+  });
+
   it("polls on its own until stopped and hands each change to the listener", async () => {
     const clock = new FakeClock();
     const changes: AddressChange[] = [];

@@ -50,6 +50,12 @@ export interface AddressChange {
   readonly detectedAt: number;
 }
 
+/** One read of the source, numbered in the order the reads began. */
+interface Read {
+  readonly snapshot: PodInterface[];
+  readonly seq: number;
+}
+
 export type AddressChangeListener = (change: AddressChange) => void;
 
 /** Released addresses with the generation they were released in; hand it back to acknowledgeReleased. */
@@ -87,11 +93,17 @@ export class AddressWatcher {
   readonly #fingerprint: (() => string) | undefined;
   #lastFingerprint: string | undefined;
   #snapshot: readonly PodInterface[] = [];
+  /** Reads begun so far, and which of them #snapshot came from: a read older than that is never reported. */
+  #reads = 0;
+  #snapshotRead = 0;
+  /** When the change a poll is letting settle was first seen; undefined while no poll settles one. */
+  #settlingSince: number | undefined;
   #key = "";
   /** address -> generation in which it was released */
   #released = new Map<string, number>();
   #generation = 0;
   #lastPollAt: number | undefined;
+  #listener: AddressChangeListener | undefined;
   #failing = false;
   #abort: AbortController | undefined;
   #running: Promise<void> | undefined;
@@ -123,6 +135,27 @@ export class AddressWatcher {
     return this.#snapshot;
   }
 
+  /**
+   * The interfaces for every other reader in this process (startup, the reconcile loop's reads): each of its
+   * reads is also the watcher's, and a change it shows is reported as the watcher's own polls report one.
+   * A drift check or a resync can read an address before the watcher's next poll, and assign it; were that
+   * read not the watcher's, an address gone again before that poll would never count as released, and it
+   * would stay on our ENI for good.
+   */
+  readonly source: InterfaceSource = {
+    read: async () => {
+      const read = await this.#read();
+      const listener = this.#listener;
+      if (listener !== undefined) {
+        // While a poll lets a change settle, the change was first seen by that poll.
+        const detectedAt = this.#settlingSince ?? this.#clock.now();
+        const change = this.#report(read, snapshotKey(read.snapshot), detectedAt);
+        if (change !== undefined) listener(change);
+      }
+      return read.snapshot;
+    },
+  };
+
   /** Addresses seen earlier and gone now, not yet acknowledged. */
   released(): ReleasedToken {
     return new Map(this.#released);
@@ -146,6 +179,7 @@ export class AddressWatcher {
     if (this.#abort !== undefined) throw new Error("AddressWatcher.start called twice");
     const abort = new AbortController();
     this.#abort = abort;
+    this.#listener = listener;
     // Subscribed before the first read: an event racing it leaves #woken set, and the loop reads again.
     this.#events?.subscribe(() => this.#wake());
     const first = await this.readInitial();
@@ -156,13 +190,15 @@ export class AddressWatcher {
   /** Reads the first snapshot, the base of later diffs, without starting to poll (start() calls it). */
   async readInitial(): Promise<readonly PodInterface[]> {
     const first = await this.#read();
-    this.#snapshot = first;
-    this.#key = snapshotKey(first);
-    return first;
+    this.#snapshot = first.snapshot;
+    this.#snapshotRead = first.seq;
+    this.#key = snapshotKey(first.snapshot);
+    return first.snapshot;
   }
 
   /** Stops polling and the event source; resolves once the poll loop has returned and the source stopped. */
   async stop(): Promise<void> {
+    this.#listener = undefined;
     this.#abort?.abort(new Error("address watcher stopped"));
     await Promise.all([this.#running, this.#events?.stop()]);
   }
@@ -209,18 +245,23 @@ export class AddressWatcher {
       return undefined;
     }
     let current = await this.#read();
-    let currentKey = snapshotKey(current);
+    let currentKey = snapshotKey(current.snapshot);
     if (currentKey === this.#key) return undefined;
     const detectedAt = this.#clock.now();
-    for (;;) {
-      const remaining = detectedAt + this.#maxCoalesceMs - this.#clock.now();
-      if (remaining <= 0) break;
-      await this.#clock.sleep(Math.min(this.#settleMs, remaining), signal);
-      const again = await this.#read();
-      const againKey = snapshotKey(again);
-      if (againKey === currentKey) break;
-      current = again;
-      currentKey = againKey;
+    this.#settlingSince = detectedAt;
+    try {
+      for (;;) {
+        const remaining = detectedAt + this.#maxCoalesceMs - this.#clock.now();
+        if (remaining <= 0) break;
+        await this.#clock.sleep(Math.min(this.#settleMs, remaining), signal);
+        const again = await this.#read();
+        const againKey = snapshotKey(again.snapshot);
+        if (againKey === currentKey) break;
+        current = again;
+        currentKey = againKey;
+      }
+    } finally {
+      this.#settlingSince = undefined;
     }
     return this.#report(current, currentKey, detectedAt);
   }
@@ -230,9 +271,11 @@ export class AddressWatcher {
     return this.#pollOnce(undefined);
   }
 
-  async #read(): Promise<PodInterface[]> {
+  async #read(): Promise<Read> {
     // Taken before the read: a change racing the read shows as a new fingerprint at the next poll.
     const fingerprint = this.#fingerprint?.();
+    this.#reads += 1;
+    const seq = this.#reads;
     const snapshot = await this.#source.read();
     this.#lastFingerprint = fingerprint;
     this.#lastPollAt = this.#clock.now();
@@ -240,11 +283,13 @@ export class AddressWatcher {
       this.#failing = false;
       this.#logger.info("reading the pod interfaces works again");
     }
-    return snapshot;
+    return { snapshot, seq };
   }
 
-  #report(snapshot: PodInterface[], key: string, detectedAt: number): AddressChange | undefined {
-    if (key === this.#key) return undefined;
+  #report(read: Read, key: string, detectedAt: number): AddressChange | undefined {
+    // A read that began before the one reported last (a poll still settling while the loop read) is stale.
+    if (key === this.#key || read.seq < this.#snapshotRead) return undefined;
+    const { snapshot } = read;
     const diff = diffSnapshots(this.#snapshot, snapshot);
     const current = addressesOf(snapshot);
     const released = nextReleased(new Set(this.#released.keys()), diff, current);
@@ -253,6 +298,7 @@ export class AddressWatcher {
     for (const address of released) next.set(address, this.#released.get(address) ?? this.#generation);
     this.#released = next;
     this.#snapshot = snapshot;
+    this.#snapshotRead = read.seq;
     this.#key = key;
     this.#logger.debug({ added: diff.added, removed: diff.removed }, "pod addresses changed");
     return { snapshot, diff, detectedAt };

@@ -83,6 +83,8 @@ export type ShutdownOutcome = "ok" | "grace-expired";
  */
 export class Sidecar {
   readonly #o: SidecarOptions;
+  /** `options.deps`, but reading the interfaces through the watcher (see AddressWatcher.source). */
+  readonly #deps: ReconcileDeps;
   readonly watcher: AddressWatcher;
   readonly loop: ReconcileLoop;
   readonly #stop = new AbortController();
@@ -107,13 +109,16 @@ export class Sidecar {
       ...(options.maxCoalesceMs === undefined ? {} : { maxCoalesceMs: options.maxCoalesceMs }),
       ...(options.fingerprint === undefined ? {} : { fingerprint: options.fingerprint }),
     });
+    // Every read of the interfaces in this process is the watcher's too: an address that startup, a drift
+    // check or a resync read and assigned is one the watcher saw, and released once it is gone.
+    this.#deps = { ...deps, interfaces: this.watcher.source };
     this.#idleCollector =
       options.idleCollect === undefined
         ? undefined
         : new IdleCollector(options.idleCollect, options.idleCollectAfterMs ?? 10_000, deps.clock);
     const collector = this.#idleCollector;
     this.loop = new ReconcileLoop({
-      deps,
+      deps: this.#deps,
       ...(collector === undefined ? {} : { onWork: () => collector.noteActivity() }),
       watcher: this.watcher,
       metrics: options.metrics,
@@ -180,7 +185,7 @@ export class Sidecar {
   }
 
   async #run(): Promise<void> {
-    const { deps } = this.#o;
+    const deps = this.#deps;
     const signal = this.#stop.signal;
     await this.watcher.start((change) => this.loop.notifyChange(change.detectedAt));
     let init: Awaited<ReturnType<typeof runInit>>;
