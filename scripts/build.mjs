@@ -39,6 +39,35 @@ const nodeFetchUrl = {
   },
 };
 
+// What every start of the CLI loaded of Node's own modules and used for nothing (README, Decisions: start-up):
+// pino's transport (thread-stream) and its own look at worker_threads, sonic-boom's assert (which loads
+// Node's AssertionError machinery), and p-retry's global `performance` (whose first use loads perf_hooks and
+// its timing classes). pino and sonic-boom get the shims beside this file; p-retry gets a `performance` of
+// its own, as monotonic as the global one (it only subtracts two readings).
+const leanNodeModules = {
+  name: "lean-node-modules",
+  setup(b) {
+    const shim = (name) => fileURLToPath(new URL(`./shims/${name}`, import.meta.url));
+    b.onResolve({ filter: /^\.\/(lib\/)?transport(\.js)?$/ }, (args) =>
+      /[\\/]node_modules[\\/]pino[\\/]/.test(args.importer)
+        ? { path: shim("pino-transport.cjs") }
+        : undefined,
+    );
+    b.onResolve({ filter: /^(node:)?worker_threads$/ }, (args) =>
+      /[\\/]node_modules[\\/]pino[\\/]/.test(args.importer)
+        ? { path: shim("pino-worker-threads.cjs") }
+        : undefined,
+    );
+    b.onResolve({ filter: /^(node:)?assert$/ }, (args) =>
+      /[\\/]node_modules[\\/]sonic-boom[\\/]/.test(args.importer) ? { path: shim("assert.cjs") } : undefined,
+    );
+    b.onLoad({ filter: /[\\/]node_modules[\\/]p-retry[\\/]index\.js$/ }, (args) => ({
+      contents: `const performance = { now: () => Number(process.hrtime.bigint()) / 1e6 };\n${readFileSync(args.path, "utf8")}`,
+      loader: "js",
+    }));
+  },
+};
+
 const common = {
   outdir: "dist",
   outExtension: { ".js": ".mjs" },
@@ -69,7 +98,7 @@ await build({
   },
   chunkNames: "chunks/[name]-[hash]",
   splitting: true,
-  plugins: [userlandPunycode, nodeFetchUrl],
+  plugins: [userlandPunycode, nodeFetchUrl, leanNodeModules],
 });
 await build({ ...common, entryPoints: { sim: "src/sim/bundle.ts" } });
 

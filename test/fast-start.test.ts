@@ -197,4 +197,49 @@ describe.skipIf(unavailable !== undefined)("dist/multus-ipmgr.cjs in a pod names
     expect(rerun.code).toBe(0);
     expect(await lab.calls()).toEqual([]);
   });
+
+  it("loads none of Node's modules that init does not use, and on a rerun neither the SDK's HTTPS nor fs/promises", async () => {
+    lab = await Lab.start(twoNodeWorld(), [
+      {
+        name: "pod",
+        instanceId: NODE1,
+        interfaces: [{ name: "net1", mac: MAC.node1A1, addresses: ["198.51.100.41/26"] }],
+      },
+    ]);
+    const ns = lab.pods.get("pod")?.ns;
+    if (ns === undefined) throw new Error("no pod");
+    dir = makeTempDir("ipmgr-cli-");
+    // --require is Node's option, not V8's: the code cache still fits (no fallback line below).
+    const hook = join(dir, "modules.cjs");
+    writeFileSync(
+      hook,
+      `process.on("exit", () => require("node:fs").writeFileSync(${JSON.stringify(join(dir, "modules.json"))}, JSON.stringify(process.moduleLoadList)));`,
+    );
+    const env = lab.env("pod", { IPMGR_ALLOWED_CIDRS: ALLOWED_CIDRS, ...debug });
+    const init = async (): Promise<string[]> => {
+      const result = await collect(
+        spawn(
+          "ip",
+          ["netns", "exec", ns, process.execPath, "--require", hook, join(DIST, "multus-ipmgr.cjs"), "init"],
+          {
+            env,
+            stdio: ["ignore", "pipe", "pipe"],
+          },
+        ),
+      );
+      expect(result.code).toBe(0);
+      expect(fallbackLines(result.stdout)).toEqual([]);
+      const loaded = JSON.parse(readFileSync(join(dir as string, "modules.json"), "utf8")) as string[];
+      return loaded.filter((m) => m.startsWith("NativeModule ")).map((m) => m.slice("NativeModule ".length));
+    };
+    // pino's transport and its worker_threads, sonic-boom's assert, p-retry's perf_hooks (scripts/build.mjs).
+    const unused = ["worker_threads", "assert", "perf_hooks"];
+    const fresh = await init();
+    expect((await lab.calls()).map((c) => c.action)).toEqual(["AssignPrivateIpAddresses"]);
+    expect(fresh).toEqual(expect.arrayContaining(["http", "https", "crypto"]));
+    expect(fresh.filter((m) => unused.includes(m))).toEqual([]);
+    const rerun = await init();
+    expect(rerun).toContain("http");
+    expect(rerun.filter((m) => [...unused, "https", "tls", "fs/promises"].includes(m))).toEqual([]);
+  });
 });

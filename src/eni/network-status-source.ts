@@ -1,4 +1,4 @@
-import { readFile } from "node:fs/promises";
+import { readFile } from "node:fs";
 import { networkInterfaces } from "node:os";
 import { NetworkStatusError } from "./errors/network-status-error.js";
 import type { InterfaceSelection } from "./interface-selector.js";
@@ -13,6 +13,16 @@ import type { PodInterface } from "./types.js";
  */
 export function osInterfaceNames(): ReadonlySet<string> {
   return new Set(Object.keys(networkInterfaces()));
+}
+
+/**
+ * The file's text. Through fs.readFile's callback, not node:fs/promises: every command's start loads this
+ * module, and fs/promises brings five more of Node's own (readline among them) for this one read.
+ */
+function readText(path: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    readFile(path, "utf8", (error, text) => (error === null ? resolve(text) : reject(error)));
+  });
 }
 
 /**
@@ -38,7 +48,7 @@ export class NetworkStatusSource implements InterfaceSource {
   async read(): Promise<PodInterface[]> {
     let text: string;
     try {
-      text = await readFile(this.#path, "utf8");
+      text = await readText(this.#path);
     } catch (cause) {
       const code = (cause as NodeJS.ErrnoException).code;
       if (code === "ENOENT") return [];
