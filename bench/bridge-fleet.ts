@@ -22,11 +22,11 @@
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { systemClock } from "../src/eni/clock.js";
 import type { Ec2CallRecord } from "../src/eni/ec2-api.js";
 import { createEc2Api } from "../src/eni/ec2-client.js";
 import { ImdsClient } from "../src/eni/imds-client.js";
-import { createLogger } from "../src/eni/logger.js";
+import { systemClock } from "../src/eni/process/clock.js";
+import { createLogger } from "../src/eni/process/logger.js";
 import { Bridge } from "../src/ipam-whereabouts-bridge/bridge.js";
 import { createKubeApi } from "../src/ipam-whereabouts-bridge/kube-client.js";
 import { BridgeMetrics } from "../src/ipam-whereabouts-bridge/metrics.js";

@@ -6,8 +6,8 @@
  * test/readme-config.test.ts fails when README.md and the tables disagree.
  */
 import { doctorSettings } from "../src/doctor/settings.js";
-import { initSettings, podSettings, sidecarSettings } from "../src/eni/config.js";
-import type { Setting, SettingTable } from "../src/eni/settings.js";
+import { initSettings, podSettings, sidecarSettings } from "../src/eni/process/config.js";
+import type { Setting, SettingTable } from "../src/eni/process/settings.js";
 import { bridgeSettings } from "../src/ipam-whereabouts-bridge/settings.js";
 
 /** The command that regenerates the blocks; error messages name it. */
@@ -39,19 +39,19 @@ export function configBlocks(): readonly ConfigBlock[] {
   return [
     {
       name: "pod",
-      source: "src/eni/config.ts podSettings",
+      source: "src/eni/process/config.ts podSettings",
       settings: Object.values(podSettings),
       alsoReads: [],
     },
     {
       name: "init",
-      source: "src/eni/config.ts initSettings",
+      source: "src/eni/process/config.ts initSettings",
       settings: ownSettings(initSettings, podSettings),
       alsoReads: [],
     },
     {
       name: "sidecar",
-      source: "src/eni/config.ts sidecarSettings",
+      source: "src/eni/process/config.ts sidecarSettings",
       settings: ownSettings(sidecarSettings, podSettings),
       alsoReads: [],
     },

@@ -3,10 +3,10 @@
  * the plan and which the next action settles. Each test checks the simulator's state and call log.
  */
 import { afterEach, describe, expect, it } from "vitest";
-import type { Clock } from "../src/eni/clock.js";
 import { createEc2Api } from "../src/eni/ec2-client.js";
 import { AddressNotAllowedError } from "../src/eni/errors/address-not-allowed-error.js";
 import { Ec2Error } from "../src/eni/errors/ec2-error.js";
+import type { Clock } from "../src/eni/process/clock.js";
 import { applyPlan } from "../src/eni/reconcile.js";
 import type { Placement, Plan, PlanAction } from "../src/eni/types.js";
 import { parseWorld, type SimulatorHandle, startSimulator } from "../src/sim/index.js";

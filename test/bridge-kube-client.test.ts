@@ -3,8 +3,8 @@
  * @kubernetes/client-node) against the simulator's Kubernetes API.
  */
 import { afterEach, describe, expect, it } from "vitest";
-import { systemClock } from "../src/eni/clock.js";
-import { createLogger } from "../src/eni/logger.js";
+import { systemClock } from "../src/eni/process/clock.js";
+import { createLogger } from "../src/eni/process/logger.js";
 import { KubeConflictError } from "../src/ipam-whereabouts-bridge/errors/kube-conflict-error.js";
 import { KubeError } from "../src/ipam-whereabouts-bridge/errors/kube-error.js";
 import type { KubeApi, LeaseInfo } from "../src/ipam-whereabouts-bridge/kube-api.js";

@@ -1,9 +1,9 @@
 import fc from "fast-check";
 import { afterEach, describe, expect, it } from "vitest";
-import { type Clock, systemClock } from "../src/eni/clock.js";
 import type { Ec2Api } from "../src/eni/ec2-api.js";
 import { addressOfValue, cidrBounds } from "../src/eni/ip.js";
-import { createLogger, type Logger } from "../src/eni/logger.js";
+import { type Clock, systemClock } from "../src/eni/process/clock.js";
+import { createLogger, type Logger } from "../src/eni/process/logger.js";
 import type { SubnetCidrReservation } from "../src/eni/types.js";
 import { createKubeApi } from "../src/ipam-whereabouts-bridge/kube-client.js";
 import { BridgeMetrics } from "../src/ipam-whereabouts-bridge/metrics.js";

@@ -3,9 +3,9 @@
  * real @kubernetes/client-node. Every test checks the simulator's state (the ENIs' addresses, the EC2 calls).
  */
 import { afterEach, describe, expect, it } from "vitest";
-import { systemClock } from "../src/eni/clock.js";
 import type { Ec2CallRecord } from "../src/eni/ec2-api.js";
-import { createLogger } from "../src/eni/logger.js";
+import { systemClock } from "../src/eni/process/clock.js";
+import { createLogger } from "../src/eni/process/logger.js";
 import { Bridge, type BridgeOptions } from "../src/ipam-whereabouts-bridge/bridge.js";
 import type { KubeApi } from "../src/ipam-whereabouts-bridge/kube-api.js";
 import { createKubeApi } from "../src/ipam-whereabouts-bridge/kube-client.js";

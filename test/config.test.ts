@@ -1,6 +1,7 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { doctorSettings } from "../src/doctor/settings.js";
+import { ConfigError } from "../src/eni/errors/config-error.js";
 import {
   imdsEndpointOf,
   initSettings,
@@ -8,10 +9,9 @@ import {
   loadSidecarConfig,
   podSettings,
   sidecarSettings,
-} from "../src/eni/config.js";
-import { ConfigError } from "../src/eni/errors/config-error.js";
-import { ExitCode } from "../src/eni/exit-codes.js";
-import { parseFlags } from "../src/eni/settings.js";
+} from "../src/eni/process/config.js";
+import { ExitCode } from "../src/eni/process/exit-codes.js";
+import { parseFlags } from "../src/eni/process/settings.js";
 import { BridgeMetrics } from "../src/ipam-whereabouts-bridge/metrics.js";
 import { bridgeSettings } from "../src/ipam-whereabouts-bridge/settings.js";
 

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { systemClock } from "../src/eni/clock.js";
 import { confirmHeld, readEnis } from "../src/eni/eni-discovery.js";
 import { TimeoutError } from "../src/eni/errors/timeout-error.js";
 import type { ImdsClient } from "../src/eni/imds-client.js";
+import { systemClock } from "../src/eni/process/clock.js";
 import { type SimulatorHandle, startSimulator } from "../src/sim/index.js";
 import { FakeClock } from "./helpers/fake-clock.js";
 import { ec2ApiFor, imdsFor, standardWorld } from "./helpers/sim-fixtures.js";

@@ -10,13 +10,6 @@ import { describe, expect, it } from "vitest";
 import { parseAllDocuments } from "yaml";
 import { z } from "zod";
 import {
-  initSettings,
-  loadInitConfig,
-  loadSidecarConfig,
-  podSettings,
-  sidecarSettings,
-} from "../src/eni/config.js";
-import {
   addressAtOffset,
   anyCidrContains,
   awsReservedAddresses,
@@ -25,6 +18,13 @@ import {
   compareAddresses,
   parseCidr,
 } from "../src/eni/ip.js";
+import {
+  initSettings,
+  loadInitConfig,
+  loadSidecarConfig,
+  podSettings,
+  sidecarSettings,
+} from "../src/eni/process/config.js";
 import { bridgeSettings, loadBridgeConfig } from "../src/ipam-whereabouts-bridge/settings.js";
 import { checkManifestTypes, type ManifestDocument } from "./helpers/manifest-types.js";
 

@@ -168,16 +168,22 @@ describe.skipIf(unavailable !== undefined)("dist/multus-ipmgr.cjs in a pod names
     lab = undefined;
   });
 
-  it("runs init from the cached bundle: one EC2 call on a fresh start, none on the rerun", async () => {
+  /** A lab with one pod on NODE1 whose net1 carries `address`; returns the pod's namespace. */
+  async function onePod(address: string): Promise<{ lab: Lab; ns: string }> {
     lab = await Lab.start(twoNodeWorld(), [
       {
         name: "pod",
         instanceId: NODE1,
-        interfaces: [{ name: "net1", mac: MAC.node1A1, addresses: ["198.51.100.40/26"] }],
+        interfaces: [{ name: "net1", mac: MAC.node1A1, addresses: [address] }],
       },
     ]);
     const ns = lab.pods.get("pod")?.ns;
     if (ns === undefined) throw new Error("no pod");
+    return { lab, ns };
+  }
+
+  it("runs init from the cached bundle: one EC2 call on a fresh start, none on the rerun", async () => {
+    const { lab, ns } = await onePod("198.51.100.40/26");
     const env = lab.env("pod", { IPMGR_ALLOWED_CIDRS: ALLOWED_CIDRS, ...debug });
     const init = () =>
       collect(
@@ -199,15 +205,7 @@ describe.skipIf(unavailable !== undefined)("dist/multus-ipmgr.cjs in a pod names
   });
 
   it("loads none of Node's modules that init does not use, and on a rerun neither the SDK's HTTPS nor fs/promises", async () => {
-    lab = await Lab.start(twoNodeWorld(), [
-      {
-        name: "pod",
-        instanceId: NODE1,
-        interfaces: [{ name: "net1", mac: MAC.node1A1, addresses: ["198.51.100.41/26"] }],
-      },
-    ]);
-    const ns = lab.pods.get("pod")?.ns;
-    if (ns === undefined) throw new Error("no pod");
+    const { lab, ns } = await onePod("198.51.100.41/26");
     dir = makeTempDir("ipmgr-cli-");
     // --require is Node's option, not V8's: the code cache still fits (no fallback line below).
     const hook = join(dir, "modules.cjs");

@@ -1,7 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { InvalidAddressError } from "../src/eni/errors/invalid-address-error.js";
 import { InvalidCidrError } from "../src/eni/errors/invalid-cidr-error.js";
-import { ExitCode } from "../src/eni/exit-codes.js";
 import {
   addressAtOffset,
   addressKind,
@@ -19,6 +18,7 @@ import {
   parseCidr,
   tryCanonical,
 } from "../src/eni/ip.js";
+import { ExitCode } from "../src/eni/process/exit-codes.js";
 
 describe("canonical", () => {
   it.each([

@@ -2,13 +2,13 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { NetworkStatusError } from "../src/eni/errors/network-status-error.js";
-import { ExitCode } from "../src/eni/exit-codes.js";
 import {
   extractNetworkStatusJson,
   type NetworkStatusContext,
   parseNetworkStatus,
 } from "../src/eni/network-status.js";
 import { NetworkStatusSource } from "../src/eni/network-status-source.js";
+import { ExitCode } from "../src/eni/process/exit-codes.js";
 import { makeTempDir, removeTempDir } from "./helpers/temp-dirs.js";
 
 const selection = { include: [], exclude: ["lo", "eth0"] };

@@ -4,14 +4,14 @@
  */
 import { pino } from "pino";
 import { afterEach, describe, expect, it } from "vitest";
-import { type Clock, systemClock } from "../src/eni/clock.js";
 import { createEc2Api } from "../src/eni/ec2-client.js";
 import { AddressNotAllowedError } from "../src/eni/errors/address-not-allowed-error.js";
 import { ElasticIpError } from "../src/eni/errors/elastic-ip-error.js";
 import { EniNotFoundError } from "../src/eni/errors/eni-not-found-error.js";
 import { TimeoutError } from "../src/eni/errors/timeout-error.js";
 import { ImdsClient } from "../src/eni/imds-client.js";
-import type { Logger } from "../src/eni/logger.js";
+import { type Clock, systemClock } from "../src/eni/process/clock.js";
+import type { Logger } from "../src/eni/process/logger.js";
 import { observe, planFor, type ReconcileDeps } from "../src/eni/reconcile.js";
 import { runInit } from "../src/init/run-init.js";
 import { parseWorld, startSimulator } from "../src/sim/index.js";

@@ -5,9 +5,9 @@
  */
 import { pino } from "pino";
 import { afterEach, describe, expect, it } from "vitest";
-import { systemClock } from "../src/eni/clock.js";
 import { createEc2Api } from "../src/eni/ec2-client.js";
 import { ImdsClient } from "../src/eni/imds-client.js";
+import { systemClock } from "../src/eni/process/clock.js";
 import type { ElasticIpMapping } from "../src/eni/types.js";
 import { SidecarMetrics } from "../src/sidecar/metrics.js";
 import { Sidecar, type SidecarOptions } from "../src/sidecar/sidecar.js";

@@ -4,11 +4,11 @@
  */
 import { pino } from "pino";
 import { afterEach, describe, expect, it } from "vitest";
-import { systemClock } from "../src/eni/clock.js";
 import type { Ec2Api } from "../src/eni/ec2-api.js";
 import { createEc2Api } from "../src/eni/ec2-client.js";
 import { ImdsClient } from "../src/eni/imds-client.js";
 import type { InterfaceSource } from "../src/eni/interface-source.js";
+import { systemClock } from "../src/eni/process/clock.js";
 import type { PodInterface } from "../src/eni/types.js";
 import { SidecarMetrics } from "../src/sidecar/metrics.js";
 import { Sidecar, type SidecarOptions } from "../src/sidecar/sidecar.js";

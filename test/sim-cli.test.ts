@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { Clock } from "../src/eni/clock.js";
+import type { Clock } from "../src/eni/process/clock.js";
 import { parseSimArgs } from "../src/sim/cli-args.js";
 import { loadWorldFile, startSimulator } from "../src/sim/index.js";
 import { main, type SimOutput } from "../src/sim/main.js";

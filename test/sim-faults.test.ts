@@ -5,7 +5,7 @@ import {
   type EC2Client,
 } from "@aws-sdk/client-ec2";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import type { Clock } from "../src/eni/clock.js";
+import type { Clock } from "../src/eni/process/clock.js";
 import { loadWorldFile, type SimulatorHandle, type World } from "../src/sim/index.js";
 import { ec2Failure, startWithEc2, stopWithEc2 } from "./helpers/sim-fixtures.js";
 

@@ -1,6 +1,6 @@
 import { AssignIpv6AddressesCommand, AssignPrivateIpAddressesCommand } from "@aws-sdk/client-ec2";
 import { afterEach, describe, expect, it } from "vitest";
-import type { Clock } from "../src/eni/clock.js";
+import type { Clock } from "../src/eni/process/clock.js";
 import { loadWorldFile, type SimulatorHandle, startSimulator, type World } from "../src/sim/index.js";
 import { ec2ClientFor } from "./helpers/sim-fixtures.js";
 

@@ -1,4 +1,4 @@
-import { ExitCode } from "../eni/exit-codes.js";
+import { ExitCode } from "../eni/process/exit-codes.js";
 
 /**
  * The CLI's dispatch, given its table of commands: --version, usage, an unknown command, then the command.

@@ -5,8 +5,9 @@
  * allowed), so IMDS is reachable and only the PUT's answer is lost, which is what a hop limit of 1 does to a
  * pod outside the host network. HttpPutResponseHopLimit limits PUT answers only.
  */
-import type { Clock } from "../eni/clock.js";
+
 import { HttpTimeoutError, httpRequest } from "../eni/http-request.js";
+import type { Clock } from "../eni/process/clock.js";
 
 export type ImdsProbeResult =
   /** A token was issued. */

@@ -4,9 +4,9 @@
  */
 
 import { IpMonitor } from "../eni/address-events.js";
-import type { Clock } from "../eni/clock.js";
 import { AddressEventsUnavailableError } from "../eni/errors/address-events-unavailable-error.js";
-import type { Logger } from "../eni/logger.js";
+import type { Clock } from "../eni/process/clock.js";
+import type { Logger } from "../eni/process/logger.js";
 
 export type IpCommandResult =
   | { readonly ok: true; readonly command: string }

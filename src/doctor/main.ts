@@ -1,12 +1,12 @@
 import { pino } from "pino";
-import { systemClock } from "../eni/clock.js";
-import { imdsEndpointOf, interfaceSelection } from "../eni/config.js";
-import { ExitCode } from "../eni/exit-codes.js";
-import type { Logger } from "../eni/logger.js";
 import { buildPodDeps } from "../eni/pod-deps.js";
+import { systemClock } from "../eni/process/clock.js";
 import { printHelpIfAsked } from "../eni/process/command-run.js";
+import { imdsEndpointOf, interfaceSelection } from "../eni/process/config.js";
+import { ExitCode } from "../eni/process/exit-codes.js";
+import type { Logger } from "../eni/process/logger.js";
 import { reportFailure } from "../eni/process/report-failure.js";
-import { describeSettings } from "../eni/settings.js";
+import { describeSettings } from "../eni/process/settings.js";
 import { HttpImdsProbe } from "./imds-probe.js";
 import { IpMonitorProbe } from "./ip-command-probe.js";
 import { SysfsLinks } from "./links.js";

@@ -3,8 +3,8 @@
  * container checks that container's own configuration. IPMGR_ALLOWED_CIDRS is optional here: its absence is
  * a finding, not a reason to stop. In this module, not config.ts, so that init's bundle does not carry it.
  */
-import { podSettings, sidecarSettings } from "../eni/config.js";
-import { field, loadSettings, type SettingValues } from "../eni/settings.js";
+import { podSettings, sidecarSettings } from "../eni/process/config.js";
+import { field, loadSettings, type SettingValues } from "../eni/process/settings.js";
 
 export const doctorSettings = {
   ...podSettings,

@@ -1,9 +1,9 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { type BackoffPolicy, backoffDelay } from "./backoff.js";
-import type { Clock } from "./clock.js";
 import { AddressEventsUnavailableError } from "./errors/address-events-unavailable-error.js";
 import { linkedAbort } from "./linked-abort.js";
-import type { Logger } from "./logger.js";
+import type { Clock } from "./process/clock.js";
+import type { Logger } from "./process/logger.js";
 
 /**
  * Something that says "the addresses may have changed, read them again". It carries no addresses on

@@ -33,7 +33,6 @@ import {
   UnassignIpv6AddressesCommand,
   UnassignPrivateIpAddressesCommand,
 } from "@aws-sdk/client-ec2";
-import type { Clock } from "./clock.js";
 import type {
   Ec2Api,
   Ec2CallObserver,
@@ -45,7 +44,8 @@ import type {
 import { createInstrument, type Instrument } from "./ec2-instrumentation.js";
 import { Ec2Error } from "./errors/ec2-error.js";
 import { canonicalAddressText } from "./ip.js";
-import type { Logger } from "./logger.js";
+import type { Clock } from "./process/clock.js";
+import type { Logger } from "./process/logger.js";
 import type { RetryOptions } from "./retry.js";
 import type {
   Ec2ElasticIp,

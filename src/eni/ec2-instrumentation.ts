@@ -6,10 +6,11 @@
  * reportFailure; the sidecar loop once per error change), so a warn or error line here would repeat on every
  * attempt of a sidecar riding out an EC2 outage. A call that succeeds after retries logs its `attempts`.
  */
-import { type Clock, systemClock } from "./clock.js";
+
 import type { Ec2CallObserver } from "./ec2-api.js";
 import { Ec2Error, type Ec2ErrorKind } from "./errors/ec2-error.js";
-import type { Logger } from "./logger.js";
+import { type Clock, systemClock } from "./process/clock.js";
+import type { Logger } from "./process/logger.js";
 import {
   type Ec2Access,
   errorCodeOf,

@@ -5,7 +5,7 @@
  * pure plan asks for, and a DescribeAddresses until EC2 shows them. A mapped address we do not hold costs
  * nothing.
  */
-import type { Clock } from "./clock.js";
+
 import type { Ec2Api } from "./ec2-api.js";
 import {
   type AssociateCall,
@@ -15,7 +15,8 @@ import {
 } from "./elastic-ip-plan.js";
 import { Ec2Error } from "./errors/ec2-error.js";
 import { TimeoutError } from "./errors/timeout-error.js";
-import type { Logger } from "./logger.js";
+import type { Clock } from "./process/clock.js";
+import type { Logger } from "./process/logger.js";
 import type { Ec2ElasticIp, ElasticIpMapping } from "./types.js";
 
 export interface ElasticIpCheckDeps {

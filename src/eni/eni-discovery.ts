@@ -1,8 +1,9 @@
 /** The ENIs of this instance as IMDS reports them, and the wait for IMDS to reflect an assignment. */
-import type { Clock } from "./clock.js";
+
 import { TimeoutError } from "./errors/timeout-error.js";
 import type { Imds } from "./imds.js";
 import { tryCanonical } from "./ip.js";
+import type { Clock } from "./process/clock.js";
 import type { EniState, IpFamily } from "./types.js";
 
 /**

@@ -8,13 +8,13 @@
  * token PUT that gets no answer is reported as the hop-limit error it almost always is.
  */
 import { setMaxListeners } from "node:events";
-import { type Clock, systemClock } from "./clock.js";
 import { ImdsError } from "./errors/imds-error.js";
 import { ImdsHopLimitError } from "./errors/imds-hop-limit-error.js";
 import { type HttpAnswer, HttpTimeoutError, httpRequest } from "./http-request.js";
 import type { Imds } from "./imds.js";
 import { canonicalAddressText } from "./ip.js";
-import type { Logger } from "./logger.js";
+import { type Clock, systemClock } from "./process/clock.js";
+import type { Logger } from "./process/logger.js";
 import { withRetry } from "./retry.js";
 
 export interface ImdsClientOptions {

@@ -1,12 +1,12 @@
-import { systemClock } from "./clock.js";
-import type { PodConfig } from "./config.js";
-import { imdsEndpointOf, interfaceSelection } from "./config.js";
 import type { Ec2CallObserver } from "./ec2-api.js";
 import { ImdsClient } from "./imds-client.js";
 import { LazyEc2Api } from "./lazy-ec2-api.js";
-import type { Logger } from "./logger.js";
 import { NetworkStatusSource } from "./network-status-source.js";
 import { OsInterfaceSource } from "./os-interface-source.js";
+import { systemClock } from "./process/clock.js";
+import type { PodConfig } from "./process/config.js";
+import { imdsEndpointOf, interfaceSelection } from "./process/config.js";
+import type { Logger } from "./process/logger.js";
 import type { ReconcileDeps } from "./reconcile.js";
 
 /** The settings IMDS and the EC2 adapter read: every command that calls AWS has them (pod commands, bridge). */

@@ -1,4 +1,3 @@
-import type { Clock } from "./clock.js";
 import type { Ec2Api } from "./ec2-api.js";
 import { confirmHeld, readInstanceEnis } from "./eni-discovery.js";
 import { AddressNotAllowedError } from "./errors/address-not-allowed-error.js";
@@ -7,9 +6,10 @@ import type { IpmgrError } from "./errors/ipmgr-error.js";
 import type { Imds } from "./imds.js";
 import type { InterfaceSource } from "./interface-source.js";
 import { family } from "./ip.js";
-import type { Logger } from "./logger.js";
 import { isMove } from "./plan-actions.js";
 import { ipv6HolderLookupNeeded, plan } from "./planner.js";
+import type { Clock } from "./process/clock.js";
+import type { Logger } from "./process/logger.js";
 import type {
   Ec2NetworkInterface,
   EniState,

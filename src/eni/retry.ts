@@ -11,7 +11,7 @@
  * Permission errors and bad parameters fail at once.
  */
 import pRetry from "p-retry";
-import { type Clock, systemClock } from "./clock.js";
+import { type Clock, systemClock } from "./process/clock.js";
 
 /** Retry tuning. */
 export interface RetryOptions {

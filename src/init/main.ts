@@ -1,11 +1,11 @@
-import { initSettings, loadInitConfig } from "../eni/config.js";
 import { TimeoutError } from "../eni/errors/timeout-error.js";
-import { ExitCode } from "../eni/exit-codes.js";
 import type { InterfaceSource } from "../eni/interface-source.js";
-import { createLogger } from "../eni/logger.js";
 import { buildPodDeps } from "../eni/pod-deps.js";
 import { CommandRun, printHelpIfAsked } from "../eni/process/command-run.js";
-import { describeSettings } from "../eni/settings.js";
+import { initSettings, loadInitConfig } from "../eni/process/config.js";
+import { ExitCode } from "../eni/process/exit-codes.js";
+import { createLogger } from "../eni/process/logger.js";
+import { describeSettings } from "../eni/process/settings.js";
 import { runInit } from "./run-init.js";
 
 /** Built only when asked for: no start-up work for a path rarely taken. */

@@ -1,7 +1,7 @@
-import type { Clock } from "../eni/clock.js";
 import { TimeoutError } from "../eni/errors/timeout-error.js";
 import type { InterfaceSource } from "../eni/interface-source.js";
 import { addressKind } from "../eni/ip.js";
+import type { Clock } from "../eni/process/clock.js";
 import type { PodInterface } from "../eni/types.js";
 
 function hasUsableAddress(iface: PodInterface): boolean {

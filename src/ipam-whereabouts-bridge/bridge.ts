@@ -6,15 +6,15 @@
  * or unavailable after its retries, IMDS failing) is run again whole after a capped exponential backoff.
  */
 import { type BackoffPolicy, backoffDelay } from "../eni/backoff.js";
-import type { Clock } from "../eni/clock.js";
 import type { Ec2Api } from "../eni/ec2-api.js";
 import { readEnis } from "../eni/eni-discovery.js";
 import { Ec2Error } from "../eni/errors/ec2-error.js";
 import { IpmgrError } from "../eni/errors/ipmgr-error.js";
 import type { Imds } from "../eni/imds.js";
 import { linkedAbort } from "../eni/linked-abort.js";
-import type { Logger } from "../eni/logger.js";
 import { isAssign, isMove } from "../eni/plan-actions.js";
+import type { Clock } from "../eni/process/clock.js";
+import type { Logger } from "../eni/process/logger.js";
 import type { ProbeResult } from "../eni/process/probe-server.js";
 import { applyPlan, planFor } from "../eni/reconcile.js";
 import type { EniState, Plan, PlanAction } from "../eni/types.js";

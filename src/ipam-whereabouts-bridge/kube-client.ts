@@ -30,9 +30,9 @@ import {
   Watch,
 } from "@kubernetes/client-node";
 import { backoffDelay } from "../eni/backoff.js";
-import type { Clock } from "../eni/clock.js";
-import type { Logger } from "../eni/logger.js";
 import { NETWORK_STATUS_ANNOTATIONS } from "../eni/network-status.js";
+import type { Clock } from "../eni/process/clock.js";
+import type { Logger } from "../eni/process/logger.js";
 import { KubeConflictError } from "./errors/kube-conflict-error.js";
 import { KubeError } from "./errors/kube-error.js";
 import type {

@@ -1,14 +1,14 @@
 import { hostname } from "node:os";
-import { systemClock } from "../eni/clock.js";
-import { ExitCode } from "../eni/exit-codes.js";
 import type { ImdsClient } from "../eni/imds-client.js";
 import { addressesPerEniOf } from "../eni/instance-limits.js";
-import { createLogger, type Logger } from "../eni/logger.js";
 import { buildAwsClients } from "../eni/pod-deps.js";
+import { systemClock } from "../eni/process/clock.js";
 import { CommandRun, printHelpIfAsked } from "../eni/process/command-run.js";
+import { ExitCode } from "../eni/process/exit-codes.js";
+import { createLogger, type Logger } from "../eni/process/logger.js";
 import { type RunningHttpServer, startHttpServer } from "../eni/process/probe-server.js";
+import { describeSettings } from "../eni/process/settings.js";
 import { untilFirstSignal } from "../eni/process/shutdown-signals.js";
-import { describeSettings } from "../eni/settings.js";
 import { Bridge } from "./bridge.js";
 import type { KubeApi } from "./kube-api.js";
 import { BridgeMetrics } from "./metrics.js";

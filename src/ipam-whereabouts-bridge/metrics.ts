@@ -1,6 +1,6 @@
 import { Counter, Gauge, Histogram, Registry } from "prom-client";
 import type { Ec2CallObserver } from "../eni/ec2-api.js";
-import { registerEc2CallMetrics, registerProcessMetrics } from "../eni/process-metrics.js";
+import { registerEc2CallMetrics, registerProcessMetrics } from "../eni/process/process-metrics.js";
 
 const PREFIX = "multus_ipmgr_bridge_";
 

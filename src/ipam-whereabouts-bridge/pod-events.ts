@@ -1,5 +1,5 @@
-import type { Clock } from "../eni/clock.js";
-import type { Logger } from "../eni/logger.js";
+import type { Clock } from "../eni/process/clock.js";
+import type { Logger } from "../eni/process/logger.js";
 import type { KubeApi, PodEvent } from "./kube-api.js";
 import type { BridgeMetrics } from "./metrics.js";
 

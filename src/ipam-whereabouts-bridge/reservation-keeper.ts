@@ -9,11 +9,12 @@
  * refused as an overlap with the one that was made, so a refused create is followed by a re-read, and a
  * block now covered counts as created.
  */
-import type { Clock } from "../eni/clock.js";
+
 import type { Ec2Api } from "../eni/ec2-api.js";
 import { Ec2Error } from "../eni/errors/ec2-error.js";
 import { cidrsOverlap } from "../eni/ip.js";
-import type { Logger } from "../eni/logger.js";
+import type { Clock } from "../eni/process/clock.js";
+import type { Logger } from "../eni/process/logger.js";
 import type { SubnetCidrReservation } from "../eni/types.js";
 import { KubeConflictError } from "./errors/kube-conflict-error.js";
 import type { KubeApi } from "./kube-api.js";

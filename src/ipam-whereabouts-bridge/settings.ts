@@ -1,10 +1,10 @@
 /**
- * `bridge`'s settings. In this module, not src/eni/config.ts, so that init's bundle does not carry them.
+ * `bridge`'s settings. In this module, not src/eni/process/config.ts, so that init's bundle does not carry them.
  * The AWS, IMDS, EC2 retry, log and termination-log settings are the pod commands' own.
  */
 import * as z from "zod/mini";
-import { podSettings, sidecarSettings } from "../eni/config.js";
-import { field, loadSettings, type Setting, type SettingValues } from "../eni/settings.js";
+import { podSettings, sidecarSettings } from "../eni/process/config.js";
+import { field, loadSettings, type Setting, type SettingValues } from "../eni/process/settings.js";
 
 function setting<T>(s: Setting<T>): Setting<T> {
   return s;

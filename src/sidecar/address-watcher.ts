@@ -1,8 +1,8 @@
 import type { AddressEvents } from "../eni/address-events.js";
-import type { Clock } from "../eni/clock.js";
 import type { InterfaceSource } from "../eni/interface-source.js";
 import { linkedAbort } from "../eni/linked-abort.js";
-import type { Logger } from "../eni/logger.js";
+import type { Clock } from "../eni/process/clock.js";
+import type { Logger } from "../eni/process/logger.js";
 import type { PodInterface } from "../eni/types.js";
 import { addressesOf, diffSnapshots, nextReleased, type SnapshotDiff, snapshotKey } from "./address-diff.js";
 

@@ -1,4 +1,4 @@
-import type { Clock } from "../eni/clock.js";
+import type { Clock } from "../eni/process/clock.js";
 
 /**
  * Runs full garbage collections once the sidecar has been quiet for a while after work, so that memory a

@@ -1,12 +1,12 @@
 import type { AddressEvents } from "../eni/address-events.js";
-import { loadSidecarConfig, type SidecarConfig, sidecarSettings } from "../eni/config.js";
-import { ExitCode } from "../eni/exit-codes.js";
-import { createLogger } from "../eni/logger.js";
 import { buildPodDeps } from "../eni/pod-deps.js";
 import { CommandRun, printHelpIfAsked } from "../eni/process/command-run.js";
+import { loadSidecarConfig, type SidecarConfig, sidecarSettings } from "../eni/process/config.js";
+import { ExitCode } from "../eni/process/exit-codes.js";
+import { createLogger } from "../eni/process/logger.js";
+import { describeSettings } from "../eni/process/settings.js";
 import { untilFirstSignal } from "../eni/process/shutdown-signals.js";
 import { fullCollector } from "../eni/process/v8-footprint.js";
-import { describeSettings } from "../eni/settings.js";
 import { startAddressEvents } from "./address-events-mode.js";
 import { SidecarMetrics } from "./metrics.js";
 import { osInterfacesFingerprint } from "./os-fingerprint.js";

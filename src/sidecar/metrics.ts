@@ -5,9 +5,9 @@ import {
   type ProcessStats,
   registerEc2CallMetrics,
   registerProcessMetrics,
-} from "../eni/process-metrics.js";
+} from "../eni/process/process-metrics.js";
 
-export type { ProcessStats } from "../eni/process-metrics.js";
+export type { ProcessStats } from "../eni/process/process-metrics.js";
 
 /** How a reconcile ended: `applied` made EC2 changes, `noop` found everything in place, `error` failed. */
 export type ReconcileOutcome = "applied" | "noop" | "error";

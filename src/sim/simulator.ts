@@ -1,5 +1,5 @@
 import type { Server } from "node:http";
-import { type Clock, systemClock } from "../eni/clock.js";
+import { type Clock, systemClock } from "../eni/process/clock.js";
 import { CallLog, type SimCall } from "./call-log.js";
 import { createControlServer } from "./control/control-server.js";
 import { createEc2Server } from "./ec2/ec2-server.js";

@@ -1,4 +1,4 @@
-import type { Clock } from "../eni/clock.js";
+import type { Clock } from "../eni/process/clock.js";
 import type { SimState } from "./sim-state.js";
 
 interface Snapshot {

@@ -1,4 +1,4 @@
-import type { Clock } from "../../src/eni/clock.js";
+import type { Clock } from "../../src/eni/process/clock.js";
 
 /** A clock whose sleep returns at once and moves time forward: waits and deadlines run at full speed. */
 export class FakeClock implements Clock {

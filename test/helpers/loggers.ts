@@ -1,5 +1,5 @@
 import { pino } from "pino";
-import type { Logger } from "../../src/eni/logger.js";
+import type { Logger } from "../../src/eni/process/logger.js";
 
 export type LogLine = Record<string, unknown>;
 

@@ -1,4 +1,4 @@
-import type { Clock } from "../../src/eni/clock.js";
+import type { Clock } from "../../src/eni/process/clock.js";
 
 /** A clock whose sleeps wait until the test moves time forward (or their signal aborts them). */
 export class ManualClock implements Clock {

@@ -1,7 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { ConfigError } from "../errors/config-error.js";
-import type { Logger } from "../logger.js";
+import type { Logger } from "./logger.js";
 
 /**
  * The HTTP server of the long-running commands (sidecar, bridge): /healthz and /readyz for the kubelet's

@@ -1,7 +1,7 @@
 import { writeFileSync } from "node:fs";
 import { IpmgrError } from "../errors/ipmgr-error.js";
-import { ExitCode, type ExitCodeValue } from "../exit-codes.js";
-import { createLogger, type Logger } from "../logger.js";
+import { ExitCode, type ExitCodeValue } from "./exit-codes.js";
+import { createLogger, type Logger } from "./logger.js";
 
 /**
  * Tells the user why the command failed, in one sentence, on stderr, in the JSON log on stdout (what a log

@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
-import type { Clock } from "../../eni/clock.js";
+import type { Clock } from "../../eni/process/clock.js";
 import type { CallLog } from "../call-log.js";
 import { Ec2ApiError } from "../errors/ec2-api-error.js";
 import type { FaultState } from "../fault-state.js";

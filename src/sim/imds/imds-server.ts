@@ -1,5 +1,5 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
-import type { Clock } from "../../eni/clock.js";
+import type { Clock } from "../../eni/process/clock.js";
 import type { FaultState } from "../fault-state.js";
 import { tokenHangs } from "../faults.js";
 import { sendText } from "../http-util.js";

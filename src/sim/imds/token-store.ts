@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import type { Clock } from "../../eni/clock.js";
+import type { Clock } from "../../eni/process/clock.js";
 
 /** IMDSv2 session tokens of one instance, each valid for its TTL. */
 export class TokenStore {

@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import type { Clock } from "../../eni/clock.js";
+import type { Clock } from "../../eni/process/clock.js";
 import { KubeApiError, type KubeStatus, type StatusCause } from "../errors/kube-api-error.js";
 import { decodeContinue, encodeContinue } from "./continue-token.js";
 import { isJsonObject, type JsonObject, jsonEqual, type KubeObject, kubeTime } from "./kube-object.js";

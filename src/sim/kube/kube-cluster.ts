@@ -1,5 +1,5 @@
 import type { Server } from "node:http";
-import type { Clock } from "../../eni/clock.js";
+import type { Clock } from "../../eni/process/clock.js";
 import { KubeApiError } from "../errors/kube-api-error.js";
 import { WorldError } from "../errors/world-error.js";
 import { KubeApi } from "./kube-api.js";

@@ -1,5 +1,5 @@
 import type { ServerResponse } from "node:http";
-import type { Clock } from "../../eni/clock.js";
+import type { Clock } from "../../eni/process/clock.js";
 import { KubeApiError } from "../errors/kube-api-error.js";
 import {
   type KubeApi,

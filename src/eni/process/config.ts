@@ -1,9 +1,9 @@
 import * as z from "zod/mini";
-import type { InterfaceSelection } from "./interface-selector.js";
-import { anyCidrContains, canonicalCidr, family, hasHostBits, parseCidr, tryCanonical } from "./ip.js";
+import type { InterfaceSelection } from "../interface-selector.js";
+import { anyCidrContains, canonicalCidr, family, hasHostBits, parseCidr, tryCanonical } from "../ip.js";
+import type { ElasticIpMapping } from "../types.js";
 import { LOG_LEVELS } from "./logger.js";
 import { field, loadSettings, type Setting, type SettingValues, settingError } from "./settings.js";
-import type { ElasticIpMapping } from "./types.js";
 
 /** Why one item of IPMGR_ALLOWED_CIDRS is refused, with the fix; undefined when it is a pod range. */
 function cidrProblem(item: string): string | undefined {

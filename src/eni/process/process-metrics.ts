@@ -1,5 +1,5 @@
 import { Counter, Gauge, Histogram, type Registry } from "prom-client";
-import type { Ec2CallObserver, Ec2CallRecord } from "./ec2-api.js";
+import type { Ec2CallObserver, Ec2CallRecord } from "../ec2-api.js";
 
 /** What the process metrics read, at scrape time. */
 export interface ProcessStats {

@@ -1,7 +1,7 @@
 // zod/mini, not classic zod: it tree-shakes to ~20 KB where classic pulls ~580 KB into every start of `init`.
 import * as z from "zod/mini";
-import { ConfigError } from "./errors/config-error.js";
-import { tryCanonical } from "./ip.js";
+import { ConfigError } from "../errors/config-error.js";
+import { tryCanonical } from "../ip.js";
 
 /**
  * One configuration value: read from an environment variable (the Kubernetes way), overridden by a flag.
