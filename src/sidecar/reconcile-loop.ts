@@ -15,6 +15,7 @@ import {
 import type { Plan, PlanPolicy, PodInterface } from "../eni/types.js";
 import { addressesOf } from "./address-diff.js";
 import type { ReleasedToken } from "./address-watcher.js";
+import { ChangeTiming } from "./change-timing.js";
 import { DriftEpisodes, type EpisodeEvent, type Holder } from "./drift-episodes.js";
 import { Ec2Answers } from "./ec2-answers.js";
 import type { ElasticIpFollower } from "./elastic-ip-follower.js";
@@ -130,9 +131,8 @@ export class ReconcileLoop implements ProbeStatus {
   #view: ReadinessView | undefined;
 
   #changePending = false;
-  #changeDetectedAt: number | undefined;
-  /** The last step's EC2 changes, when no change on the interfaces timed them (see #timeChange). */
-  #untimedChange: { readonly observedAt: number; readonly acceptedAt: number } | undefined;
+  /** change_to_assigned: when the changes the steps make were seen. */
+  readonly #changeTiming = new ChangeTiming();
   #reconcileNow = false;
   #nextResyncAt = 0;
   #nextDriftCheckAt = 0;
@@ -172,7 +172,7 @@ export class ReconcileLoop implements ProbeStatus {
   /** The watcher saw a (coalesced) change at clock time `detectedAt`: reconcile as soon as possible. */
   notifyChange(detectedAt: number): void {
     this.#changePending = true;
-    this.#changeDetectedAt ??= detectedAt;
+    this.#changeTiming.seen(detectedAt);
     this.#wake?.abort();
   }
 
@@ -280,15 +280,14 @@ export class ReconcileLoop implements ProbeStatus {
 
   async #reconcileStep(signal: AbortSignal): Promise<void> {
     const { clock, logger } = this.#o.deps;
-    const measuredFrom = this.#changeDetectedAt;
+    const measuredFrom = this.#changeTiming.stepStarts();
     this.#changePending = false;
-    this.#changeDetectedAt = undefined;
     this.#reconcileNow = false;
     try {
       await this.#reconcile(signal, measuredFrom);
     } catch (error) {
       if (signal.aborted) throw error;
-      this.#changeDetectedAt ??= measuredFrom;
+      this.#changeTiming.stepFailed(measuredFrom);
       this.#failures += 1;
       const delay = backoffDelay(this.#failureBackoff, this.#failures, this.#random);
       this.#retryAt = clock.now() + delay;
@@ -314,36 +313,6 @@ export class ReconcileLoop implements ProbeStatus {
     const now = clock.now();
     this.#nextResyncAt = now + this.#o.resyncIntervalMs;
     this.#scheduleDriftCheck(now);
-  }
-
-  /**
-   * change_to_assigned: from the moment the watcher saw a change on the interfaces to EC2 accepting the
-   * step that followed. A step that read the interfaces after that moment but began before the watcher
-   * reported it (a drift check or a resync came first while the watcher let the change settle) made the
-   * change's EC2 calls without a moment to time them from: if the report came during the step, they are
-   * timed at once; if after, the step it triggers finds nothing left to do and times them. Each once.
-   */
-  #timeChange(measuredFrom: number | undefined, observedAt: number, acceptedAt: number | undefined): void {
-    const untimed = this.#untimedChange;
-    this.#untimedChange = undefined;
-    if (acceptedAt !== undefined) {
-      const seenAt = measuredFrom ?? this.#takeChangeSeenBy(observedAt);
-      if (seenAt !== undefined) this.#o.metrics.changeToAssigned(acceptedAt - seenAt);
-      else this.#untimedChange = { observedAt, acceptedAt };
-    } else if (measuredFrom !== undefined && untimed !== undefined && measuredFrom <= untimed.observedAt) {
-      this.#o.metrics.changeToAssigned(untimed.acceptedAt - measuredFrom);
-    }
-  }
-
-  /**
-   * The moment of a change reported while a step ran, when it was seen before the step read the interfaces
-   * (so the step's reading held it): taken, so that the step the report triggers does not time it again.
-   */
-  #takeChangeSeenBy(observedAt: number): number | undefined {
-    const seenAt = this.#changeDetectedAt;
-    if (seenAt === undefined || seenAt > observedAt) return undefined;
-    this.#changeDetectedAt = undefined;
-    return seenAt;
   }
 
   async #reconcile(signal: AbortSignal, measuredFrom: number | undefined): Promise<void> {
@@ -404,7 +373,12 @@ export class ReconcileLoop implements ProbeStatus {
       throw first.error;
     }
     const acceptedAt = deps.clock.now();
-    this.#timeChange(measuredFrom, observedAt, mutatingCalls > 0 ? acceptedAt : undefined);
+    const changeMs = this.#changeTiming.stepDone(
+      measuredFrom,
+      observedAt,
+      mutatingCalls > 0 ? acceptedAt : undefined,
+    );
+    if (changeMs !== undefined) metrics.changeToAssigned(changeMs);
     for (const address of repairs) {
       this.#episodes.repaired(address);
       metrics.driftRepair();
