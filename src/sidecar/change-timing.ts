@@ -3,11 +3,11 @@
  * followed, each change timed once. Pure bookkeeping: the reconcile loop says when a change was seen, when a
  * step began and ended, and records what this returns.
  *
- * A step can make a change's EC2 calls without having been started by it: a drift check or a resync read
- * the interfaces first (every read is the watcher's too, so the change is reported during that step), or,
- * with a source read outside the watcher, the report comes only after the step. In the first case the
- * step is timed from the reported moment, if the step's reading came after it; in the second the step the
- * report triggers finds nothing left to do and times the earlier step's calls.
+ * A step can make a change's EC2 calls without having been started by it, when a drift check or a resync
+ * read the interfaces first. In the sidecar every read is the watcher's too, so the change is reported
+ * during that step, which is then timed from the reported moment if its reading came after it. A loop
+ * whose reads are not the watcher's gets the report only after the step: the step the report triggers then
+ * finds nothing left to do and times the earlier step's calls.
  */
 export class ChangeTiming {
   /** When the first change not yet taken by a step was seen. */
