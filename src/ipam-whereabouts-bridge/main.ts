@@ -117,9 +117,10 @@ export async function main(argv: readonly string[]): Promise<number> {
       clock,
       logger: log,
       watchTimeoutSeconds: 300 + Math.floor(Math.random() * 300),
+      watchSilenceMs: config.watchSilenceMs,
       requestTimeoutMs: 10_000,
-      restartBaseMs: 500,
-      restartMaxMs: 30_000,
+      restartBaseMs: 250,
+      restartMaxMs: config.watchRestartMaxMs,
       component: "multus-ipmgr-bridge",
       host: config.nodeName,
     });
@@ -142,6 +143,7 @@ export async function main(argv: readonly string[]): Promise<number> {
         retry: { baseMs: config.retryBaseMs, maxMs: config.retryMaxMs },
         recentMemoryMs: config.confirmTimeoutMs,
         addressesPerEni: await addressesPerEni(imds, log),
+        watchSilenceMs: config.watchSilenceMs,
       },
     );
     const keeper =
