@@ -216,6 +216,11 @@ export class Bridge {
     return this.#lastSubnets;
   }
 
+  /** Whether the view of the cluster can be trusted now (every watch listed, watching, heard from). */
+  get trusted(): boolean {
+    return this.#trustNow().trusted;
+  }
+
   /** Whether every watch has listed once. */
   get synced(): boolean {
     const c = this.#collections;

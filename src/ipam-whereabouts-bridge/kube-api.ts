@@ -99,7 +99,7 @@ export interface WatchedCollection<T> {
   readonly synced: boolean;
   /** What the watch is doing, when it was last heard from, and its last failure. */
   health(): WatchHealth;
-  /** A fresh, consistent list from the API server (RBAC: list), the cache left alone. */
+  /** A fresh, consistent list from the API server (the list verb its watch needs already), the cache left alone. */
   fetchNow(): Promise<readonly T[]>;
 }
 

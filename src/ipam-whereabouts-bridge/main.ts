@@ -68,12 +68,26 @@ async function keepReservations(
   logger: Logger,
 ): Promise<void> {
   let failing = false;
+  let pruneHeldFor = "";
   while (!signal.aborted) {
     const desired = bridge.lastDesired;
     if (desired !== undefined && bridge.synced) {
       try {
         await keeper.pass(desired.ranges, bridge.lastSubnets);
-        await keeper.prune(desired.ranges, bridge.lastSubnets);
+        // A NAD that cannot be read is unknown, not gone, and a stale view may miss a NAD: nothing is
+        // pruned on either.
+        const held = [
+          ...(bridge.trusted ? [] : ["the view of the cluster is stale"]),
+          ...desired.unreadableNads.map((nad) => `NAD ${nad} cannot be read`),
+        ].join("; ");
+        if (held === "") await keeper.prune(desired.ranges, bridge.lastSubnets);
+        else if (held !== pruneHeldFor) {
+          logger.warn(
+            { reason: held },
+            "reservations are kept, none is deleted, until every NAD reads and the view is trusted",
+          );
+        }
+        pruneHeldFor = held;
         if (failing) logger.info("the reservations pass works again");
         failing = false;
       } catch (error) {
