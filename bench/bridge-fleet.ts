@@ -212,6 +212,7 @@ export async function benchBridgeFleet(): Promise<BenchResult[]> {
           retry: { baseMs: config.retryBaseMs, maxMs: config.retryMaxMs },
           recentMemoryMs: config.confirmTimeoutMs,
           addressesPerEni: PER_ENI,
+          watchSilenceMs: 90_000,
         },
       );
       await bridge.start();

@@ -348,19 +348,111 @@ describe("desired state", () => {
     ]);
   });
 
-  it("reports unreadable NADs and IPPool allocations, and uses the rest", () => {
+  it("reports unreadable NADs and IPPool allocations on their objects, and uses the rest", () => {
     const state = desiredState(
       input({
-        nads: [NAD, { namespace: "cnf", name: "bad", config: "{" }],
+        nads: [NAD, { namespace: "cnf", name: "bad", uid: "uid-bad", config: "{" }],
         ipPools: [pool("198.51.100.192/27", { x: "cnf/a", "99": "cnf/b" })],
       }),
     );
-    expect(state.problems).toEqual([
-      "NAD cnf/bad: spec.config is not JSON",
-      'IPPool kube-system/198.51.100.192-27: allocation "99" is not an offset inside 198.51.100.192/27',
-      'IPPool kube-system/198.51.100.192-27: allocation "x" is not an offset inside 198.51.100.192/27',
+    expect(state.problems.map((p) => [p.kind, `${p.namespace}/${p.name}`, p.uid])).toEqual([
+      ["NetworkAttachmentDefinition", "cnf/bad", "uid-bad"],
+      ["IPPool", "kube-system/198.51.100.192-27", undefined],
+      ["IPPool", "kube-system/198.51.100.192-27", undefined],
     ]);
+    expect(state.problems.map((p) => p.message)).toEqual([
+      "NAD cnf/bad: spec.config is not JSON; the bridge keeps what it last read of this NAD (nothing) and its reservations until the NAD reads again or is deleted: fix spec.config",
+      'IPPool kube-system/198.51.100.192-27: allocation "99" is not an offset inside 198.51.100.192/27; whereabouts keys allocations by the decimal offset of the address in spec.range: remove or fix the entry',
+      'IPPool kube-system/198.51.100.192-27: allocation "x" is not an offset inside 198.51.100.192/27; whereabouts keys allocations by the decimal offset of the address in spec.range: remove or fix the entry',
+    ]);
+    expect(state.unreadableNads).toEqual(["cnf/bad"]);
     expect(state.ranges.map((r) => r.cidr)).toEqual(["198.51.100.192/27", "2001:db8:100:2::100/120"]);
+  });
+
+  it("keeps the ranges a NAD had when it last read while its configuration cannot be read", () => {
+    const good = desiredState(input());
+    expect(good.rangesByNad.get("cnf/multus-ipvlan")?.map((r) => r.cidr)).toEqual([
+      "198.51.100.192/27",
+      "2001:db8:100:2::100/120",
+    ]);
+    const typo = { ...NAD, config: NAD.config.slice(0, -1) };
+    const held = eni({ ipv4s: ["198.51.100.140", "198.51.100.199"] });
+    const broken = desiredState(
+      input({
+        nads: [typo],
+        enis: [ETH0, held],
+        lastGoodRanges: good.rangesByNad,
+        unusedSince: new Map([[unusedKey("eni-0multus", "198.51.100.199"), 0]]),
+      }),
+    );
+    expect(broken.unreadableNads).toEqual(["cnf/multus-ipvlan"]);
+    expect(broken.ranges.map((r) => r.cidr)).toEqual(["198.51.100.192/27", "2001:db8:100:2::100/120"]);
+    // Carried forward again on the next computation, so a typo that stays keeps its ranges.
+    expect(broken.rangesByNad).toEqual(good.rangesByNad);
+    // Without a last good reading the ranges are unknown: nothing in them is released.
+    const unknown = desiredState(
+      input({
+        nads: [typo],
+        enis: [ETH0, held],
+        unusedSince: new Map([[unusedKey("eni-0multus", "198.51.100.199"), 0]]),
+      }),
+    );
+    expect(unknown.releases).toEqual([]);
+  });
+
+  it("lists a live pod whose network-status cannot be read, and not a finished one", () => {
+    const unreadable = { ...pod("upf-1", []), annotations: { "k8s.v1.cni.cncf.io/network-status": "[{" } };
+    const state = desiredState(
+      input({
+        pods: [unreadable, { ...unreadable, name: "job-0", uid: "uid-job-0", phase: "Succeeded" }],
+      }),
+    );
+    expect(state.unreadablePods).toEqual(["cnf/upf-1"]);
+    expect(state.problems.map((p) => [p.kind, p.name, p.uid])).toEqual([["Pod", "upf-1", "uid-upf-1"]]);
+  });
+});
+
+describe("finished pods", () => {
+  it("carry nothing: a Succeeded or Failed pod's address is released after the grace", () => {
+    for (const phase of ["Succeeded", "Failed"]) {
+      const state = desiredState(
+        input({
+          pods: [pod("job-0", ["198.51.100.199"], { phase })],
+          enis: [ETH0, eni({ ipv4s: ["198.51.100.140", "198.51.100.199"] })],
+          ipPools: [pool("198.51.100.192/27", { "7": "cnf/job-0" })],
+          unusedSince: new Map([[unusedKey("eni-0multus", "198.51.100.199"), 0]]),
+        }),
+      );
+      expect(state.interfaces).toEqual([]);
+      expect(state.releases.map((r) => r.address)).toEqual(["198.51.100.199"]);
+    }
+  });
+
+  it("do not block the address's next owner: the running pod whereabouts names gets it, with no conflict", () => {
+    const state = desiredState(
+      input({
+        pods: [
+          pod("job-0", ["198.51.100.199"], { phase: "Succeeded" }),
+          pod("upf-1", ["198.51.100.199"], { phase: "Running" }),
+        ],
+        ipPools: [pool("198.51.100.192/27", { "7": "cnf/upf-1" })],
+      }),
+    );
+    expect(state.conflicts).toEqual([]);
+    expect(state.interfaces.map((i) => [i.name, i.addresses])).toEqual([
+      ["cnf/upf-1/net1", ["198.51.100.199"]],
+    ]);
+  });
+
+  it("whereabouts' owner wins a tie between two running pods of this node", () => {
+    const state = desiredState(
+      input({
+        pods: [pod("upf-0", ["198.51.100.199"]), pod("upf-1", ["198.51.100.199"])],
+        ipPools: [pool("198.51.100.192/27", { "7": "cnf/upf-1" })],
+      }),
+    );
+    expect(state.interfaces.map((i) => i.name)).toEqual(["cnf/upf-1/net1"]);
+    expect(state.conflicts.map((c) => [c.pod.name, c.other.name])).toEqual([["upf-0", "upf-1"]]);
   });
 });
 

@@ -241,6 +241,44 @@ describe.skipIf(unbuilt)("multus-ipmgr bridge, the built binary, against multus-
     expect(bridge.stderr).toBe("");
   });
 
+  it("keeps a NAD's subnet CIDR reservations in create mode while its configuration has a typo", async () => {
+    const { ready, kubeconfig } = await startSim();
+    const bridge = await startBridge(ready, kubeconfig, {
+      IPMGR_BRIDGE_RESERVATIONS: "create",
+      IPMGR_BRIDGE_RESERVATION_INTERVAL_MS: "1000",
+    });
+    const reservations = async (): Promise<string[]> =>
+      (await controlJson<{ reservations: { cidr: string }[] }>(ready, "GET", "/state")).reservations
+        .map((r) => r.cidr)
+        .sort();
+    await eventually(async () => (await reservations()).length === 2, "the two ranges reserved", 15_000);
+    const nadPath = "/apis/k8s.cni.cncf.io/v1/namespaces/cnf/network-attachment-definitions/multus-ipvlan";
+    const nad = (await (await fetch(`${ready.kubernetes}${nadPath}`)).json()) as { spec: { config: string } };
+    const typo = nad.spec.config.slice(0, -1);
+    const patched = await fetch(`${ready.kubernetes}${nadPath}`, {
+      method: "PATCH",
+      headers: { "content-type": "application/merge-patch+json" },
+      body: JSON.stringify({ spec: { config: typo } }),
+    });
+    expect(patched.status).toBe(200);
+    // Several reservation passes later, both reservations are still there.
+    await new Promise((r) => setTimeout(r, 3_000));
+    expect(await reservations()).toEqual(["198.51.100.192/27", "2001:db8:100:2::100/120"]);
+    await eventually(
+      async () =>
+        (await (await fetch(`${bridge.http}/readyz`)).text()).includes("cannot read: NAD cnf/multus-ipvlan"),
+      "the unreadable NAD on /readyz",
+    );
+    const calls = await controlJson<{ action: string }[]>(ready, "GET", "/calls");
+    expect(calls.filter((c) => c.action === "DeleteSubnetCidrReservation")).toEqual([]);
+    expect(bridge.logs).toContainEqual(
+      expect.objectContaining({ level: 40, object: "NetworkAttachmentDefinition cnf/multus-ipvlan" }),
+    );
+    expect(
+      await metric(bridge.http, 'multus_ipmgr_bridge_input_problems{kind="NetworkAttachmentDefinition"}'),
+    ).toBe(1);
+  });
+
   it("exits 12 naming the kubeconfig when it cannot be read", async () => {
     const { ready } = await startSim();
     const bridge = await startBridge(ready, "/nonexistent/ipmgr-kubeconfig");

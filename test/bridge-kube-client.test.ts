@@ -65,6 +65,7 @@ describe("the bridge's Kubernetes adapter", () => {
     const pods = await k.watchPods(NODE_A, { changed: () => changes++ });
     expect(pods.synced).toBe(true);
     expect(pods.list().map((pod) => pod.name)).toEqual(["upf-0"]);
+    await eventually(() => p.requests.some((r) => r.includes("watch=true")), "the watch request");
     const watch = p.requests.find((r) => r.includes("watch=true"));
     expect(watch).toContain("fieldSelector=spec.nodeName%3Dip-198-51-100-10.ec2.internal");
     expect(watch).toContain("allowWatchBookmarks=true");
@@ -124,6 +125,7 @@ describe("the bridge's Kubernetes adapter", () => {
       "name",
       "namespace",
       "nodeName",
+      "phase",
       "uid",
     ]);
   });

@@ -92,6 +92,7 @@ async function startBridge(world: World, options: Partial<BridgeOptions> = {}): 
       retry: { baseMs: 50, maxMs: 500 },
       recentMemoryMs: 5_000,
       addressesPerEni: 50,
+      watchSilenceMs: 90_000,
       ...options,
     },
   );

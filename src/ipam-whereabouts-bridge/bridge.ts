@@ -18,8 +18,9 @@ import type { Logger } from "../eni/process/logger.js";
 import type { ProbeResult } from "../eni/process/probe-server.js";
 import { applyPlan, planFor } from "../eni/reconcile.js";
 import type { EniState, Plan, PlanAction } from "../eni/types.js";
-import { type DesiredState, desiredState, type PodRef } from "./desired-state.js";
+import { type DesiredState, desiredState, type PodRef, type Release, unusedKey } from "./desired-state.js";
 import type {
+  EventObjectKind,
   IpPoolInfo,
   KubeApi,
   NadInfo,
@@ -27,10 +28,12 @@ import type {
   PodInfo,
   WatchedCollection,
 } from "./kube-api.js";
-import type { BridgeMetrics, WaveOutcome } from "./metrics.js";
+import type { BridgeMetrics, ReleaseHoldReason, WaveOutcome } from "./metrics.js";
 import type { PodEventReporter } from "./pod-events.js";
 import type { SubnetView } from "./reservation-cover.js";
+import { type ViewTrust, viewTrust } from "./view-trust.js";
 import { type BridgeRefusal, overlayRecent, planWave, type RecentChange } from "./wave-plan.js";
+import type { WhereaboutsRange } from "./whereabouts-ranges.js";
 
 /** The tag that marks an ENI the VPC CNI must leave alone: a Multus ENI. */
 export const NO_MANAGE_TAG = "node.k8s.amazonaws.com/no_manage";
@@ -59,6 +62,11 @@ export interface BridgeOptions {
   readonly recentMemoryMs: number;
   /** Addresses per ENI and family for the instance type; undefined: unknown (no room check). */
   readonly addressesPerEni: number | undefined;
+  /**
+   * A watch not heard from (event or bookmark) for this long makes the view stale: no release until it is
+   * heard from again, ms. The same bound as the Kubernetes adapter's silence watchdog.
+   */
+  readonly watchSilenceMs: number;
 }
 
 /** What the last wave saw and did, for /readyz and the tests. */
@@ -75,6 +83,13 @@ export interface WaveReport {
 }
 
 const WAKE = Symbol("wake");
+
+/** The Event reason for input the bridge cannot read, by the kind of object that holds it. */
+const PROBLEM_REASON: Readonly<Record<EventObjectKind, string>> = {
+  Pod: "NetworkStatusUnreadable",
+  NetworkAttachmentDefinition: "NetworkConfigUnreadable",
+  IPPool: "AllocationUnreadable",
+};
 
 interface Collections {
   readonly pods: WatchedCollection<PodInfo>;
@@ -107,6 +122,14 @@ export class Bridge {
   #report: WaveReport | undefined;
   #running = false;
   #stopped = false;
+  #trusted = false;
+  #everTrusted = false;
+  #trustKey = "";
+  #trustReasons: readonly string[] = ["the Kubernetes watches have not started"];
+  #holds = new Set<ReleaseHoldReason>();
+  #lastGoodRanges = new Map<string, readonly WhereaboutsRange[]>();
+  #warnedProblems = new Set<string>();
+  #problemLines: string[] = [];
 
   constructor(
     private readonly deps: BridgeDeps,
@@ -119,6 +142,7 @@ export class Bridge {
     const listener = {
       changed: () => this.changed(),
       failed: (resource: string) => metrics.watchRestart(resource),
+      healthChanged: () => this.#healthChanged(),
     };
     const [pods, nads, ipPools, reservations] = await Promise.all([
       kube.watchPods(this.options.nodeName, listener),
@@ -127,6 +151,52 @@ export class Bridge {
       kube.watchOverlappingReservations(listener),
     ]);
     this.#collections = { pods, nads, ipPools, reservations };
+  }
+
+  /** Whether releases may act on the watches' caches now, and why not. */
+  #trustNow(): ViewTrust {
+    const c = this.#collections;
+    if (c === undefined) return { trusted: false, reasons: ["the Kubernetes watches have not started"] };
+    return viewTrust(
+      Object.values(c).map((collection) => collection.health()),
+      this.deps.clock.now(),
+      this.options.watchSilenceMs,
+    );
+  }
+
+  /** A watch failed, relisted or works again: graces restart on a stale view, a wave runs when it is back. */
+  #healthChanged(): void {
+    const trust = this.#trustNow();
+    const was = this.#trusted;
+    this.#noteTrust(trust);
+    if (trust.trusted && !was) this.changed();
+  }
+
+  /** Records the trust, logs each change once, and restarts every grace while the view is stale. */
+  #noteTrust(trust: ViewTrust): void {
+    const { logger } = this.deps;
+    const was = this.#trusted;
+    this.#trusted = trust.trusted;
+    this.#trustReasons = trust.reasons;
+    if (!trust.trusted) this.#unusedSince = new Map();
+    const key = trust.reasons.join("\n");
+    if (!trust.trusted && key !== this.#trustKey) {
+      const faulted = Object.values(this.#collections ?? {}).some((c) => c.health().fault !== undefined);
+      if (this.#everTrusted || faulted) {
+        logger.warn(
+          { reasons: trust.reasons },
+          "the view of the cluster is stale: releases are held until every watch is back and heard from, and each release's grace restarts then",
+        );
+      }
+    }
+    if (trust.trusted && !was) {
+      if (this.#everTrusted) {
+        logger.info("the view of the cluster is trusted again; release graces restart now");
+      }
+      this.#everTrusted = true;
+    }
+    this.#trustKey = key;
+    this.deps.metrics.trust(trust.trusted, this.#holds);
   }
 
   /** A Kubernetes object changed: a wave runs after the window. */
@@ -144,6 +214,11 @@ export class Bridge {
   /** The subnets of this node's Multus ENIs at the last wave, for the reservations keeper. */
   get lastSubnets(): readonly SubnetView[] {
     return this.#lastSubnets;
+  }
+
+  /** Whether the view of the cluster can be trusted now (every watch listed, watching, heard from). */
+  get trusted(): boolean {
+    return this.#trustNow().trusted;
   }
 
   /** Whether every watch has listed once. */
@@ -266,11 +341,8 @@ export class Bridge {
     const { clock, logger, imds, ec2 } = this.deps;
     const collections = this.#collections;
     if (collections === undefined) throw new Error("internal: the bridge ran before start()");
-    const synced =
-      collections.pods.synced &&
-      collections.nads.synced &&
-      collections.ipPools.synced &&
-      collections.reservations.synced;
+    const trust = this.#trustNow();
+    this.#noteTrust(trust);
     const now = clock.now();
     const observed = await readEnis(imds);
     signal.throwIfAborted();
@@ -281,24 +353,56 @@ export class Bridge {
     this.#recent = overlay.recent;
     const enis = overlay.enis;
 
-    const pods = collections.pods.list().filter((p) => p.nodeName === this.options.nodeName);
-    const desired = desiredState({
-      pods,
-      nads: collections.nads.list(),
-      ipPools: collections.ipPools.list(),
-      overlappingReservations: collections.reservations.list(),
-      enis,
-      multusEniIds,
-      allowedCidrs: this.options.allowedCidrs,
-      now,
-      releaseGraceMs: this.options.releaseGraceMs,
-      // Until every watch has listed, nothing is known to be unused: no grace starts, no release.
-      unusedSince: this.#unusedSince,
-    });
-    const releases = synced ? desired.releases : [];
-    this.#unusedSince = synced ? desired.unusedSince : new Map();
+    const nodePods = (all: readonly PodInfo[]): PodInfo[] =>
+      all.filter((p) => p.nodeName === this.options.nodeName);
+    const lastGoodRanges = this.#lastGoodRanges;
+    const unusedBefore = this.#unusedSince;
+    const desiredFrom = (
+      pods: readonly PodInfo[],
+      ipPools: readonly IpPoolInfo[],
+      reservations: readonly OverlappingReservationInfo[],
+    ): DesiredState =>
+      desiredState({
+        pods: nodePods(pods),
+        nads: collections.nads.list(),
+        ipPools,
+        overlappingReservations: reservations,
+        enis,
+        multusEniIds,
+        allowedCidrs: this.options.allowedCidrs,
+        now,
+        releaseGraceMs: this.options.releaseGraceMs,
+        unusedSince: unusedBefore,
+        lastGoodRanges,
+      });
+    const desired = desiredFrom(
+      collections.pods.list(),
+      collections.ipPools.list(),
+      collections.reservations.list(),
+    );
+    this.#lastGoodRanges = desired.rangesByNad;
+    this.#reportProblems(desired);
+    // A stale view knows nothing to be unused: no grace runs and nothing is released until it is trusted.
+    const holds = new Set<ReleaseHoldReason>();
+    if (!trust.trusted) holds.add("stale-view");
+    if (desired.unreadablePods.length > 0) holds.add("unreadable-pod");
+    this.#unusedSince = trust.trusted ? desired.unusedSince : new Map();
+    let releases = holds.size === 0 ? desired.releases : [];
+    if (releases.length > 0) {
+      const confirmed = await this.#confirmReleases(releases, desiredFrom, signal);
+      if (confirmed === undefined) {
+        holds.add("unconfirmed");
+        releases = [];
+      } else releases = confirmed;
+    }
+    this.#holds = holds;
+    this.deps.metrics.trust(trust.trusted, holds);
     this.#nextPendingAt =
       desired.pending.length === 0 ? undefined : Math.min(...desired.pending.map((p) => p.releaseAt));
+    if (holds.has("unconfirmed") || (holds.has("unreadable-pod") && desired.releases.length > 0)) {
+      // Held releases are due: look again soon rather than at the resync.
+      this.#nextPendingAt = Math.min(this.#nextPendingAt ?? Infinity, now + this.options.retry.baseMs);
+    }
     this.#lastDesired = desired;
     this.#lastSubnets = enis
       .filter((e) => multusEniIds.has(e.eniId))
@@ -370,6 +474,79 @@ export class Bridge {
     const outcome: WaveOutcome = done.size > 0 ? "applied" : "noop";
     this.#reportWave(desired, wave, enis, done, failures, outcome, mutatingCalls, now);
     return outcome;
+  }
+
+  /**
+   * The releases a fresh list of pods, IPPools and reservations agrees on: a watch can lag (a connection
+   * that stalls without failing), and a release on a stale reading takes a live pod's address. Undefined
+   * when the fresh lists cannot be read: nothing is released then.
+   */
+  async #confirmReleases(
+    releases: readonly Release[],
+    desiredFrom: (
+      pods: readonly PodInfo[],
+      ipPools: readonly IpPoolInfo[],
+      reservations: readonly OverlappingReservationInfo[],
+    ) => DesiredState,
+    signal: AbortSignal,
+  ): Promise<Release[] | undefined> {
+    const c = this.#collections;
+    if (c === undefined) return undefined;
+    let fresh: DesiredState;
+    try {
+      const [pods, ipPools, reservations] = await Promise.all([
+        c.pods.fetchNow(),
+        c.ipPools.fetchNow(),
+        c.reservations.fetchNow(),
+      ]);
+      signal.throwIfAborted();
+      fresh = desiredFrom(pods, ipPools, reservations);
+    } catch (error) {
+      if (isAbort(error, signal)) throw error;
+      this.deps.logger.warn(
+        { err: error, releases: releases.length },
+        "could not list pods, IPPools and reservations afresh to confirm releases; they are held and tried again shortly",
+      );
+      return undefined;
+    }
+    if (fresh.unreadablePods.length > 0) return undefined;
+    const agreed = new Set(fresh.releases.map((r) => unusedKey(r.eniId, r.address)));
+    const confirmed = releases.filter((r) => agreed.has(unusedKey(r.eniId, r.address)));
+    for (const r of releases) {
+      if (!agreed.has(unusedKey(r.eniId, r.address))) {
+        this.deps.logger.info(
+          { eniId: r.eniId, address: r.address },
+          "not released: a fresh list shows the address in use, which the watch has not delivered yet",
+        );
+        this.#unusedSince.delete(unusedKey(r.eniId, r.address));
+      }
+    }
+    return confirmed;
+  }
+
+  /** Each unreadable input: a warning once, an Event on its object, a /readyz line and the metric. */
+  #reportProblems(desired: DesiredState): void {
+    const { logger, events, metrics } = this.deps;
+    const keys = new Set<string>();
+    const counts: Record<string, number> = {};
+    const lines: string[] = [];
+    for (const problem of desired.problems) {
+      const object = `${problem.kind} ${problem.namespace}/${problem.name}`;
+      const key = `${object} ${problem.message}`;
+      keys.add(key);
+      counts[problem.kind] = (counts[problem.kind] ?? 0) + 1;
+      lines.push(`cannot read: ${problem.message}`);
+      if (!this.#warnedProblems.has(key)) logger.warn({ object }, problem.message);
+      events.report({
+        pod: { namespace: problem.namespace, name: problem.name, uid: problem.uid, kind: problem.kind },
+        type: "Warning",
+        reason: PROBLEM_REASON[problem.kind],
+        message: problem.message,
+      });
+    }
+    this.#warnedProblems = keys;
+    this.#problemLines = [...new Set(lines)];
+    metrics.inputProblems(counts);
   }
 
   #reportWave(
@@ -448,8 +625,6 @@ export class Bridge {
         message: conflict.detail,
       });
     }
-    for (const problem of desired.problems)
-      logger.debug({ problem }, "could not read part of the cluster's state");
 
     const conflictLines = [...new Set(desired.conflicts.map((c) => c.detail))];
     metrics.view({
@@ -493,12 +668,19 @@ export class Bridge {
     if (c === undefined) {
       return { ok: false, lines: ["the Kubernetes watches have not started"] };
     }
-    for (const [name, collection] of Object.entries(c)) {
-      if (!collection.synced) {
-        ok = false;
-        lines.push(`the ${name} watch has not listed yet`);
-      }
+    const trust = this.#trustNow();
+    if (!trust.trusted) {
+      ok = false;
+      lines.push("the view of the cluster is stale; releases are held:");
+      for (const reason of trust.reasons) lines.push(`  ${reason}`);
     }
+    if (this.#holds.has("unreadable-pod")) {
+      lines.push("releases are held: a live pod's network-status cannot be read (see below)");
+    }
+    if (this.#holds.has("unconfirmed")) {
+      lines.push("releases are held: the fresh list that confirms them failed; tried again shortly");
+    }
+    lines.push(...this.#problemLines);
     const report = this.#report;
     if (report === undefined) {
       ok = false;

@@ -12,7 +12,14 @@
  *
  * Conflicts (never moved, reported on both pods):
  *   whereabouts allocates the address to another pod (IPPool or OverlappingRangeIPReservation podref);
- *   two pods of this node carry it. A pod being deleted yields to a running pod with the same address.
+ *   two pods of this node carry it. A pod being deleted yields to a running pod with the same address, and
+ *   when whereabouts names one of the carriers as the owner, the owner wins. A pod that has finished
+ *   (phase Succeeded or Failed) carries nothing: its addresses are released like a deleted pod's.
+ *
+ * Input that cannot be read is unknown, never empty: a NAD whose configuration cannot be read keeps the
+ * ranges it had when it last read (`lastGoodRanges`), and is listed in `unreadableNads` so that its
+ * reservations are kept; a live pod whose network-status cannot be read is listed in `unreadablePods` (the
+ * bridge then releases nothing, as that pod may carry any address). Each is an `InputProblem` naming the object.
  *
  * Release. A secondary address of one of this node's Multus ENIs is released when it lies in a managed range
  * (a whereabouts range of any NAD, within the allowed CIDRs), no pod of this node carries it (pods being
@@ -30,7 +37,13 @@ import {
   tryCanonical,
 } from "../eni/ip.js";
 import type { EniState, IpFamily, PodInterface } from "../eni/types.js";
-import type { IpPoolInfo, NadInfo, OverlappingReservationInfo, PodInfo } from "./kube-api.js";
+import type {
+  EventObjectKind,
+  IpPoolInfo,
+  NadInfo,
+  OverlappingReservationInfo,
+  PodInfo,
+} from "./kube-api.js";
 import { type PodSkipReason, podNetworks, skipReasonOf } from "./pod-networks.js";
 import { rangeContains, rangesOfNad, type WhereaboutsRange } from "./whereabouts-ranges.js";
 
@@ -58,6 +71,18 @@ export interface DesiredInput {
   readonly releaseGraceMs: number;
   /** From the previous computation: `unusedKey(eniId, address)` -> since when it is unused (ms). */
   readonly unusedSince: ReadonlyMap<string, number>;
+  /** From the previous computation (`rangesByNad`): the ranges of each NAD when it last read. */
+  readonly lastGoodRanges?: ReadonlyMap<string, readonly WhereaboutsRange[]>;
+}
+
+/** Input the bridge could not read, on the object that holds it. */
+export interface InputProblem {
+  readonly kind: EventObjectKind;
+  readonly namespace: string;
+  readonly name: string;
+  readonly uid: string | undefined;
+  /** One sentence: the object, what is wrong, and the fix. */
+  readonly message: string;
 }
 
 export interface Conflict {
@@ -95,10 +120,16 @@ export interface DesiredState {
   /** Attachments whose MAC matches no ENI of this node (not ipvlan on an ENI): left alone. */
   readonly unmatched: { readonly pod: PodRef; readonly interfaceName: string; readonly mac: string }[];
   readonly conflicts: Conflict[];
-  /** Unreadable annotations or NAD configurations, one sentence each. */
-  readonly problems: string[];
-  /** Whereabouts ranges of every NAD (before the allowed CIDRs are applied). */
+  /** Unreadable annotations, NAD configurations and IPPool entries, one per object and problem. */
+  readonly problems: InputProblem[];
+  /** Whereabouts ranges of every NAD (before the allowed CIDRs are applied); last good ones for unreadable NADs. */
   readonly ranges: WhereaboutsRange[];
+  /** `namespace/name` of each NAD -> its ranges (the last good ones when it cannot be read now). */
+  readonly rangesByNad: Map<string, readonly WhereaboutsRange[]>;
+  /** NADs (`namespace/name`) whose configuration cannot be read: their reservations are kept. */
+  readonly unreadableNads: string[];
+  /** Live pods (`namespace/name`) whose network-status cannot be read: nothing is released while any is. */
+  readonly unreadablePods: string[];
   readonly releases: Release[];
   readonly pending: PendingRelease[];
   /** To pass back as `unusedSince` next time. */
@@ -114,11 +145,20 @@ const byString = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 const podKey = (pod: { namespace: string; name: string }): string => `${pod.namespace}/${pod.name}`;
 const refOf = (pod: PodInfo): PodRef => ({ namespace: pod.namespace, name: pod.name, uid: pod.uid });
 
+/** A pod whose containers have all ended for good: it carries no address any more. */
+export function podFinished(pod: PodInfo): boolean {
+  return pod.phase === "Succeeded" || pod.phase === "Failed";
+}
+
 function refOfPodref(podref: string): PodRef {
   const slash = podref.indexOf("/");
   return slash < 0
     ? { namespace: "default", name: podref, uid: undefined }
     : { namespace: podref.slice(0, slash), name: podref.slice(slash + 1), uid: undefined };
+}
+
+function poolProblem(pool: IpPoolInfo, message: string): InputProblem {
+  return { kind: "IPPool", namespace: pool.namespace, name: pool.name, uid: undefined, message };
 }
 
 interface Owner {
@@ -130,7 +170,7 @@ interface Owner {
 function whereaboutsOwners(
   pools: readonly IpPoolInfo[],
   reservations: readonly OverlappingReservationInfo[],
-  problems: string[],
+  problems: InputProblem[],
 ): Map<string, Owner> {
   const owners = new Map<string, Owner>();
   const sortedPools = [...pools].sort((a, b) => byString(podKey(a), podKey(b)));
@@ -139,7 +179,9 @@ function whereaboutsOwners(
     try {
       cidr = canonicalCidr(pool.range);
     } catch {
-      problems.push(`IPPool ${podKey(pool)}: spec.range ${JSON.stringify(pool.range)} is not a CIDR`);
+      problems.push(
+        poolProblem(pool, `IPPool ${podKey(pool)}: spec.range ${JSON.stringify(pool.range)} is not a CIDR`),
+      );
       continue;
     }
     for (const [offset, allocation] of Object.entries(pool.allocations).sort(([a], [b]) => byString(a, b))) {
@@ -150,7 +192,10 @@ function whereaboutsOwners(
         address = addressAtOffset(cidr, BigInt(offset));
       } catch {
         problems.push(
-          `IPPool ${podKey(pool)}: allocation ${JSON.stringify(offset)} is not an offset inside ${cidr}`,
+          poolProblem(
+            pool,
+            `IPPool ${podKey(pool)}: allocation ${JSON.stringify(offset)} is not an offset inside ${cidr}; whereabouts keys allocations by the decimal offset of the address in spec.range: remove or fix the entry`,
+          ),
         );
         continue;
       }
@@ -179,8 +224,10 @@ interface Claim {
 }
 
 export function desiredState(input: DesiredInput): DesiredState {
-  const problems: string[] = [];
-  const pods = [...input.pods].sort((a, b) => byString(podKey(a), podKey(b)) || byString(a.uid, b.uid));
+  const problems: InputProblem[] = [];
+  const pods = [...input.pods]
+    .filter((pod) => !podFinished(pod))
+    .sort((a, b) => byString(podKey(a), podKey(b)) || byString(a.uid, b.uid));
   const podsOnNode = new Set(pods.map(podKey));
   const enisByMac = new Map<string, EniState>();
   for (const eni of [...input.enis].sort((a, b) => byString(a.eniId, b.eniId))) {
@@ -189,10 +236,30 @@ export function desiredState(input: DesiredInput): DesiredState {
   }
 
   const ranges: WhereaboutsRange[] = [];
+  const rangesByNad = new Map<string, readonly WhereaboutsRange[]>();
+  const unreadableNads: string[] = [];
   for (const nad of [...input.nads].sort((a, b) => byString(podKey(a), podKey(b)))) {
     const read = rangesOfNad(nad);
-    ranges.push(...read.ranges);
-    problems.push(...read.problems);
+    const key = podKey(nad);
+    let kept: readonly WhereaboutsRange[] = read.ranges;
+    if (read.problems.length > 0) {
+      unreadableNads.push(key);
+      const lastGood = input.lastGoodRanges?.get(key) ?? [];
+      kept = [...read.ranges, ...lastGood.filter((r) => !read.ranges.some((n) => n.cidr === r.cidr))];
+      for (const message of read.problems) {
+        problems.push({
+          kind: "NetworkAttachmentDefinition",
+          namespace: nad.namespace,
+          name: nad.name,
+          uid: nad.uid,
+          message:
+            `${message}; the bridge keeps what it last read of this NAD (${kept.length === 0 ? "nothing" : kept.map((r) => r.cidr).join(", ")}) ` +
+            "and its reservations until the NAD reads again or is deleted: fix spec.config",
+        });
+      }
+    }
+    rangesByNad.set(key, kept);
+    ranges.push(...kept);
   }
   const owners = whereaboutsOwners(input.ipPools, input.overlappingReservations, problems);
 
@@ -201,9 +268,21 @@ export function desiredState(input: DesiredInput): DesiredState {
   const managedPods: PodRef[] = [];
   const skippedPods: DesiredState["skippedPods"] = [];
   const unmatched: DesiredState["unmatched"] = [];
+  const unreadablePods: string[] = [];
   for (const pod of pods) {
     const networks = podNetworks(pod);
-    problems.push(...networks.problems);
+    if (networks.problems.length > 0) {
+      unreadablePods.push(podKey(pod));
+      for (const message of networks.problems) {
+        problems.push({
+          kind: "Pod",
+          namespace: pod.namespace,
+          name: pod.name,
+          uid: pod.uid,
+          message: `${message}; the bridge releases no address on this node until it can read it`,
+        });
+      }
+    }
     for (const attachment of networks.attachments) for (const a of attachment.addresses) carried.add(a);
     const skip = skipReasonOf(pod);
     if (skip !== undefined) {
@@ -232,6 +311,23 @@ export function desiredState(input: DesiredInput): DesiredState {
     const contenders = running.length > 0 ? running : all;
     const podrefs = [...new Set(contenders.map((c) => podKey(c.pod)))].sort(byString);
     const owner = owners.get(address);
+    if (owner !== undefined && podrefs.length > 1 && podrefs.includes(owner.podref)) {
+      // whereabouts' owner wins the tie; the others are told.
+      const winners = contenders.filter((c) => podKey(c.pod) === owner.podref);
+      for (const claim of contenders.filter((c) => podKey(c.pod) !== owner.podref)) {
+        conflicts.push({
+          address,
+          pod: refOf(claim.pod),
+          other: refOf(winners[0]?.pod ?? claim.pod),
+          detail:
+            `address ${address} on ${podKey(claim.pod)} (${claim.interfaceName}) is allocated by whereabouts to ` +
+            `${owner.podref} (${owner.source}), which carries it too; it stays on ${owner.podref}'s ENI: ` +
+            "recreate the pod that does not own it.",
+        });
+      }
+      accepted.push(...winners);
+      continue;
+    }
     if (owner !== undefined && !podrefs.includes(owner.podref)) {
       for (const claim of contenders) {
         conflicts.push({
@@ -339,6 +435,9 @@ export function desiredState(input: DesiredInput): DesiredState {
     conflicts,
     problems,
     ranges,
+    rangesByNad,
+    unreadableNads,
+    unreadablePods,
     releases,
     pending,
     unusedSince,

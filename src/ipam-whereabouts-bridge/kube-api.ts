@@ -5,6 +5,8 @@
  * ClusterRole in examples/bridge-rbac.yaml grants exactly those.
  */
 
+import type { WatchHealth } from "./view-trust.js";
+
 /** A container of a pod: enough to recognise the sidecar. */
 export interface ContainerInfo {
   readonly name: string;
@@ -20,6 +22,8 @@ export interface PodInfo {
   readonly nodeName: string | undefined;
   /** `metadata.deletionTimestamp` is set: the pod is terminating and keeps its addresses until it is gone. */
   readonly deleting: boolean;
+  /** `status.phase`: Pending, Running, Succeeded, Failed, Unknown; undefined when not set yet. */
+  readonly phase?: string | undefined;
   readonly annotations: Readonly<Record<string, string>>;
   /** Init containers (native sidecars among them) and containers. */
   readonly containers: readonly ContainerInfo[];
@@ -29,6 +33,7 @@ export interface PodInfo {
 export interface NadInfo {
   readonly namespace: string;
   readonly name: string;
+  readonly uid?: string | undefined;
   /** `spec.config`: a CNI JSON document in a string; empty when the NAD has none (a CNI file on the node). */
   readonly config: string;
 }
@@ -69,9 +74,18 @@ export interface LeaseInfo {
   readonly resourceVersion: string | undefined;
 }
 
-/** A core/v1 Event about a pod. */
+/** The kinds of object the bridge writes Events about. */
+export type EventObjectKind = "Pod" | "NetworkAttachmentDefinition" | "IPPool";
+
+/** A core/v1 Event about a pod (or, with `kind`, a NAD or an IPPool). */
 export interface PodEvent {
-  readonly pod: { readonly namespace: string; readonly name: string; readonly uid: string | undefined };
+  readonly pod: {
+    readonly namespace: string;
+    readonly name: string;
+    readonly uid: string | undefined;
+    /** Default Pod. */
+    readonly kind?: EventObjectKind;
+  };
   readonly type: "Normal" | "Warning";
   /** UpperCamelCase, e.g. `AddressesAssigned`. */
   readonly reason: string;
@@ -83,6 +97,10 @@ export interface WatchedCollection<T> {
   list(): readonly T[];
   /** Whether the first list has completed (the cache is complete, or has been once). */
   readonly synced: boolean;
+  /** What the watch is doing, when it was last heard from, and its last failure. */
+  health(): WatchHealth;
+  /** A fresh, consistent list from the API server (the list verb its watch needs already), the cache left alone. */
+  fetchNow(): Promise<readonly T[]>;
 }
 
 /** Told about every change of a watched collection, and about watches that fail and are restarted. */
@@ -91,6 +109,8 @@ export interface WatchListener {
   changed(): void;
   /** A list or watch failed; it is retried after `retryInMs`. Must not throw. */
   failed?(resource: string, error: unknown, retryInMs: number): void;
+  /** A watch's phase or fault changed (it failed, relisted, or works again). Must not throw. */
+  healthChanged?(): void;
 }
 
 export interface KubeApi {

@@ -2,34 +2,26 @@
  * The Kubernetes adapter: the only module that imports @kubernetes/client-node. Loaded with a dynamic
  * import by the bridge's entrypoint, so that no other command parses the client (about 2 MB bundled).
  *
- * What client-node 1.4.0 does, and what this adapter adds:
- * - `ListWatch` (its informer) lists, then watches from the list's resourceVersion; on 410 Gone it relists.
- *   On any other failure (a list refused, a watch answered 5xx, a connection reset) it calls its error
- *   callbacks and stops for good: the adapter restarts it with capped exponential backoff.
- * - Its `Watch` never sends `allowWatchBookmarks` nor `timeoutSeconds`, and creates a 30 s timeout signal
- *   that it then overwrites: a watch whose connection dies silently would hang forever, and a watch with a
- *   field selector (pods of one node) falls behind the cluster's resourceVersion and meets 410 on every
- *   reconnect. The adapter's watch asks for bookmarks and a server-side timeout, and aborts a watch that
- *   stays silent past that timeout.
- * - Watch events carry raw JSON; lists are deserialized (dates as Date). The conversion below reads both.
- * - Its cache keeps every object whole, as listed or watched (a pod's managedFields, status, every container's
- *   env and probes, every annotation). The adapter hands the informer, instead, each object's identity and
- *   resourceVersion and the bridge's view of it (`PodInfo`, with the annotations the bridge reads only),
- *   converted once when it arrives: 1,000 pods of a node cost a few hundred KB, not tens of MB.
+ * Leases and Events go through client-node's typed APIs. Lists and watches do not: client-node 1.4.0's
+ * `ListWatch` stops for good on any failure but 410, and its `Watch` sends neither `allowWatchBookmarks` nor
+ * `timeoutSeconds` and cannot be aborted before the server answers, so a connection that dies without a word
+ * hangs it. The bridge keeps its own reflector (reflector.ts) on a small HTTP source here, with the health
+ * the bridge needs to know whether it may release (view-trust.ts).
+ *
+ * Each cache entry holds the object's `namespace/name` and the bridge's view of it (`PodInfo`, with only the
+ * annotations the bridge reads), converted once when it arrives: 1,000 pods of a node cost a few hundred KB,
+ * not the tens of MB whole objects would (managedFields, status, every container's env and probes).
  */
+import { request as httpRequest, type IncomingMessage } from "node:http";
+import { type RequestOptions as HttpsRequestOptions, request as httpsRequest } from "node:https";
+import { createInterface } from "node:readline";
 import {
   ApiException,
   CoordinationV1Api,
   CoreV1Api,
-  CustomObjectsApi,
   KubeConfig,
-  type KubernetesListObject,
-  type KubernetesObject,
-  ListWatch,
   type V1Lease,
-  Watch,
 } from "@kubernetes/client-node";
-import { backoffDelay } from "../eni/backoff.js";
 import { NETWORK_STATUS_ANNOTATIONS } from "../eni/network-status.js";
 import type { Clock } from "../eni/process/clock.js";
 import type { Logger } from "../eni/process/logger.js";
@@ -37,6 +29,7 @@ import { KubeConflictError } from "./errors/kube-conflict-error.js";
 import { KubeError } from "./errors/kube-error.js";
 import type {
   ContainerInfo,
+  EventObjectKind,
   IpPoolInfo,
   KubeApi,
   LeaseInfo,
@@ -49,6 +42,19 @@ import type {
   WhereaboutsAllocation,
 } from "./kube-api.js";
 import { MANAGED_ANNOTATION, SIDECAR_ANNOTATION } from "./pod-networks.js";
+import {
+  type Keyed,
+  ListTimeoutError,
+  Reflector,
+  type ReflectorSource,
+  WatchSilentError,
+} from "./reflector.js";
+import type { WatchFault } from "./view-trust.js";
+
+/** A watch silent this long (no event, no bookmark; API servers send a bookmark about every minute) is dead, ms. */
+export const DEFAULT_WATCH_SILENCE_MS = 90_000;
+/** A list unanswered this long is abandoned and retried, ms. */
+export const DEFAULT_LIST_TIMEOUT_MS = 60_000;
 
 export interface KubeClientOptions {
   /** A kubeconfig file; undefined: KUBECONFIG, ~/.kube/config, or the pod's service account (in cluster). */
@@ -59,6 +65,10 @@ export interface KubeClientOptions {
   readonly watchTimeoutSeconds: number;
   /** Timeout of one request that is not a watch (Lease, Event), in ms. */
   readonly requestTimeoutMs: number;
+  /** A watch silent this long (no event, no bookmark) is aborted and counted a fault, ms. Default 90 s. */
+  readonly watchSilenceMs?: number;
+  /** A list unanswered this long is aborted and counted a fault, ms. Default 60 s. */
+  readonly listTimeoutMs?: number;
   /** Backoff of a failed list or watch: first delay and cap, in ms. */
   readonly restartBaseMs: number;
   readonly restartMaxMs: number;
@@ -122,6 +132,7 @@ function podOf(pod: Raw): PodInfo {
     uid: text(metadata.uid) ?? "",
     nodeName: text(pod?.spec?.nodeName),
     deleting: metadata.deletionTimestamp !== undefined && metadata.deletionTimestamp !== null,
+    phase: text(pod?.status?.phase),
     annotations: podAnnotations(metadata.annotations),
     containers: containersOf(pod?.spec),
   };
@@ -131,6 +142,7 @@ function nadOf(nad: Raw): NadInfo {
   return {
     namespace: text(nad?.metadata?.namespace) ?? "",
     name: text(nad?.metadata?.name) ?? "",
+    uid: text(nad?.metadata?.uid),
     config: text(nad?.spec?.config) ?? "",
   };
 }
@@ -249,251 +261,286 @@ function kubeError(operation: string, error: unknown): KubeError {
   return new KubeError(fields, `${operation} failed (${said}); ${fix}.`, { cause: error });
 }
 
+/** A Kubernetes API answer that is not 200, with the Status it carried. */
+export class KubeHttpError extends Error {
+  override readonly name = "KubeHttpError";
+  constructor(
+    readonly statusCode: number,
+    readonly reason: string | undefined,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
 /**
- * client-node's Watch with what it lacks: bookmarks (a selective watch keeps up with the cluster's
- * resourceVersion instead of meeting 410), a server-side timeout, and a client-side one a little longer,
- * which aborts a watch whose connection died without a word (the informer then reports an error and is
- * restarted).
+ * GET on the API server with the kubeconfig's credentials and TLS settings, over node:http(s): client-node's
+ * own Watch sends neither bookmarks nor timeouts and cannot be aborted before the server answers. Resolves
+ * with the 200 answer; rejects with KubeHttpError for any other status.
  */
-class BoundedWatch extends Watch {
-  constructor(
-    config: KubeConfig,
-    private readonly timeoutSeconds: number,
-  ) {
-    super(config);
-  }
-
-  override async watch(
-    path: string,
-    queryParams: Record<string, string | number | boolean | undefined>,
-    callback: (phase: string, apiObj: Raw, watchObj?: Raw) => void,
-    done: (err: Raw) => void,
-  ): Promise<AbortController> {
-    let timer: NodeJS.Timeout | undefined;
-    let controller: AbortController | undefined;
-    const arm = (): void => {
-      clearTimeout(timer);
-      timer = setTimeout(() => controller?.abort(), (this.timeoutSeconds + 30) * 1000);
-      timer.unref();
-    };
-    arm();
-    controller = await super.watch(
-      path,
-      { ...queryParams, allowWatchBookmarks: true, timeoutSeconds: this.timeoutSeconds },
-      (phase, object, raw) => {
-        arm();
-        callback(phase, object, raw);
-      },
-      (err) => {
-        clearTimeout(timer);
-        done(err);
-      },
-    );
-    if (controller.signal.aborted) clearTimeout(timer);
-    return controller;
-  }
-}
-
-/** What an informer's cache holds: the object's identity and resourceVersion, and the bridge's view of it. */
-interface Cached<U> extends KubernetesObject {
-  readonly view: U;
-}
-
-function cachedOf<U>(object: Raw, convert: (object: Raw) => U): Cached<U> {
-  const namespace = text(object?.metadata?.namespace);
-  const name = text(object?.metadata?.name);
-  const resourceVersion = text(object?.metadata?.resourceVersion);
-  return {
-    metadata: {
-      ...(namespace === undefined ? {} : { namespace }),
-      ...(name === undefined ? {} : { name }),
-      ...(resourceVersion === undefined ? {} : { resourceVersion }),
-    },
-    view: convert(object),
-  };
-}
-
-/** `watch`, with each object an event adds, modifies or deletes replaced by its Cached form. */
-function projectingWatch<U>(watch: Watch, convert: (object: Raw) => U): Watch {
-  const projecting: Pick<Watch, "watch"> = {
-    watch: (path, queryParams, callback, done) =>
-      watch.watch(
-        path,
-        queryParams,
-        (phase, object, raw) =>
-          callback(
-            phase,
-            phase === "ADDED" || phase === "MODIFIED" || phase === "DELETED"
-              ? cachedOf(object, convert)
-              : object,
-            raw,
-          ),
-        done,
-      ),
-  };
-  // ListWatch calls nothing but `watch`.
-  return projecting as Watch;
-}
-
-/** A ListWatch kept running: restarted with backoff after every failure, until stopped. */
-class SupervisedInformer<T extends KubernetesObject, U> implements WatchedCollection<U> {
-  #failures = 0;
-  #synced = false;
-  #stopped = false;
-  #timer: NodeJS.Timeout | undefined;
-  readonly #informer: ListWatch<Cached<U>>;
-
-  constructor(
-    private readonly resource: string,
-    path: string,
-    watch: Watch,
-    list: () => Promise<KubernetesListObject<T>>,
-    convert: (object: T) => U,
-    private readonly listener: WatchListener,
-    private readonly options: KubeClientOptions,
-    fieldSelector?: string,
-  ) {
-    const listed = async (): Promise<KubernetesListObject<Cached<U>>> => {
-      const result = await list();
-      const items = result.items.map((item) => cachedOf(item, convert));
-      this.#synced = true;
-      if (this.#failures > 0) {
-        options.logger.info({ resource, failures: this.#failures }, "the list works again");
+async function kubeGet(config: KubeConfig, path: string, signal: AbortSignal): Promise<IncomingMessage> {
+  const cluster = config.getCurrentCluster();
+  if (cluster === null) throw new Error("the kubeconfig names no current cluster");
+  const url = new URL(path, cluster.server.endsWith("/") ? cluster.server : `${cluster.server}/`);
+  const options: HttpsRequestOptions = { method: "GET", headers: { accept: "application/json" } };
+  await config.applyToHTTPSOptions(options);
+  signal.throwIfAborted();
+  const send = url.protocol === "https:" ? httpsRequest : httpRequest;
+  return new Promise<IncomingMessage>((resolve, reject) => {
+    const req = send(url, { ...options, signal }, (answer) => {
+      if (answer.statusCode === 200) {
+        resolve(answer);
+        return;
       }
-      this.#failures = 0;
-      return { ...result, items };
-    };
-    this.#informer = new ListWatch<Cached<U>>(
-      path,
-      projectingWatch(watch, convert),
-      listed,
-      false,
-      undefined,
-      fieldSelector,
-    );
-    const changed = (): void => listener.changed();
-    this.#informer.on("add", changed);
-    this.#informer.on("update", changed);
-    this.#informer.on("delete", changed);
-    this.#informer.on("error", (error: unknown) => this.#failed(error));
-  }
-
-  get synced(): boolean {
-    return this.#synced;
-  }
-
-  list(): readonly U[] {
-    return this.#informer.list().map((cached) => cached.view);
-  }
-
-  async start(): Promise<void> {
-    await this.#informer.start();
-  }
-
-  async stop(): Promise<void> {
-    this.#stopped = true;
-    clearTimeout(this.#timer);
-    await this.#informer.stop();
-  }
-
-  #failed(error: unknown): void {
-    // Stopping aborts the watch, which the informer reports as an error.
-    if (this.#stopped) return;
-    this.#failures += 1;
-    const delay = backoffDelay(
-      { baseMs: this.options.restartBaseMs, maxMs: this.options.restartMaxMs },
-      this.#failures,
-    );
-    const { status, message } = statusOf(error);
-    // Logged on the first failure of a run, then every tenth: a long outage must not flood the log.
-    if (this.#failures === 1 || this.#failures % 10 === 0) {
-      this.options.logger.warn(
-        { resource: this.resource, status, reason: message, failures: this.#failures, retryInMs: delay },
-        "a list or watch failed; restarting it",
-      );
-    }
-    this.listener.failed?.(this.resource, error, delay);
-    clearTimeout(this.#timer);
-    this.#timer = setTimeout(() => {
-      if (this.#stopped) return;
-      this.#informer.start().catch((startError: unknown) => this.#failed(startError));
-    }, delay);
-    this.#timer.unref();
-  }
+      const chunks: Buffer[] = [];
+      answer.on("data", (chunk: Buffer) => chunks.push(chunk));
+      answer.on("error", reject);
+      answer.on("end", () => {
+        const body = Buffer.concat(chunks).toString("utf8");
+        let status: Raw;
+        try {
+          status = JSON.parse(body);
+        } catch {
+          status = { message: body };
+        }
+        reject(
+          new KubeHttpError(
+            answer.statusCode ?? 0,
+            text(status?.reason),
+            text(status?.message) ?? `HTTP ${answer.statusCode}`,
+          ),
+        );
+      });
+    });
+    req.on("error", (error) => reject(signal.aborted ? signal.reason : error));
+    req.end();
+  });
 }
+
+async function readBody(answer: IncomingMessage): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of answer) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString("utf8");
+}
+
+function keyedOf<U>(object: Raw, convert: (object: Raw) => U): Keyed<U> {
+  const namespace = text(object?.metadata?.namespace) ?? "";
+  const name = text(object?.metadata?.name) ?? "";
+  return { key: `${namespace}/${name}`, view: convert(object) };
+}
+
+/** The list and watch of one resource path over HTTP, as the Reflector asks for them. */
+function httpSource<U>(
+  config: KubeConfig,
+  path: string,
+  convert: (object: Raw) => U,
+  fieldSelector: string | undefined,
+  watchTimeoutSeconds: () => number,
+): ReflectorSource<U> {
+  const query = (extra: Record<string, string>): string => {
+    const params = new URLSearchParams(extra);
+    if (fieldSelector !== undefined) params.set("fieldSelector", fieldSelector);
+    return `${path}?${params.toString()}`;
+  };
+  return {
+    async list(signal) {
+      const answer = await kubeGet(config, query({}), signal);
+      const body: Raw = JSON.parse(await readBody(answer));
+      const items: Raw[] = Array.isArray(body?.items) ? body.items : [];
+      return {
+        resourceVersion: text(body?.metadata?.resourceVersion) ?? "",
+        items: items.map((item) => keyedOf(item, convert)),
+      };
+    },
+    async watch(resourceVersion, signal, opened, event) {
+      const answer = await kubeGet(
+        config,
+        query({
+          watch: "true",
+          allowWatchBookmarks: "true",
+          timeoutSeconds: String(watchTimeoutSeconds()),
+          resourceVersion,
+        }),
+        signal,
+      );
+      opened();
+      await new Promise<void>((resolve, reject) => {
+        const lines = createInterface({ input: answer, crlfDelay: Number.POSITIVE_INFINITY });
+        let settled = false;
+        const finish = (error?: unknown): void => {
+          if (settled) return;
+          settled = true;
+          lines.close();
+          if (error === undefined) resolve();
+          else {
+            answer.destroy();
+            reject(error);
+          }
+        };
+        lines.on("line", (line) => {
+          if (line.trim() === "") return;
+          try {
+            const parsed: Raw = JSON.parse(line);
+            const type = text(parsed?.type);
+            const object: Raw = parsed?.object;
+            if (type === "ERROR") {
+              event({
+                type: "ERROR",
+                status: typeof object?.code === "number" ? object.code : undefined,
+                message: text(object?.message) ?? "the watch answered an ERROR event",
+              });
+            } else if (type === "BOOKMARK") {
+              event({ type, resourceVersion: text(object?.metadata?.resourceVersion) ?? resourceVersion });
+            } else if (type === "ADDED" || type === "MODIFIED" || type === "DELETED") {
+              event({
+                type,
+                object: keyedOf(object, convert),
+                resourceVersion: text(object?.metadata?.resourceVersion) ?? resourceVersion,
+              });
+            }
+          } catch (error) {
+            finish(error);
+          }
+        });
+        // readline re-emits the input's errors; without this listener they would be thrown.
+        lines.on("error", (error) => finish(signal.aborted ? signal.reason : error));
+        answer.on("error", (error) => finish(signal.aborted ? signal.reason : error));
+        answer.on("aborted", () =>
+          finish(signal.aborted ? signal.reason : new Error("the watch connection was reset")),
+        );
+        lines.on("close", () => finish(signal.aborted ? signal.reason : undefined));
+        if (signal.aborted) finish(signal.reason);
+        signal.addEventListener("abort", () => finish(signal.reason), { once: true });
+      });
+    },
+  };
+}
+
+/**
+ * One sentence for a failed list or watch of `resource`, naming what happened and the fix: refused or
+ * unreachable, 401, 403 (the RBAC rule to apply), 404 (the CRD to install), silence, a list timeout.
+ */
+export function describeWatchFailure(resource: string, server: string, error: unknown): WatchFault {
+  if (error instanceof WatchSilentError || error instanceof ListTimeoutError) {
+    return {
+      status: undefined,
+      detail: `${error.message}; the connection to ${server} is taken as dead and restarted`,
+    };
+  }
+  const status =
+    error instanceof KubeHttpError
+      ? error.statusCode
+      : typeof (error as { statusCode?: unknown })?.statusCode === "number"
+        ? (error as { statusCode: number }).statusCode
+        : undefined;
+  const message = error instanceof Error ? error.message : String(error);
+  const code = (error as { code?: unknown })?.code;
+  const what = `the ${resource} watch fails`;
+  if (status === undefined) {
+    if (code === "ECONNREFUSED") {
+      return {
+        status,
+        detail: `${what}: ${server} refused the connection; check that the API server is up and reachable from this node`,
+      };
+    }
+    return { status, detail: `${what}: ${message} (${server}); check the node's route to the API server` };
+  }
+  if (status === 401) {
+    return {
+      status,
+      detail: `${what}: 401 Unauthorized; the service account token or kubeconfig credentials were refused`,
+    };
+  }
+  if (status === 403) {
+    return {
+      status,
+      detail: `${what}: 403 Forbidden (${message}); the bridge's ClusterRole lacks list/watch on ${resource}: apply examples/bridge-rbac.yaml`,
+    };
+  }
+  if (status === 404) {
+    const crd = CRD_OF[resource];
+    return {
+      status,
+      detail:
+        crd === undefined
+          ? `${what}: 404 Not Found (${message})`
+          : `${what}: 404 Not Found; the CRD ${crd} is not installed (install ${resource === "network-attachment-definitions" ? "Multus" : "whereabouts"})`,
+    };
+  }
+  return { status, detail: `${what}: ${status} (${message}); retried with backoff` };
+}
+
+const API_VERSION_OF: Readonly<Record<EventObjectKind, string>> = {
+  Pod: "v1",
+  NetworkAttachmentDefinition: `${NADS.group}/${NADS.version}`,
+  IPPool: `${WHEREABOUTS.group}/${WHEREABOUTS.version}`,
+};
+
+const CRD_OF: Readonly<Record<string, string>> = {
+  "network-attachment-definitions": "network-attachment-definitions.k8s.cni.cncf.io",
+  ippools: "ippools.whereabouts.cni.cncf.io",
+  overlappingrangeipreservations: "overlappingrangeipreservations.whereabouts.cni.cncf.io",
+};
 
 class KubeClient implements KubeApi {
   readonly #core: CoreV1Api;
-  readonly #custom: CustomObjectsApi;
   readonly #leases: CoordinationV1Api;
-  readonly #watch: Watch;
-  readonly #informers: SupervisedInformer<KubernetesObject, unknown>[] = [];
+  readonly #reflectors: Reflector<unknown>[] = [];
+  readonly #server: string;
 
   constructor(
-    config: KubeConfig,
+    private readonly config: KubeConfig,
     private readonly options: KubeClientOptions,
   ) {
     this.#core = config.makeApiClient(CoreV1Api);
-    this.#custom = config.makeApiClient(CustomObjectsApi);
     this.#leases = config.makeApiClient(CoordinationV1Api);
-    this.#watch = new BoundedWatch(config, options.watchTimeoutSeconds);
+    this.#server = config.getCurrentCluster()?.server ?? "the API server";
   }
 
-  async #informer<T extends KubernetesObject, U>(
+  async #reflect<U>(
     resource: string,
     path: string,
-    list: () => Promise<KubernetesListObject<T>>,
-    convert: (object: T) => U,
+    convert: (object: Raw) => U,
     listener: WatchListener,
     fieldSelector?: string,
   ): Promise<WatchedCollection<U>> {
-    const informer = new SupervisedInformer<T, U>(
-      resource,
-      path,
-      this.#watch,
-      list,
-      convert,
+    const { options } = this;
+    const reflector = new Reflector<U>(
+      httpSource(this.config, path, convert, fieldSelector, () => options.watchTimeoutSeconds),
       listener,
-      this.options,
-      fieldSelector,
+      {
+        resource,
+        clock: options.clock,
+        logger: options.logger,
+        restartBaseMs: options.restartBaseMs,
+        restartMaxMs: options.restartMaxMs,
+        silenceMs: options.watchSilenceMs ?? DEFAULT_WATCH_SILENCE_MS,
+        listTimeoutMs: options.listTimeoutMs ?? DEFAULT_LIST_TIMEOUT_MS,
+        describe: (error) => describeWatchFailure(resource, this.#server, error),
+      },
     );
-    this.#informers.push(informer as unknown as SupervisedInformer<KubernetesObject, unknown>);
-    await informer.start();
-    return informer;
+    this.#reflectors.push(reflector as Reflector<unknown>);
+    await reflector.start();
+    return reflector;
   }
 
   watchPods(nodeName: string, listener: WatchListener): Promise<WatchedCollection<PodInfo>> {
-    const fieldSelector = `spec.nodeName=${nodeName}`;
-    return this.#informer(
-      "pods",
-      "/api/v1/pods",
-      () => this.#core.listPodForAllNamespaces({ fieldSelector }) as Promise<KubernetesListObject<Raw>>,
-      podOf,
-      listener,
-      fieldSelector,
-    );
-  }
-
-  #customList(group: string, version: string, plural: string): () => Promise<KubernetesListObject<Raw>> {
-    return () =>
-      this.#custom.listClusterCustomObject({ group, version, plural }) as Promise<KubernetesListObject<Raw>>;
+    return this.#reflect("pods", "/api/v1/pods", podOf, listener, `spec.nodeName=${nodeName}`);
   }
 
   watchNetworkAttachmentDefinitions(listener: WatchListener): Promise<WatchedCollection<NadInfo>> {
-    return this.#informer(
+    return this.#reflect(
       "network-attachment-definitions",
       `/apis/${NADS.group}/${NADS.version}/${NADS.plural}`,
-      this.#customList(NADS.group, NADS.version, NADS.plural),
       nadOf,
       listener,
     );
   }
 
   watchIpPools(listener: WatchListener): Promise<WatchedCollection<IpPoolInfo>> {
-    return this.#informer(
+    return this.#reflect(
       "ippools",
       `/apis/${WHEREABOUTS.group}/${WHEREABOUTS.version}/ippools`,
-      this.#customList(WHEREABOUTS.group, WHEREABOUTS.version, "ippools"),
       ipPoolOf,
       listener,
     );
@@ -503,10 +550,9 @@ class KubeClient implements KubeApi {
     listener: WatchListener,
   ): Promise<WatchedCollection<OverlappingReservationInfo>> {
     const plural = "overlappingrangeipreservations";
-    return this.#informer(
+    return this.#reflect(
       plural,
       `/apis/${WHEREABOUTS.group}/${WHEREABOUTS.version}/${plural}`,
-      this.#customList(WHEREABOUTS.group, WHEREABOUTS.version, plural),
       reservationOf,
       listener,
     );
@@ -562,15 +608,16 @@ class KubeClient implements KubeApi {
 
   async createEvent(event: PodEvent): Promise<void> {
     const { namespace, name, uid } = event.pod;
+    const kind = event.pod.kind ?? "Pod";
     const now = new Date(this.options.clock.now());
-    await this.#call(`create Event on Pod ${namespace}/${name}`, () =>
+    await this.#call(`create Event on ${kind} ${namespace}/${name}`, () =>
       this.#core.createNamespacedEvent({
         namespace,
         body: {
           metadata: { generateName: `${name}.`, namespace },
           involvedObject: {
-            apiVersion: "v1",
-            kind: "Pod",
+            apiVersion: API_VERSION_OF[kind],
+            kind,
             namespace,
             name,
             ...(uid === undefined ? {} : { uid }),
@@ -590,7 +637,7 @@ class KubeClient implements KubeApi {
   }
 
   async close(): Promise<void> {
-    await Promise.all(this.#informers.splice(0).map((i) => i.stop()));
+    await Promise.all(this.#reflectors.splice(0).map((r) => r.stop()));
   }
 }
 

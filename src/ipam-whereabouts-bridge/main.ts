@@ -68,12 +68,26 @@ async function keepReservations(
   logger: Logger,
 ): Promise<void> {
   let failing = false;
+  let pruneHeldFor = "";
   while (!signal.aborted) {
     const desired = bridge.lastDesired;
     if (desired !== undefined && bridge.synced) {
       try {
         await keeper.pass(desired.ranges, bridge.lastSubnets);
-        await keeper.prune(desired.ranges, bridge.lastSubnets);
+        // A NAD that cannot be read is unknown, not gone, and a stale view may miss a NAD: nothing is
+        // pruned on either.
+        const held = [
+          ...(bridge.trusted ? [] : ["the view of the cluster is stale"]),
+          ...desired.unreadableNads.map((nad) => `NAD ${nad} cannot be read`),
+        ].join("; ");
+        if (held === "") await keeper.prune(desired.ranges, bridge.lastSubnets);
+        else if (held !== pruneHeldFor) {
+          logger.warn(
+            { reason: held },
+            "reservations are kept, none is deleted, until every NAD reads and the view is trusted",
+          );
+        }
+        pruneHeldFor = held;
         if (failing) logger.info("the reservations pass works again");
         failing = false;
       } catch (error) {
@@ -117,9 +131,10 @@ export async function main(argv: readonly string[]): Promise<number> {
       clock,
       logger: log,
       watchTimeoutSeconds: 300 + Math.floor(Math.random() * 300),
+      watchSilenceMs: config.watchSilenceMs,
       requestTimeoutMs: 10_000,
-      restartBaseMs: 500,
-      restartMaxMs: 30_000,
+      restartBaseMs: 250,
+      restartMaxMs: config.watchRestartMaxMs,
       component: "multus-ipmgr-bridge",
       host: config.nodeName,
     });
@@ -142,6 +157,7 @@ export async function main(argv: readonly string[]): Promise<number> {
         retry: { baseMs: config.retryBaseMs, maxMs: config.retryMaxMs },
         recentMemoryMs: config.confirmTimeoutMs,
         addressesPerEni: await addressesPerEni(imds, log),
+        watchSilenceMs: config.watchSilenceMs,
       },
     );
     const keeper =

@@ -4,6 +4,10 @@ import { registerEc2CallMetrics, registerProcessMetrics } from "../eni/process/p
 
 const PREFIX = "multus_ipmgr_bridge_";
 
+/** Why releases are held: a watch is not trusted, a live pod cannot be read, a confirming list failed. */
+export type ReleaseHoldReason = "stale-view" | "unreadable-pod" | "unconfirmed";
+const HELD_REASONS: readonly ReleaseHoldReason[] = ["stale-view", "unreadable-pod", "unconfirmed"];
+
 /** How a wave ended: `applied` made EC2 changes, `noop` found everything in place, `error` is retried. */
 export type WaveOutcome = "applied" | "noop" | "error";
 
@@ -26,6 +30,9 @@ export class BridgeMetrics {
   readonly #reservationsMissing: Gauge;
   readonly #reservationsCreated: Counter;
   readonly #events: Counter<"outcome">;
+  readonly #viewTrusted: Gauge;
+  readonly #releasesHeld: Gauge<"reason">;
+  readonly #inputProblems: Gauge<"kind">;
 
   constructor() {
     const registers = [this.registry];
@@ -102,6 +109,26 @@ export class BridgeMetrics {
       labelNames: ["outcome"],
       registers,
     });
+    this.#viewTrusted = new Gauge({
+      name: `${PREFIX}view_trusted`,
+      help: "1 when every Kubernetes watch is listed, watching and heard from within the silence bound; 0 while releases are held on a stale view.",
+      registers,
+    });
+    this.#releasesHeld = new Gauge({
+      name: `${PREFIX}releases_held`,
+      help: "1 while releases are held, by reason: stale-view (a watch failing, relisting or silent), unreadable-pod (a live pod's network-status cannot be read), unconfirmed (a fresh list to confirm a release failed).",
+      labelNames: ["reason"],
+      registers,
+    });
+    this.#inputProblems = new Gauge({
+      name: `${PREFIX}input_problems`,
+      help: "Objects' input the bridge cannot read at the last wave, by kind: Pod (network-status), NetworkAttachmentDefinition (spec.config), IPPool (spec.range, allocations).",
+      labelNames: ["kind"],
+      registers,
+    });
+    for (const reason of HELD_REASONS) this.#releasesHeld.set({ reason }, 0);
+    for (const kind of ["Pod", "NetworkAttachmentDefinition", "IPPool"]) this.#inputProblems.set({ kind }, 0);
+    this.#viewTrusted.set(0);
     for (const outcome of ["applied", "noop", "error"] as const) this.#waves.inc({ outcome }, 0);
     for (const mode of ["released", "dry-run"] as const) this.#releases.inc({ mode }, 0);
     this.#reservationsCreated.inc(0);
@@ -133,6 +160,19 @@ export class BridgeMetrics {
     this.#refused.set(v.refused);
     this.#conflicts.set(v.conflicts);
     this.#pendingReleases.set(v.pendingReleases);
+  }
+
+  /** Whether the view is trusted, and which reasons hold releases now. */
+  trust(trusted: boolean, held: ReadonlySet<ReleaseHoldReason>): void {
+    this.#viewTrusted.set(trusted ? 1 : 0);
+    for (const reason of HELD_REASONS) this.#releasesHeld.set({ reason }, held.has(reason) ? 1 : 0);
+  }
+
+  /** Input problems at the last wave, counted by kind of object. */
+  inputProblems(counts: Readonly<Record<string, number>>): void {
+    for (const kind of ["Pod", "NetworkAttachmentDefinition", "IPPool"]) {
+      this.#inputProblems.set({ kind }, counts[kind] ?? 0);
+    }
   }
 
   released(count: number, dryRun: boolean): void {

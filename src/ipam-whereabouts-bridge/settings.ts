@@ -103,6 +103,22 @@ export const bridgeSettings = {
     doc: "A wave runs at least this often, even without a change (IMDS re-read: drift, a new ENI, grace periods ending).",
     schema: field.milliseconds(1000, 86_400_000),
   }),
+  watchSilenceMs: setting({
+    env: "IPMGR_BRIDGE_WATCH_SILENCE_MS",
+    flag: "--watch-silence-ms",
+    default: "90000",
+    unit: "ms",
+    doc: "A Kubernetes watch not heard from (no event, no bookmark: API servers send one about every minute) for this long is taken as dead and restarted; until it is heard from again, no address is released.",
+    schema: field.milliseconds(100, 3_600_000),
+  }),
+  watchRestartMaxMs: setting({
+    env: "IPMGR_BRIDGE_WATCH_RESTART_MAX_MS",
+    flag: "--watch-restart-max-ms",
+    default: "4000",
+    unit: "ms",
+    doc: "Cap of the delay between attempts to restart a failed list or watch (the first is 250 ms, doubling): the API back, the view is trusted again within this much.",
+    schema: field.milliseconds(250, 600_000),
+  }),
   retryBaseMs: setting({
     env: "IPMGR_BRIDGE_RETRY_BASE_MS",
     flag: "--retry-base-ms",

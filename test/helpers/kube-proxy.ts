@@ -1,11 +1,13 @@
 /**
  * A pass-through HTTP proxy in front of the simulator's Kubernetes API that a test can turn into an outage:
- * while `failing`, every request gets a 500 Status and open watches are cut. Watches stream through as
- * they come. Listens on 127.0.0.1.
+ * while `failing`, every request gets a 500 Status and open watches are cut; `refuse()` stops listening
+ * (connections refused, open ones reset) until `accept()`; `freeze()` answers nothing and forwards nothing
+ * more on open watches, without closing any connection (a silent partition), until `thaw()`, which resets
+ * what it held. Watches stream through as they come. Listens on 127.0.0.1.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { createServer, type IncomingMessage, request, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
+import type { AddressInfo, Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { writeKubeconfig } from "../../src/sim/kube/kubeconfig.js";
@@ -17,14 +19,28 @@ export interface KubeProxy {
   failing: boolean;
   /** Cuts every open response (watches). */
   cut(): void;
+  /** Stops listening and resets every open connection: new connections are refused. */
+  refuse(): Promise<void>;
+  /** Listens again on the same port. */
+  accept(): Promise<void>;
+  /** Answers nothing and forwards nothing more, closing nothing. */
+  freeze(): void;
+  /** Ends the freeze: the connections it held are reset, new requests pass again. */
+  thaw(): void;
   close(): Promise<void>;
 }
 
 export async function startKubeProxy(target: string): Promise<KubeProxy> {
   const open = new Set<ServerResponse>();
   const requests: string[] = [];
-  const state = { failing: false };
+  const state = { failing: false, frozen: false };
+  const sockets = new Set<Socket>();
+  const held = new Set<ServerResponse>();
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
+    if (state.frozen) {
+      held.add(res);
+      return;
+    }
     if (state.failing) {
       requests.push(`${req.method} ${req.url} 500`);
       res.writeHead(500, { "content-type": "application/json" });
@@ -47,7 +63,14 @@ export async function startKubeProxy(target: string): Promise<KubeProxy> {
         requests.push(`${req.method} ${req.url} ${answer.statusCode}`);
         res.writeHead(answer.statusCode ?? 502, answer.headers);
         res.flushHeaders();
-        answer.pipe(res);
+        answer.on("data", (chunk: Buffer) => {
+          // Frozen: the bytes are dropped, as a partition drops them; the connection stays open.
+          if (!state.frozen) res.write(chunk);
+        });
+        answer.on("end", () => {
+          if (!state.frozen) res.end();
+        });
+        answer.on("error", () => res.destroy());
       },
     );
     upstream.on("error", () => res.destroy());
@@ -58,8 +81,15 @@ export async function startKubeProxy(target: string): Promise<KubeProxy> {
     });
     req.pipe(upstream);
   });
+  server.on("connection", (socket: Socket) => {
+    sockets.add(socket);
+    socket.on("close", () => sockets.delete(socket));
+  });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const { port } = server.address() as AddressInfo;
+  const resetAll = (): void => {
+    for (const socket of sockets) socket.destroy();
+  };
   return {
     url: `http://127.0.0.1:${port}`,
     requests,
@@ -72,9 +102,30 @@ export async function startKubeProxy(target: string): Promise<KubeProxy> {
     cut() {
       for (const res of open) res.destroy();
     },
+    refuse: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        resetAll();
+      }),
+    accept: () => new Promise<void>((resolve) => server.listen(port, "127.0.0.1", resolve)),
+    freeze() {
+      state.frozen = true;
+    },
+    thaw() {
+      state.frozen = false;
+      for (const res of held) res.destroy();
+      held.clear();
+      for (const res of open) res.destroy();
+    },
     close: () =>
       new Promise<void>((resolve) => {
         for (const res of open) res.destroy();
+        for (const res of held) res.destroy();
+        if (!server.listening) {
+          resetAll();
+          resolve();
+          return;
+        }
         server.close(() => resolve());
         server.closeAllConnections();
       }),
