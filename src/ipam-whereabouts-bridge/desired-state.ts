@@ -32,6 +32,7 @@ import {
 import type { EniState, IpFamily, PodInterface } from "../eni/types.js";
 import type { IpPoolInfo, NadInfo, OverlappingReservationInfo, PodInfo } from "./kube-api.js";
 import { type PodSkipReason, podNetworks, skipReasonOf } from "./pod-networks.js";
+import { addressesOfReservation } from "./reservation-names.js";
 import { rangeContains, rangesOfNad, type WhereaboutsRange } from "./whereabouts-ranges.js";
 
 export interface PodRef {
@@ -130,6 +131,7 @@ interface Owner {
 function whereaboutsOwners(
   pools: readonly IpPoolInfo[],
   reservations: readonly OverlappingReservationInfo[],
+  ranges: readonly WhereaboutsRange[],
   problems: string[],
 ): Map<string, Owner> {
   const owners = new Map<string, Owner>();
@@ -159,9 +161,9 @@ function whereaboutsOwners(
     }
   }
   for (const reservation of [...reservations].sort((a, b) => byString(podKey(a), podKey(b)))) {
-    const address = tryCanonical(reservation.name) ?? tryCanonical(reservation.name.replaceAll("-", ":"));
-    if (address === undefined || reservation.podref === undefined || reservation.podref === "") continue;
-    if (!owners.has(address)) {
+    if (reservation.podref === undefined || reservation.podref === "") continue;
+    for (const address of addressesOfReservation(reservation.name, ranges)) {
+      if (owners.has(address)) continue;
       owners.set(address, {
         podref: reservation.podref,
         source: `OverlappingRangeIPReservation ${podKey(reservation)}`,
@@ -194,7 +196,7 @@ export function desiredState(input: DesiredInput): DesiredState {
     ranges.push(...read.ranges);
     problems.push(...read.problems);
   }
-  const owners = whereaboutsOwners(input.ipPools, input.overlappingReservations, problems);
+  const owners = whereaboutsOwners(input.ipPools, input.overlappingReservations, ranges, problems);
 
   const carried = new Set<string>();
   const claims: Claim[] = [];
