@@ -1,12 +1,25 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { addressOfValue, addressValue, cidrBounds, intervalToCidrs } from "../src/eni/ip.js";
+import {
+  addressOfValue,
+  addressValue,
+  canonical,
+  cidrBounds,
+  family,
+  intervalToCidrs,
+} from "../src/eni/ip.js";
 import type { EniState, Plan } from "../src/eni/types.js";
+import {
+  addressesOfReservation,
+  readingsOfReservationName,
+  reservationName,
+} from "../src/ipam-whereabouts-bridge/reservation-names.js";
 import { overlayRecent, planWave } from "../src/ipam-whereabouts-bridge/wave-plan.js";
 import {
   parseSloppyAddress,
   rangeContains,
   rangesOfNad,
+  type WhereaboutsRange,
 } from "../src/ipam-whereabouts-bridge/whereabouts-ranges.js";
 
 const nad = (ipam: unknown, extra: Record<string, unknown> = {}) => ({
@@ -380,6 +393,83 @@ describe("whereabouts ranges of a NAD, as whereabouts reads them", () => {
     ["0x10.0.0.1", undefined],
   ])("reads the address %s as Go's ParseIPSloppy does: %s", (text, expected) => {
     expect(parseSloppyAddress(text)).toBe(expected);
+  });
+});
+
+const rangeOf = (ipam: Record<string, unknown>): WhereaboutsRange => {
+  const [range] = rangesOfNad(nad({ type: "whereabouts", ...ipam })).ranges;
+  if (range === undefined) throw new Error("no range");
+  return range;
+};
+
+describe("OverlappingRangeIPReservation names", () => {
+  it.each([
+    ["198.51.100.7", "", "198.51.100.7"],
+    ["198.51.100.7", "blue", "blue-198.51.100.7"],
+    ["2001:db8:100:2::101", "", "2001-db8-100-2--101"],
+    ["2001:db8::", "", "2001-db8--0"],
+    ["2001:db8:0:1:0:0:0:1", "", "2001-db8-0-1--1"],
+    ["2001:db8::", "net-a", "net-a-2001-db8--0"],
+  ])("names %s in network %j %s, as whereabouts' NormalizeIP does", (address, networkName, name) => {
+    expect(reservationName(canonical(address), networkName)).toBe(name);
+  });
+
+  it("reads every way a name could have been written, and only those", () => {
+    expect(readingsOfReservationName("blue-net-198.51.100.7")).toEqual([
+      { networkName: "blue-net", address: "198.51.100.7" },
+    ]);
+    expect(readingsOfReservationName("cafe-2001-db8-100-2--101")).toEqual([
+      { networkName: "", address: "cafe:2001:db8:100:2::101" },
+      { networkName: "cafe", address: "2001:db8:100:2::101" },
+      { networkName: "cafe-2001", address: "db8:100:2::101" },
+      { networkName: "cafe-2001-db8", address: "100:2::101" },
+      { networkName: "cafe-2001-db8-100", address: "2::101" },
+    ]);
+    // Not whereabouts' spelling of any address: leading zeros, upper case, an uncompressed run.
+    expect(readingsOfReservationName("2001-0db8--1")).toEqual([]);
+    expect(readingsOfReservationName("2001-DB8--1")).toEqual([]);
+    expect(readingsOfReservationName("2001-db8-0-0-0-0-0-1")).toEqual([]);
+  });
+
+  it("lets the ranges decide between the readings, and keeps them all when no range decides", () => {
+    const cafe = rangeOf({ range: "2001:db8:100:2::100/120", network_name: "cafe" });
+    const unnamed = rangeOf({ range: "2001:db8:100:2::100/120" });
+    expect(addressesOfReservation("cafe-2001-db8-100-2--101", [cafe])).toEqual(["2001:db8:100:2::101"]);
+    expect(addressesOfReservation("2001-db8-100-2--101", [unnamed])).toEqual(["2001:db8:100:2::101"]);
+    expect(addressesOfReservation("blue-198.51.100.7", [])).toEqual(["198.51.100.7"]);
+    expect(addressesOfReservation("cafe-2001-db8-100-2--101", [unnamed])).toEqual([
+      "cafe:2001:db8:100:2::101",
+      "2001:db8:100:2::101",
+      "db8:100:2::101",
+      "100:2::101",
+      "2::101",
+    ]);
+  });
+
+  it("reads back the address and the network of every name it gives", () => {
+    const networkName = fc.oneof(
+      fc.constant(""),
+      fc.stringMatching(/^[a-f0-9][a-f0-9-]{0,20}[a-f0-9]$/),
+      fc.stringMatching(/^[a-z0-9][a-z0-9.-]{0,20}[a-z0-9]$/),
+    );
+    const address = fc.oneof(
+      fc.bigInt({ min: 0n, max: (1n << 96n) - 1n }).map((v) => addressOfValue(6, (0x20010db8n << 96n) | v)),
+      fc
+        .bigInt({ min: 0n, max: 255n })
+        .map((v) => addressOfValue(4, (198n << 24n) | (51n << 16n) | (100n << 8n) | v)),
+    );
+    fc.assert(
+      fc.property(networkName, address, (net, a) => {
+        const name = reservationName(a, net);
+        expect(readingsOfReservationName(name)).toContainEqual({ networkName: net, address: a });
+        const range: WhereaboutsRange = {
+          ...rangeOf({ range: family(a) === 4 ? "198.51.100.0/24" : "2001:db8::/32" }),
+          networkName: net,
+        };
+        expect(addressesOfReservation(name, [range])).toContain(a);
+      }),
+      { numRuns: 300 },
+    );
   });
 });
 
