@@ -381,6 +381,42 @@ describe("whereabouts ranges of a NAD, as whereabouts reads them", () => {
     expect(rangesOfNad(nad({ type: "whereabouts", ...ipam })).problems).toEqual([problem]);
   });
 
+  it("never counts an address outside the block, nor its network or broadcast address, and starts at range_start when it lies inside", () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 24, max: 30 }),
+        fc.integer({ min: 0, max: 255 }),
+        fc.option(fc.integer({ min: 0, max: 255 }), { nil: undefined }),
+        fc.option(fc.integer({ min: 0, max: 255 }), { nil: undefined }),
+        fc.array(fc.integer({ min: 0, max: 255 }), { maxLength: 3 }),
+        (prefix, host, start, end, excluded) => {
+          const at = (n: number): string => `198.51.100.${n}`;
+          const read = rangesOfNad(
+            nad({
+              type: "whereabouts",
+              range: `${at(host)}/${prefix}`,
+              ...(start === undefined ? {} : { range_start: at(start) }),
+              ...(end === undefined ? {} : { range_end: at(end) }),
+              exclude: excluded.map(at),
+            }),
+          );
+          expect(read.problems).toEqual([]);
+          const [range] = read.ranges;
+          if (range === undefined) throw new Error("no range");
+          const size = 2 ** (32 - prefix);
+          const network = host - (host % size);
+          const broadcast = network + size - 1;
+          const inside = Array.from({ length: 256 }, (_, n) => n).filter((n) => rangeContains(range, at(n)));
+          expect(inside.filter((n) => n <= network || n >= broadcast || excluded.includes(n))).toEqual([]);
+          const firstExpected =
+            start !== undefined && start > network && start < broadcast ? start : network + 1;
+          expect(addressValue(range.first) & 255n).toBe(BigInt(firstExpected));
+        },
+      ),
+      { numRuns: 200 },
+    );
+  });
+
   it.each([
     ["198.51.100.7", "198.51.100.7"],
     ["00198.051.0100.007", "198.51.100.7"],
