@@ -136,8 +136,6 @@ interface RangeContext {
   readonly networkName: string;
   /** Top-level keys read `range_start`/`range_end` leniently; `ipRanges` entries strictly. */
   readonly topLevel: boolean;
-  /** The slice prefix when this range is the one whereabouts slices per node. */
-  readonly slicePrefix: number | undefined;
   /** A NAD with `node_slice_size`: `range_start`, `range_end` and `exclude` do not apply. */
   readonly sliced: boolean;
 }
@@ -233,7 +231,7 @@ function rangeOf(ctx: RangeContext, spec: Json): WhereaboutsRange | string {
     last: addressOfValue(fam, last),
     exclude,
     networkName: ctx.networkName,
-    slicePrefix: ctx.slicePrefix,
+    slicePrefix: undefined,
   };
 }
 
@@ -270,14 +268,17 @@ export function rangesOfNad(info: NadInfo): NadRanges {
       continue;
     }
     const specs: { spec: Json; topLevel: boolean }[] = [
-      ...(ipam.range === undefined || ipam.range === "" ? [] : [{ spec: ipam, topLevel: true }]),
+      // whereabouts takes a top-level "range": "" (or null) for none.
+      ...(ipam.range === undefined || ipam.range === null || ipam.range === ""
+        ? []
+        : [{ spec: ipam, topLevel: true }]),
       ...(Array.isArray(ipam.ipRanges) ? ipam.ipRanges : []).map((spec: Json) => ({ spec, topLevel: false })),
     ];
     const sliced =
       ipam.node_slice_size !== undefined && ipam.node_slice_size !== null && ipam.node_slice_size !== "";
     for (const [i, { spec, topLevel }] of specs.entries()) {
-      const plain = { nad, networkName, topLevel, slicePrefix: undefined, sliced };
-      let range = rangeOf(plain, spec);
+      let range = rangeOf({ nad, networkName, topLevel, sliced }, spec);
+      // whereabouts' node slice controller slices the first range only.
       if (sliced && i === 0 && typeof range !== "string") {
         const slicePrefix = slicePrefixOf(nad, ipam.node_slice_size, range);
         if (typeof slicePrefix === "string") range = slicePrefix;
