@@ -236,6 +236,62 @@ describe("desired state", () => {
     expect(state.conflicts.map((c) => `${c.address} ${c.other.name}`)).toEqual(["2001:db8:100:2::101 other"]);
   });
 
+  it("keeps the address that only an OverlappingRangeIPReservation named <network_name>-<ip> gives to a starting pod", () => {
+    const nads = [
+      {
+        ...NAD,
+        config: JSON.stringify({
+          ipam: { type: "whereabouts", range: "198.51.100.192/27", network_name: "blue" },
+        }),
+      },
+    ];
+    const starting: PodInfo = { ...pod("upf-1", []), annotations: {} };
+    const enis = [ETH0, eni({ ipv4s: ["198.51.100.140", "198.51.100.200"], ipv6s: ["2001:db8:100:2::105"] })];
+    const overlappingReservations = [
+      { namespace: "kube-system", name: "blue-198.51.100.200", podref: "cnf/upf-1", containerId: "x" },
+    ];
+    const first = desiredState(
+      input({ nads, pods: [starting], enis, overlappingReservations, now: 1_000_000 }),
+    );
+    const later = desiredState(
+      input({
+        nads,
+        pods: [starting],
+        enis,
+        overlappingReservations,
+        now: 2_000_000,
+        unusedSince: first.unusedSince,
+      }),
+    );
+    expect([...first.pending, ...later.releases]).toEqual([]);
+  });
+
+  it("reads a reservation whose network_name is made of hex letters as <network_name>-<IPv6>, not as one IPv6 address", () => {
+    const nads = [
+      {
+        ...NAD,
+        config: JSON.stringify({
+          ipam: { type: "whereabouts", range: "2001:db8:100:2::100/120", network_name: "cafe" },
+        }),
+      },
+    ];
+    const state = desiredState(
+      input({
+        nads,
+        pods: [pod("upf-0", ["2001:db8:100:2::101"])],
+        overlappingReservations: [
+          {
+            namespace: "kube-system",
+            name: "cafe-2001-db8-100-2--101",
+            podref: "cnf/other",
+            containerId: "x",
+          },
+        ],
+      }),
+    );
+    expect(state.conflicts.map((c) => `${c.address} ${c.other.name}`)).toEqual(["2001:db8:100:2::101 other"]);
+  });
+
   it("reports two pods of this node carrying one address as a conflict on each, and assigns it to neither", () => {
     const state = desiredState(input({ pods: [pod("a", ["198.51.100.200"]), pod("b", ["198.51.100.200"])] }));
     expect(state.interfaces).toEqual([]);
@@ -260,12 +316,12 @@ describe("desired state", () => {
   });
 
   it("releases an unused address of a managed range only after the grace period, with its reason", () => {
-    const enis = [ETH0, eni({ ipv4s: ["198.51.100.140", "198.51.100.201"], ipv6s: ["2001:db8:100:2::1ff"] })];
+    const enis = [ETH0, eni({ ipv4s: ["198.51.100.140", "198.51.100.201"], ipv6s: ["2001:db8:100:2::1fe"] })];
     const first = desiredState(input({ enis, now: 1_000_000 }));
     expect(first.releases).toEqual([]);
     expect(first.pending).toEqual([
       { eniId: "eni-0multus", address: "198.51.100.201", releaseAt: 1_060_000 },
-      { eniId: "eni-0multus", address: "2001:db8:100:2::1ff", releaseAt: 1_060_000 },
+      { eniId: "eni-0multus", address: "2001:db8:100:2::1fe", releaseAt: 1_060_000 },
     ]);
     const later = desiredState(input({ enis, now: 1_060_000, unusedSince: first.unusedSince }));
     expect(later.releases).toEqual([
@@ -277,8 +333,25 @@ describe("desired state", () => {
           "no pod of this node has carried 198.51.100.201 for 60 s (grace 60 s); whereabouts allocates it to no pod; " +
           "it lies in a managed range and is a secondary address of Multus ENI eni-0multus",
       },
-      expect.objectContaining({ address: "2001:db8:100:2::1ff", family: 6 }),
+      expect.objectContaining({ address: "2001:db8:100:2::1fe", family: 6 }),
     ]);
+  });
+
+  it("never releases the network or the broadcast address of a whereabouts block (whereabouts never hands them out)", () => {
+    const held = ["198.51.100.140", "198.51.100.192", "198.51.100.223"];
+    const enis = [ETH0, eni({ ipv4s: held, ipv6s: ["2001:db8:100:2::100", "2001:db8:100:2::1ff"] })];
+    const first = desiredState(input({ enis, now: 1_000_000 }));
+    const later = desiredState(input({ enis, now: 2_000_000, unusedSince: first.unusedSince }));
+    expect([...first.pending, ...later.releases]).toEqual([]);
+  });
+
+  it("releases from a range written with host bits as whereabouts allocates it, from the block's first usable address", () => {
+    const nads = [
+      { ...NAD, config: JSON.stringify({ ipam: { type: "whereabouts", range: "198.51.100.210/27" } }) },
+    ];
+    const enis = [ETH0, eni({ ipv4s: ["198.51.100.140", "198.51.100.195"] })];
+    const first = desiredState(input({ nads, enis, now: 1_000_000 }));
+    expect(first.pending.map((p) => p.address)).toEqual(["198.51.100.195"]);
   });
 
   it("restarts the grace when a pod carries the address again (a StatefulSet pod restarting)", () => {

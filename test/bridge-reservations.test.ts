@@ -52,6 +52,22 @@ describe("reservation cover", () => {
     ).toEqual(["2001:db8:100:2::100/120"]);
   });
 
+  it("covers the range whereabouts allocates from: the masked block of a range with host bits, from range_start on", () => {
+    const cover = (ipam: unknown) => wantedReservations(ranges(ipam), [SUBNET]).map((w) => [w.cidr, w.range]);
+    expect(cover({ range: "198.51.100.210/27" })).toEqual([["198.51.100.192/27", "198.51.100.192/27"]]);
+    expect(cover({ range: "198.51.100.192/27", range_start: "198.51.100.200" })).toEqual([
+      ["198.51.100.200/29", "198.51.100.200-198.51.100.222"],
+      ["198.51.100.208/28", "198.51.100.200-198.51.100.222"],
+    ]);
+    expect(cover({ range: "198.51.100.192/27", exclude: ["198.51.100.193"] })).toEqual([
+      ["198.51.100.192/32", "198.51.100.192/27"],
+      ["198.51.100.194/31", "198.51.100.192/27"],
+      ["198.51.100.196/30", "198.51.100.192/27"],
+      ["198.51.100.200/29", "198.51.100.192/27"],
+      ["198.51.100.208/28", "198.51.100.192/27"],
+    ]);
+  });
+
   it("finds what explicit reservations leave uncovered, and reports a prefix reservation in the way", () => {
     const wanted = wantedReservations(ranges({ range: "198.51.100.192/27" }), [SUBNET]);
     const explicit = (cidr: string, type: "explicit" | "prefix" = "explicit"): SubnetCidrReservation => ({
@@ -87,8 +103,11 @@ describe("reservation cover", () => {
             covered.add(n);
           }
         }
+        // whereabouts ignores a first or last outside the block's usable addresses (.1 to .254).
+        const first = a >= 1 && a <= 254 ? a : 1;
+        const last = b >= first && b <= 254 ? b : 254;
         for (let n = 128; n <= 255; n++) {
-          expect(covered.has(n)).toBe(n >= a && n <= b && n >= 132 && n <= 254);
+          expect(covered.has(n)).toBe(n >= first && n <= last && n >= 132 && n <= 254);
         }
       }),
       { numRuns: 300 },
@@ -108,7 +127,14 @@ async function keeper(
   s: SimulatorHandle,
   identity: string,
   mode: "report" | "create",
-  with_: { ec2?: Ec2Api; clock?: Clock; leaseDurationMs?: number; logger?: Logger; vpcId?: string } = {},
+  with_: {
+    ec2?: Ec2Api;
+    clock?: Clock;
+    leaseDurationMs?: number;
+    logger?: Logger;
+    vpcId?: string;
+    metrics?: BridgeMetrics;
+  } = {},
 ): Promise<ReservationKeeper> {
   const kubeconfig = await tempKubeconfig(kubeEndpointOf(s));
   cleanups.push(kubeconfig.remove);
@@ -131,7 +157,7 @@ async function keeper(
       ec2: with_.ec2 ?? ec2ApiFor(s),
       clock: with_.clock ?? systemClock,
       logger,
-      metrics: new BridgeMetrics(),
+      metrics: with_.metrics ?? new BridgeMetrics(),
     },
     {
       mode,
@@ -175,6 +201,42 @@ describe("reservation keeper against the simulator", () => {
     expect(status.missing.map((m) => m.cidr)).toEqual(["198.51.100.192/27", "2001:db8:100:2::100/120"]);
     expect(reporter.lines()[0]).toContain("reservation missing: 198.51.100.192/27 in subnet-0multus");
     expect(sim.state().reservations).toEqual([]);
+  });
+
+  it("summarises the some 60 blocks of an IPv6 /64 range in one /readyz line, every block on the reservation_missing metric", async () => {
+    sim = await startKubeSim(kubeWorld());
+    const metrics = new BridgeMetrics();
+    const reporter = await keeper(sim, "bridge-a", "report", { metrics });
+    const wide = ranges({ range: "2001:db8:100:2::/64" });
+    const status = await reporter.pass(wide, [SUBNET]);
+    expect(status.missing.length).toBeGreaterThan(55);
+    const lines = reporter.lines();
+    expect(lines).toEqual([
+      `${status.missing.length} reservation blocks missing in 1 subnet: ` +
+        "2001:db8:100:2::4/126 in subnet-0multus (NAD cnf/n), 2001:db8:100:2::8/125 in subnet-0multus (NAD cnf/n), " +
+        `2001:db8:100:2::10/124 in subnet-0multus (NAD cnf/n) and ${status.missing.length - 3} more, ` +
+        "each a multus_ipmgr_bridge_reservation_missing series on /metrics; set IPMGR_BRIDGE_RESERVATIONS=create, " +
+        "or create each with aws ec2 create-subnet-cidr-reservation --reservation-type explicit",
+    ]);
+    const text = await metrics.text();
+    const series = text.split("\n").filter((l) => l.startsWith("multus_ipmgr_bridge_reservation_missing{"));
+    expect(series).toHaveLength(status.missing.length);
+    expect(series[0]).toBe(
+      'multus_ipmgr_bridge_reservation_missing{subnet="subnet-0multus",cidr="2001:db8:100:2::4/126",nad="cnf/n"} 1',
+    );
+    expect(text).toContain(`multus_ipmgr_bridge_reservation_drift ${status.missing.length}`);
+    // Three or fewer are still listed one by one, with the command for each.
+    const few = await reporter.pass(ranges({ range: "198.51.100.192/27" }), [SUBNET]);
+    expect(few.missing).toHaveLength(1);
+    expect(reporter.lines()).toEqual([
+      "reservation missing: 198.51.100.192/27 in subnet-0multus (whereabouts range 198.51.100.192/27 of NAD cnf/n); " +
+        "set IPMGR_BRIDGE_RESERVATIONS=create, or aws ec2 create-subnet-cidr-reservation --subnet-id subnet-0multus --cidr 198.51.100.192/27 --reservation-type explicit",
+    ]);
+    expect(
+      (await metrics.text())
+        .split("\n")
+        .filter((l) => l.startsWith("multus_ipmgr_bridge_reservation_missing{")),
+    ).toHaveLength(1);
   });
 
   it("never deletes a reservation it did not create", async () => {

@@ -45,6 +45,7 @@ import type {
   PodInfo,
 } from "./kube-api.js";
 import { type PodSkipReason, podNetworks, skipReasonOf } from "./pod-networks.js";
+import { addressesOfReservation } from "./reservation-names.js";
 import { rangeContains, rangesOfNad, type WhereaboutsRange } from "./whereabouts-ranges.js";
 
 export interface PodRef {
@@ -170,6 +171,7 @@ interface Owner {
 function whereaboutsOwners(
   pools: readonly IpPoolInfo[],
   reservations: readonly OverlappingReservationInfo[],
+  ranges: readonly WhereaboutsRange[],
   problems: InputProblem[],
 ): Map<string, Owner> {
   const owners = new Map<string, Owner>();
@@ -204,9 +206,9 @@ function whereaboutsOwners(
     }
   }
   for (const reservation of [...reservations].sort((a, b) => byString(podKey(a), podKey(b)))) {
-    const address = tryCanonical(reservation.name) ?? tryCanonical(reservation.name.replaceAll("-", ":"));
-    if (address === undefined || reservation.podref === undefined || reservation.podref === "") continue;
-    if (!owners.has(address)) {
+    if (reservation.podref === undefined || reservation.podref === "") continue;
+    for (const address of addressesOfReservation(reservation.name, ranges)) {
+      if (owners.has(address)) continue;
       owners.set(address, {
         podref: reservation.podref,
         source: `OverlappingRangeIPReservation ${podKey(reservation)}`,
@@ -261,7 +263,7 @@ export function desiredState(input: DesiredInput): DesiredState {
     rangesByNad.set(key, kept);
     ranges.push(...kept);
   }
-  const owners = whereaboutsOwners(input.ipPools, input.overlappingReservations, problems);
+  const owners = whereaboutsOwners(input.ipPools, input.overlappingReservations, ranges, problems);
 
   const carried = new Set<string>();
   const claims: Claim[] = [];

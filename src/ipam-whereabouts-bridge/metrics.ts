@@ -28,6 +28,7 @@ export class BridgeMetrics {
   readonly #releases: Counter<"mode">;
   readonly #watchRestarts: Counter<"resource">;
   readonly #reservationsMissing: Gauge;
+  readonly #reservationMissing: Gauge<"subnet" | "cidr" | "nad">;
   readonly #reservationsCreated: Counter;
   readonly #events: Counter<"outcome">;
   readonly #viewTrusted: Gauge;
@@ -96,6 +97,12 @@ export class BridgeMetrics {
     this.#reservationsMissing = new Gauge({
       name: `${PREFIX}reservation_drift`,
       help: "CIDR blocks of whereabouts ranges that no explicit subnet CIDR reservation covers, at the last comparison by this bridge (0 when it does not hold the Lease).",
+      registers,
+    });
+    this.#reservationMissing = new Gauge({
+      name: `${PREFIX}reservation_missing`,
+      help: "1 for each CIDR block of a whereabouts range that no explicit subnet CIDR reservation covers, at the last comparison by this bridge (the full list behind reservation_drift; none when it does not hold the Lease).",
+      labelNames: ["subnet", "cidr", "nad"],
       registers,
     });
     this.#reservationsCreated = new Counter({
@@ -183,8 +190,13 @@ export class BridgeMetrics {
     this.#watchRestarts.inc({ resource });
   }
 
-  reservationDrift(missing: number): void {
-    this.#reservationsMissing.set(missing);
+  /** The blocks still missing after a comparison (none when this replica does not hold the Lease). */
+  reservationDrift(missing: readonly { subnetId: string; cidr: string; nad: string }[]): void {
+    this.#reservationsMissing.set(missing.length);
+    this.#reservationMissing.reset();
+    for (const block of missing) {
+      this.#reservationMissing.set({ subnet: block.subnetId, cidr: block.cidr, nad: block.nad }, 1);
+    }
   }
 
   reservationCreated(): void {

@@ -2,8 +2,9 @@
  * Which explicit subnet CIDR reservations keep EC2 (DHCP for new ENIs, the VPC CNI's warm pool) off the
  * whereabouts ranges. Pure.
  *
- * For each whereabouts range and each subnet it overlaps: the range's addresses inside the subnet, without
- * its `exclude` blocks and the five addresses AWS reserves, as the smallest list of CIDR blocks. Compared
+ * For each whereabouts range and each subnet it overlaps: the range's addresses inside the subnet (with the
+ * block's network and broadcast address when the range reaches them), without its `exclude` blocks and the
+ * five addresses AWS reserves, as the smallest list of CIDR blocks. Compared
  * with the subnet's reservations: the parts no explicit reservation covers are missing; a `prefix`
  * reservation over a range is a problem (EC2 hands those addresses out as prefixes), never touched.
  */
@@ -45,7 +46,28 @@ function blocks(fam: IpFamily, intervals: readonly Interval[]): string[] {
   return intervals.flatMap(([a, b]) => intervalToCidrs(fam, a, b));
 }
 
-const rangeText = (r: WhereaboutsRange): string => (r.first === r.last ? r.first : `${r.first}-${r.last}`);
+/**
+ * The addresses a reservation covers for a range: its first to its last address, widened to the block's
+ * network and broadcast address when the range reaches them (whereabouts never hands those out, nobody
+ * else should get them, and the block stays one CIDR).
+ */
+function spanOf(range: WhereaboutsRange): { first: bigint; last: bigint } {
+  const block = cidrBounds(range.cidr);
+  const first = addressValue(range.first);
+  const last = addressValue(range.last);
+  return {
+    first: first === block.first + 1n ? block.first : first,
+    last: last === block.last - 1n ? block.last : last,
+  };
+}
+
+/** The range as the NAD would write it: its block when it has all of it, else first-last. */
+function rangeText(r: WhereaboutsRange): string {
+  const block = cidrBounds(r.cidr);
+  const span = spanOf(r);
+  if (span.first === block.first && span.last === block.last) return r.cidr;
+  return r.first === r.last ? r.first : `${r.first}-${r.last}`;
+}
 
 /** The blocks that cover every whereabouts range inside the given subnets, without duplicates. */
 export function wantedReservations(
@@ -62,8 +84,9 @@ export function wantedReservations(
         // AWS keeps the subnet's first four addresses and its last.
         const low = s.first + 4n;
         const high = s.last - 1n;
-        const first = addressValue(range.first) > low ? addressValue(range.first) : low;
-        const last = addressValue(range.last) < high ? addressValue(range.last) : high;
+        const span = spanOf(range);
+        const first = span.first > low ? span.first : low;
+        const last = span.last < high ? span.last : high;
         if (first > last) continue;
         let parts: Interval[] = [[first, last]];
         for (const excluded of range.exclude) {

@@ -31,6 +31,9 @@ import type { WhereaboutsRange } from "./whereabouts-ranges.js";
 export const RESERVATION_TAG = "multus-ipmgr.io/managed-by";
 export const RESERVATION_TAG_VALUE = "bridge";
 
+/** Missing blocks that /readyz lists one by one; beyond, it gives the count and the first ones. */
+export const MISSING_LISTED = 3;
+
 export interface ReservationKeeperOptions {
   readonly mode: "report" | "create";
   readonly leaseNamespace: string;
@@ -73,15 +76,34 @@ export class ReservationKeeper {
     return this.#status;
   }
 
-  /** /readyz lines (they never make the bridge unready). */
+  /**
+   * /readyz lines (they never make the bridge unready). Up to MISSING_LISTED missing blocks get a line each;
+   * more (an IPv6 /64 range takes some 60 blocks) get one line with the count and the first few, the full
+   * list being the `reservation_missing` metric.
+   */
   lines(): string[] {
     const s = this.#status;
     if (!s.leader) return [];
+    const create = this.options.mode === "create";
+    if (s.missing.length > MISSING_LISTED) {
+      const shown = s.missing
+        .slice(0, MISSING_LISTED)
+        .map((b) => `${b.cidr} in ${b.subnetId} (NAD ${b.nad})`);
+      const subnets = [...new Set(s.missing.map((b) => b.subnetId))].length;
+      return [
+        `${s.missing.length} reservation blocks missing in ${subnets} subnet${subnets === 1 ? "" : "s"}: ` +
+          `${shown.join(", ")} and ${s.missing.length - MISSING_LISTED} more, each a multus_ipmgr_bridge_reservation_missing series on /metrics; ` +
+          (create
+            ? "the next pass creates them"
+            : "set IPMGR_BRIDGE_RESERVATIONS=create, or create each with aws ec2 create-subnet-cidr-reservation --reservation-type explicit"),
+        ...s.problems,
+      ];
+    }
     return [
       ...s.missing.map(
         (b) =>
           `reservation missing: ${b.cidr} in ${b.subnetId} (whereabouts range ${b.range} of NAD ${b.nad}); ` +
-          (this.options.mode === "create"
+          (create
             ? "the next pass creates it"
             : `set IPMGR_BRIDGE_RESERVATIONS=create, or aws ec2 create-subnet-cidr-reservation --subnet-id ${b.subnetId} --cidr ${b.cidr} --reservation-type explicit`),
       ),
@@ -150,7 +172,7 @@ export class ReservationKeeper {
     const leader = await this.acquire();
     if (!leader) {
       this.#status = { leader: false, missing: [], created: [], problems: [] };
-      this.deps.metrics.reservationDrift(0);
+      this.deps.metrics.reservationDrift([]);
       return this.#status;
     }
     const scope = await this.#scope(subnets);
@@ -175,7 +197,7 @@ export class ReservationKeeper {
     }
     for (const problem of gap.problems)
       this.deps.logger.warn({ problem }, "a subnet CIDR reservation is in the way");
-    this.deps.metrics.reservationDrift(missing.length);
+    this.deps.metrics.reservationDrift(missing);
     this.#status = { leader: true, missing, created, problems };
     this.#scopeSubnets = scope.subnets;
     return this.#status;
