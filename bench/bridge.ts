@@ -5,7 +5,8 @@
  *   mutating EC2 calls beside ENIs × families × ⌈addresses per ENI / per-ENI limit⌉ per wave;
  * - the same 200 pods as 200 `init` processes in one pod namespace of the lab (needs root), side by side;
  * - the bridge's RSS watching 1,000 pods on its node;
- * - 50 nodes × 100 pods against one simulator: bench/bridge-fleet.ts.
+ * - 50 nodes × 100 pods against one simulator: bench/bridge-fleet.ts;
+ * - Kubernetes API outages (refused, silently frozen): bench/bridge-recovery.ts.
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
@@ -14,6 +15,7 @@ import { closedPortUrl } from "../test/helpers/closed-port.js";
 import { tempKubeconfig } from "../test/helpers/kube-proxy.js";
 import { Lab, labUnavailableReason } from "../test/helpers/netns.js";
 import { benchBridgeFleet } from "./bridge-fleet.js";
+import { benchBridgeRecovery } from "./bridge-recovery.js";
 import type { BenchResult } from "./result.js";
 
 const NODE = "ip-198-51-100-10.ec2.internal";
@@ -340,5 +342,6 @@ export async function benchBridge(): Promise<BenchResult[]> {
     ...(only === undefined || only === "burst" || only === "init" ? await initsSideBySide() : []),
     ...(only === undefined || only === "rss" ? await rssWatching() : []),
     ...(only === undefined || only === "fleet" ? await benchBridgeFleet() : []),
+    ...(only === undefined || only === "recovery" ? await benchBridgeRecovery() : []),
   ];
 }

@@ -114,7 +114,7 @@ export const bridgeSettings = {
   watchRestartMaxMs: setting({
     env: "IPMGR_BRIDGE_WATCH_RESTART_MAX_MS",
     flag: "--watch-restart-max-ms",
-    default: "4000",
+    default: "3000",
     unit: "ms",
     doc: "Cap of the delay between attempts to restart a failed list or watch (the first is 250 ms, doubling): the API back, the view is trusted again within this much.",
     schema: field.milliseconds(250, 600_000),
