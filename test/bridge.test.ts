@@ -243,6 +243,30 @@ describe("bridge against the simulator (EC2, IMDS, Kubernetes API)", () => {
     ).toBe(true);
   });
 
+  it("posts the conflict Event on whereabouts' owner, a pod of another node, with its uid, so that kubectl describe shows it", async () => {
+    const ownerUid = "4d7e2c6a-0000-4000-8000-0000000000b0";
+    const intruderUid = "4d7e2c6a-0000-4000-8000-0000000000a0";
+    const h = await startBridge(
+      kubeWorld({
+        pods: [
+          multusPod("upf-0", NODE_B, [ipv4(193)], MAC_B, { uid: ownerUid }),
+          multusPod("intruder", NODE_A, [ipv4(193)], MAC_A, { uid: intruderUid }),
+        ],
+      }),
+    );
+    type Event = { reason: string; involvedObject: { name: string; uid?: string } };
+    const conflicts = () =>
+      ((h.sim.state().kubernetes?.events ?? []) as unknown as Event[]).filter(
+        (e) => e.reason === "AddressConflict",
+      );
+    await eventually(() => conflicts().length >= 2, "two AddressConflict events");
+    expect(
+      conflicts()
+        .map((e) => `${e.involvedObject.name} ${e.involvedObject.uid}`)
+        .sort(),
+    ).toEqual([`intruder ${intruderUid}`, `upf-0 ${ownerUid}`]);
+  });
+
   it("leaves pods on other nodes and opted-out pods alone, and catches up after the watches break and history is compacted", async () => {
     const h = await startBridge(kubeWorld());
     await eventually(() => h.held("eni-0a1").includes(ipv4(193)), "upf-0's address");
