@@ -18,6 +18,7 @@ import {
   kubeEndpointOf,
   kubeWorld,
   MAC_A,
+  MAC_A2,
   MAC_B,
   multusPod,
   NODE_A,
@@ -384,5 +385,43 @@ describe("bridge against the simulator (EC2, IMDS, Kubernetes API)", () => {
     // No call that EC2 would refuse whole.
     expect(h.sim.calls().filter((c) => c.outcome === "PrivateIpAddressLimitExceeded")).toEqual([]);
     expect(await h.metrics.text()).toMatch(/multus_ipmgr_bridge_addresses_refused\S* 2/);
+  });
+
+  it("moves pods between two nearly full ENIs of the node wave after wave, not one address per resync", async () => {
+    const p = [ipv4(201), ipv4(202)];
+    const q = [ipv4(211), ipv4(212)];
+    const h = await startBridge(
+      kubeWorld(
+        {
+          pods: [
+            ...p.map((ip, i) => multusPod(`p-${i}`, NODE_A, [ip], MAC_A)),
+            ...q.map((ip, i) => multusPod(`q-${i}`, NODE_A, [ip], MAC_A2)),
+          ],
+        },
+        { ipv4AddressesPerEni: 4, secondMultusEni: true },
+      ),
+      // 4 per ENI: the primary, two pods and one free slot on each. No resync, no release during the test.
+      { addressesPerEni: 4, resyncIntervalMs: 600_000, releaseGraceMs: 600_000 },
+    );
+    await eventually(
+      () => h.held("eni-0a1").length === 3 && h.held("eni-0a2").length === 3,
+      "both ENIs holding their two pods",
+    );
+    // Every pod is recreated on the other ENI, keeping its address: both ENIs need two slots, have one.
+    for (const [i, ip] of p.entries()) {
+      h.sim.kubernetes?.deletePod("cnf", `p-${i}`);
+      h.sim.kubernetes?.addPod(multusPod(`p-${i}`, NODE_A, [ip], MAC_A2, { uid: `p-${i}-second` }));
+    }
+    for (const [i, ip] of q.entries()) {
+      h.sim.kubernetes?.deletePod("cnf", `q-${i}`);
+      h.sim.kubernetes?.addPod(multusPod(`q-${i}`, NODE_A, [ip], MAC_A, { uid: `q-${i}-second` }));
+    }
+    await eventually(
+      () =>
+        q.every((ip) => h.held("eni-0a1").includes(ip)) && p.every((ip) => h.held("eni-0a2").includes(ip)),
+      "the pods' addresses on their new ENIs",
+      15_000,
+    );
+    expect(h.sim.calls().filter((c) => c.outcome === "PrivateIpAddressLimitExceeded")).toEqual([]);
   });
 });

@@ -94,6 +94,8 @@ function isAbort(error: unknown, signal: AbortSignal): boolean {
 export class Bridge {
   #collections: Collections | undefined;
   #dirty = true;
+  /** The last wave changed the ENIs and refused addresses for room: the next runs without the window. */
+  #roomMade = false;
   #wake: (() => void) | undefined;
   #lastWaveAt = Number.NEGATIVE_INFINITY;
   #retryAt: number | undefined;
@@ -165,8 +167,11 @@ export class Bridge {
       while (!signal.aborted) {
         await this.#waitForTrigger(signal);
         if (signal.aborted) break;
-        if (this.options.waveWindowMs > 0) await this.deps.clock.sleep(this.options.waveWindowMs, signal);
+        // A wave owed to a refusal for room runs at once: what it retries is known, nothing to gather.
+        if (this.options.waveWindowMs > 0 && !this.#roomMade)
+          await this.deps.clock.sleep(this.options.waveWindowMs, signal);
         this.#dirty = false;
+        this.#roomMade = false;
         await this.runWave(signal);
       }
     } catch (error) {
@@ -365,6 +370,13 @@ export class Bridge {
         this.#recent.push({ eniId: action.eniId, address, kind, until });
       const changed = action.addresses.filter((address) => !notHeld.has(`${action.eniId} ${address}`));
       if (kind === "released") this.deps.metrics.released(changed.length, false);
+    }
+
+    // Addresses refused for room, after calls that changed the ENIs (moves off them among others): the
+    // next wave comes at once, not at the resync.
+    if (done.size > 0 && wave.refusals.some((r) => r.reason === "eni-full")) {
+      this.#dirty = true;
+      this.#roomMade = true;
     }
 
     const outcome: WaveOutcome = done.size > 0 ? "applied" : "noop";
