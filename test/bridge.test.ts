@@ -51,8 +51,14 @@ afterEach(async () => {
   for (const r of running.splice(0)) await r.stop();
 });
 
-async function startBridge(world: World, options: Partial<BridgeOptions> = {}): Promise<Harness> {
-  const sim = await startKubeSim(world);
+/** A bridge on node A of a new simulator running `world`; or on `node` of a simulator already started. */
+async function startBridge(
+  world: World | { sim: SimulatorHandle; node: string; instance: string },
+  options: Partial<BridgeOptions> = {},
+): Promise<Harness> {
+  const shared = "sim" in world ? world : undefined;
+  const nodeName = shared?.node ?? NODE_A;
+  const sim = shared?.sim ?? (await startKubeSim(world as World));
   const kubeconfig = await tempKubeconfig(kubeEndpointOf(sim));
   const logger = createLogger("silent");
   const kube = createKubeApi({
@@ -64,7 +70,7 @@ async function startBridge(world: World, options: Partial<BridgeOptions> = {}): 
     restartBaseMs: 50,
     restartMaxMs: 200,
     component: "multus-ipmgr-bridge",
-    host: NODE_A,
+    host: nodeName,
   });
   const metrics = new BridgeMetrics();
   const calls: Ec2CallRecord[] = [];
@@ -74,7 +80,7 @@ async function startBridge(world: World, options: Partial<BridgeOptions> = {}): 
       metrics.ec2Observer(record);
     },
   });
-  const imds = imdsFor(sim, "i-0a", { clock: systemClock });
+  const imds = imdsFor(sim, shared?.instance ?? "i-0a", { clock: systemClock });
   const events = new PodEventReporter(kube, systemClock, logger, metrics, {
     repeatIntervalMs: 60_000,
     perSecond: 100,
@@ -83,7 +89,7 @@ async function startBridge(world: World, options: Partial<BridgeOptions> = {}): 
   const bridge = new Bridge(
     { kube, imds, ec2, clock: systemClock, logger, metrics, events },
     {
-      nodeName: NODE_A,
+      nodeName,
       allowedCidrs: ["198.51.100.192/26", "2001:db8:100:2::/64"],
       deviceIndexes: [],
       waveWindowMs: 100,
@@ -99,13 +105,14 @@ async function startBridge(world: World, options: Partial<BridgeOptions> = {}): 
   await bridge.start();
   const stop = new AbortController();
   const loop = bridge.run(stop.signal);
-  running.push({
+  // A bridge on a shared simulator stops before the one that started it.
+  (shared === undefined ? running.push : running.unshift).call(running, {
     stop: async () => {
       stop.abort();
       await loop;
       await events.flush();
       await kube.close();
-      await sim.close();
+      if (shared === undefined) await sim.close();
       kubeconfig.remove();
     },
   });
@@ -423,5 +430,59 @@ describe("bridge against the simulator (EC2, IMDS, Kubernetes API)", () => {
       15_000,
     );
     expect(h.sim.calls().filter((c) => c.outcome === "PrivateIpAddressLimitExceeded")).toEqual([]);
+  });
+
+  it("does not trade an address that pods on two nodes both carry (no whereabouts record): a conflict on both sides, taken back with backoff", async () => {
+    const twin = ipv4(205);
+    const world = kubeWorld({
+      pods: [
+        multusPod("twin-a", NODE_A, [twin], MAC_A, { uid: "4d7e2c6a-0000-4000-8000-00000000000a" }),
+        multusPod("twin-b", NODE_B, [twin], MAC_B, { uid: "4d7e2c6a-0000-4000-8000-00000000000b" }),
+      ],
+    });
+    // A wave every 300 ms on each node, as when the pods' other changes keep waking both bridges.
+    // IMDS here shows an assign at once: our own assign is trusted over IMDS for 500 ms only.
+    const fast = {
+      resyncIntervalMs: 300,
+      recentMemoryMs: 500,
+      repairBackoff: { baseMs: 1_000, maxMs: 60_000 },
+    };
+    const a = await startBridge(world, fast);
+    const b = await startBridge({ sim: a.sim, node: NODE_B, instance: "i-0b" }, fast);
+    const assignsOfTwin = () =>
+      a.sim
+        .calls()
+        .filter(
+          (c) =>
+            c.action === "AssignPrivateIpAddresses" &&
+            c.outcome === "ok" &&
+            Object.values(c.params).includes(twin),
+        ).length;
+    await eventually(() => assignsOfTwin() >= 2, "both bridges assigned the address once");
+    const conflictLine = (h: Harness, pod: string) =>
+      h.bridge.readiness().lines.find((l) => l.startsWith(`conflict: address ${twin} on cnf/${pod} (net1)`));
+    await eventually(
+      () => conflictLine(a, "twin-a") !== undefined && conflictLine(b, "twin-b") !== undefined,
+      "a conflict on both sides",
+    );
+    for (const [h, pod] of [
+      [a, "twin-a"],
+      [b, "twin-b"],
+    ] as const) {
+      expect(conflictLine(h, pod)).toMatch(/but ENI eni-0[ab]1 took it back after ours held it/);
+      expect(await h.metrics.text()).toMatch(/^multus_ipmgr_bridge_conflicts 1$/m);
+    }
+    // Trading at every wave: about 8 assigns in 5 s. Paced: each side's next repair comes 4 s, then 8 s later.
+    const from = assignsOfTwin();
+    await new Promise((r) => setTimeout(r, 5_000));
+    expect(assignsOfTwin() - from).toBeLessThanOrEqual(3);
+    type Event = { reason: string; message: string; involvedObject: { name: string; uid?: string } };
+    const conflictEvents = ((a.sim.state().kubernetes?.events ?? []) as unknown as Event[]).filter(
+      (e) => e.reason === "AddressConflict",
+    );
+    expect(conflictEvents.map((e) => `${e.involvedObject.name} ${e.involvedObject.uid}`).sort()).toEqual([
+      "twin-a 4d7e2c6a-0000-4000-8000-00000000000a",
+      "twin-b 4d7e2c6a-0000-4000-8000-00000000000b",
+    ]);
   });
 });
