@@ -6,7 +6,6 @@
  * or unavailable after its retries, IMDS failing) is run again whole after a capped exponential backoff.
  */
 import { type BackoffPolicy, backoffDelay } from "../eni/backoff.js";
-import type { EpisodeEvent, Holder } from "../eni/drift-episodes.js";
 import type { Ec2Api } from "../eni/ec2-api.js";
 import { readEnis } from "../eni/eni-discovery.js";
 import { Ec2Error } from "../eni/errors/ec2-error.js";
@@ -19,13 +18,7 @@ import type { Logger } from "../eni/process/logger.js";
 import type { ProbeResult } from "../eni/process/probe-server.js";
 import { applyPlan, planFor } from "../eni/reconcile.js";
 import type { EniState, Plan, PlanAction } from "../eni/types.js";
-import {
-  ConflictEpisodes,
-  DEFAULT_EPISODE_CHECK_MS,
-  DEFAULT_REPAIR_BACKOFF,
-  readHolders,
-  type Wanted,
-} from "./conflict-episodes.js";
+import { ConflictEpisodes, DEFAULT_EPISODE_CHECK_MS, DEFAULT_REPAIR_BACKOFF } from "./conflict-episodes.js";
 import { type DesiredState, desiredState, type PodRef } from "./desired-state.js";
 import type {
   IpPoolInfo,
@@ -125,7 +118,6 @@ export class Bridge {
   /** Addresses another ENI took back after ours held them (two pods on two nodes carrying one address). */
   readonly #episodes: ConflictEpisodes;
   #nextEpisodeCheckAt: number | undefined;
-  #holderFailure: string | undefined;
 
   constructor(
     private readonly deps: BridgeDeps,
@@ -332,7 +324,7 @@ export class Bridge {
       .filter((e) => multusEniIds.has(e.eniId))
       .map((e) => ({ subnetId: e.subnetId, cidrs: [...e.subnetIpv4Cidrs, ...e.subnetIpv6Cidrs] }));
 
-    await this.#watchEpisodes(desired, enis, now);
+    await this.#episodes.look(desired.interfaces, desired.podOfInterface, enis, now, this.deps);
     const plan: Plan = await planFor(
       { interfaces: this.#episodes.withoutHeldBack(desired.interfaces, enis, clock.now()), enis },
       { policy: { allowedCidrs: this.options.allowedCidrs } },
@@ -412,58 +404,6 @@ export class Bridge {
     const outcome: WaveOutcome = done.size > 0 ? "applied" : "noop";
     this.#reportWave(desired, wave, enis, done, failures, outcome, mutatingCalls, now);
     return outcome;
-  }
-
-  /** Sees addresses another ENI took back: one EC2 read for those lost since the last wave. */
-  async #watchEpisodes(desired: DesiredState, enis: readonly EniState[], now: number): Promise<void> {
-    const { clock, ec2, logger } = this.deps;
-    const { lost, events } = this.#episodes.observe(desired.interfaces, desired.podOfInterface, enis, now);
-    let holders = new Map<string, Holder>();
-    if (lost.length > 0) {
-      try {
-        holders = await readHolders(
-          ec2,
-          lost.map((w) => w.address),
-        );
-        this.#holderFailure = undefined;
-      } catch (error) {
-        if (!(error instanceof IpmgrError)) throw error;
-        // Unknown holders are paced as rivals, the cautious side.
-        if (this.#holderFailure !== error.message) {
-          logger.warn(
-            { err: error, addresses: lost.map((w) => w.address) },
-            "could not read which ENI holds the addresses taken off ours; taking them back with backoff",
-          );
-        }
-        this.#holderFailure = error.message;
-      }
-    }
-    const wantedByKey = new Map(lost.map((w) => [`${w.eniId} ${w.address}`, w]));
-    for (const event of [...events, ...this.#episodes.settle(lost, holders, clock.now())]) {
-      this.#logEpisode(event, wantedByKey);
-    }
-  }
-
-  /** Each conflict and each end of an episode, logged once. */
-  #logEpisode(event: EpisodeEvent, lost: ReadonlyMap<string, Wanted>): void {
-    const { logger } = this.deps;
-    const [eniId, address] = event.episode.address.split(" ");
-    const w = lost.get(event.episode.address);
-    if (event.kind === "conflict") {
-      logger.warn(
-        { address, interface: w?.interfaceName, ourEniId: eniId, otherEniId: event.episode.rival },
-        `conflict: ${address} belongs on ENI ${eniId} here, but ENI ${event.episode.rival} took it back: a pod ` +
-          "elsewhere carries the same address and whereabouts names neither; taking it back with backoff, at " +
-          "once if it is let go. Logged once per episode.",
-      );
-    } else if (event.kind === "over") {
-      logger.info(
-        { address, ourEniId: eniId, moves: event.episode.moves, otherEniId: event.episode.rival },
-        event.reason === "quiet"
-          ? "conflict episode over: our ENI has held the address undisturbed"
-          : "conflict episode over: no pod of this node carries the address on that ENI any more",
-      );
-    }
   }
 
   #reportWave(

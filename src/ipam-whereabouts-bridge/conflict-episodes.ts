@@ -12,7 +12,10 @@
 import type { BackoffPolicy } from "../eni/backoff.js";
 import { DriftEpisodes, type EpisodeEvent, type Holder } from "../eni/drift-episodes.js";
 import type { Ec2Api } from "../eni/ec2-api.js";
+import { IpmgrError } from "../eni/errors/ipmgr-error.js";
 import { family } from "../eni/ip.js";
+import type { Clock } from "../eni/process/clock.js";
+import type { Logger } from "../eni/process/logger.js";
 import type { EniState, PodInterface } from "../eni/types.js";
 import type { PodRef } from "./desired-state.js";
 
@@ -48,6 +51,7 @@ export class ConflictEpisodes {
   /** Keys our ENI held at an observation, or whose assign EC2 accepted. */
   readonly #held = new Set<string>();
   #wanted = new Map<string, Wanted>();
+  #holderFailure: string | undefined;
 
   constructor(rules: { readonly backoff: BackoffPolicy; readonly random?: () => number }) {
     this.#episodes = new DriftEpisodes({
@@ -55,6 +59,41 @@ export class ConflictEpisodes {
       quietMs: 2 * rules.backoff.maxMs,
       random: rules.random ?? Math.random,
     });
+  }
+
+  /**
+   * A wave's look: `observe`, then who holds the addresses lost (one EC2 read per family, `readHolders`),
+   * then `settle`; each conflict and each end of an episode logged once. A failed read is logged once and
+   * leaves the holders unknown, paced as rivals (the cautious side).
+   */
+  async look(
+    interfaces: readonly PodInterface[],
+    podOf: ReadonlyMap<string, PodRef>,
+    enis: readonly EniState[],
+    now: number,
+    deps: { readonly ec2: Ec2Api; readonly clock: Clock; readonly logger: Logger },
+  ): Promise<void> {
+    const { lost, events } = this.observe(interfaces, podOf, enis, now);
+    let holders = new Map<string, Holder>();
+    if (lost.length > 0) {
+      try {
+        holders = await readHolders(
+          deps.ec2,
+          lost.map((w) => w.address),
+        );
+        this.#holderFailure = undefined;
+      } catch (error) {
+        if (!(error instanceof IpmgrError)) throw error;
+        if (this.#holderFailure !== error.message) {
+          deps.logger.warn(
+            { err: error, addresses: lost.map((w) => w.address) },
+            "could not read which ENI holds the addresses taken off ours; taking them back with backoff",
+          );
+        }
+        this.#holderFailure = error.message;
+      }
+    }
+    for (const event of [...events, ...this.settle(lost, holders, deps.clock.now())]) log(event, deps.logger);
   }
 
   /**
@@ -176,6 +215,26 @@ export class ConflictEpisodes {
       });
     }
     return out;
+  }
+}
+
+/** Each conflict and each end of an episode, logged once. */
+function log(event: EpisodeEvent, logger: Logger): void {
+  const [eniId, address] = event.episode.address.split(" ");
+  if (event.kind === "conflict") {
+    logger.warn(
+      { address, ourEniId: eniId, otherEniId: event.episode.rival },
+      `conflict: ${address} belongs on ENI ${eniId} here, but ENI ${event.episode.rival} took it back: a pod ` +
+        "elsewhere carries the same address and whereabouts names neither; taking it back with backoff, at " +
+        "once if it is let go. Logged once per episode.",
+    );
+  } else if (event.kind === "over") {
+    logger.info(
+      { address, ourEniId: eniId, moves: event.episode.moves, otherEniId: event.episode.rival },
+      event.reason === "quiet"
+        ? "conflict episode over: our ENI has held the address undisturbed"
+        : "conflict episode over: no pod of this node carries the address on that ENI any more",
+    );
   }
 }
 
