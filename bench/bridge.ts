@@ -6,6 +6,7 @@
  * - the same 200 pods as 200 `init` processes in one pod namespace of the lab (needs root), side by side;
  * - the bridge's RSS watching 1,000 pods on its node;
  * - 50 nodes × 100 pods against one simulator: bench/bridge-fleet.ts;
+ * - churn onto full ENIs: pods recreated on the other of two full Multus ENIs, keeping their addresses;
  * - Kubernetes API outages (refused, silently frozen): bench/bridge-recovery.ts.
  */
 import { type ChildProcess, spawn } from "node:child_process";
@@ -131,7 +132,11 @@ function cpuMsOf(pid: number): number {
   return (Number(fields[11]) + Number(fields[12])) * 10;
 }
 
-async function startBridge(sim: SimulatorHandle, kubeconfig: string): Promise<Bridge> {
+async function startBridge(
+  sim: SimulatorHandle,
+  kubeconfig: string,
+  env: Record<string, string> = {},
+): Promise<Bridge> {
   const port = new URL(await closedPortUrl()).port;
   const started = performance.now();
   const child = spawn(process.execPath, [BRIDGE_ENTRY, "bridge"], {
@@ -151,6 +156,7 @@ async function startBridge(sim: SimulatorHandle, kubeconfig: string): Promise<Br
       IPMGR_HTTP_HOST: "127.0.0.1",
       IPMGR_HTTP_PORT: port,
       IPMGR_BRIDGE_RESERVATIONS: "off",
+      ...env,
     },
   });
   const exited = new Promise<number | null>((resolve) => child.once("exit", resolve));
@@ -335,6 +341,131 @@ async function initsSideBySide(): Promise<BenchResult[]> {
   }
 }
 
+/** An m5.24xlarge (50 addresses per ENI, IPv6 as IPv4) with two Multus ENIs, devices 1 and 2. */
+const CHURN_TYPE = "m5.24xlarge";
+const CHURN_PER_ENI = 50;
+const churnAddress = (family: 4 | 6, i: number) =>
+  family === 4 ? `198.51.100.${16 + i}` : `2001:db8:100:2::1:${(16 + i).toString(16)}`;
+
+function churnWorld(family: 4 | 6, pods: Record<string, unknown>[]) {
+  return parseWorld({
+    region: "us-east-1",
+    vpc: { id: "vpc-0bench", cidr: "198.51.100.0/24", ipv6Cidr: "2001:db8:100::/56" },
+    subnets: [
+      {
+        id: "subnet-0multus",
+        cidr: "198.51.100.0/24",
+        ipv6Cidr: "2001:db8:100:2::/64",
+        availabilityZone: "us-east-1a",
+      },
+    ],
+    instances: [
+      {
+        id: INSTANCE,
+        instanceType: CHURN_TYPE,
+        ipv4AddressesPerEni: CHURN_PER_ENI,
+        enis: [0, 1, 2].map((device) => ({
+          id: `eni-0bench${device}`,
+          mac: macOf(device),
+          deviceIndex: device,
+          subnet: "subnet-0multus",
+          primaryIpv4: `198.51.100.${230 + device}`,
+          ...(device > 0 ? { tags: { "node.k8s.amazonaws.com/no_manage": "true" } } : {}),
+        })),
+      },
+    ],
+    kubernetes: {
+      namespaces: ["cnf"],
+      nodes: [{ instance: INSTANCE, name: NODE }],
+      networkAttachmentDefinitions: [1, 2].map((device) => ({
+        namespace: "cnf",
+        name: `multus-${device}`,
+        config: {
+          cniVersion: "0.3.1",
+          type: "ipvlan",
+          master: `eth${device}`,
+          ipam: {
+            type: "whereabouts",
+            range: family === 4 ? "198.51.100.0/24" : "2001:db8:100:2::1:0/112",
+          },
+        },
+      })),
+      pods,
+    },
+  });
+}
+
+/**
+ * `count` pods, half on each of two Multus ENIs that they fill but for `free` slots each, are all
+ * recreated on the other ENI with the same address (a NAD's master changed, say): the time from the
+ * recreation to EC2 holding every address on its new ENI. IPv6: the ENIs are full (no free slot), and
+ * every move of a wave (unassign from the holder) runs before its assigns; IPv4: AllowReassignment takes
+ * an address off its holder as it assigns, so the ENIs need a free slot each to start.
+ */
+async function churn(family: 4 | 6, count: number, free: number): Promise<BenchResult[]> {
+  const deviceOfPod = (i: number, swapped: boolean) => (i < count / 2 !== swapped ? 1 : 2);
+  const churnPod = (i: number, swapped: boolean) => ({
+    namespace: "cnf",
+    name: `churn-${i}`,
+    nodeName: NODE,
+    ...(swapped ? { uid: `4d7e2c6a-0000-4000-8000-${i.toString().padStart(12, "0")}` } : {}),
+    networkStatus: [
+      { name: "aws-cni", interface: "eth0", ips: ["198.51.100.5"], default: true },
+      {
+        name: `cnf/multus-${deviceOfPod(i, swapped)}`,
+        interface: "net1",
+        ips: [churnAddress(family, i)],
+        mac: macOf(deviceOfPod(i, swapped)),
+      },
+    ],
+  });
+  const pods = Array.from({ length: count }, (_, i) => i);
+  const sim = await startSimulator(
+    churnWorld(
+      family,
+      pods.map((i) => churnPod(i, false)),
+    ),
+  );
+  const kubeconfig = await tempKubeconfig(sim.kubernetesEndpoint ?? "");
+  const bridge = await startBridge(sim, kubeconfig.path, {
+    IPMGR_ALLOWED_CIDRS: "198.51.100.0/24,2001:db8:100:2::/64",
+  });
+  const placed = (swapped: boolean) => {
+    const enis = new Map(sim.state().enis.map((e) => [e.deviceIndex, e]));
+    return pods.every((i) => {
+      const eni = enis.get(deviceOfPod(i, swapped));
+      return (family === 4 ? eni?.ipv4s : eni?.ipv6s)?.includes(churnAddress(family, i)) ?? false;
+    });
+  };
+  try {
+    if (!(await until(() => placed(false), 30_000))) throw new Error("the churn pods were never placed");
+    const held = sim.state().enis.find((e) => e.deviceIndex === 1);
+    const slots = CHURN_PER_ENI - (family === 4 ? (held?.ipv4s.length ?? 0) : (held?.ipv6s.length ?? 0));
+    if (slots !== free) throw new Error(`the first Multus ENI has ${slots} free slots, ${free} expected`);
+    sim.clearCalls();
+    const started = performance.now();
+    for (const i of pods) sim.kubernetes?.replacePod("cnf", `churn-${i}`, churnPod(i, true));
+    const done = await until(() => placed(true), 60_000);
+    const ms = performance.now() - started;
+    return [
+      {
+        name:
+          `bridge: ${count} IPv${family} pods recreated on the other of two Multus ENIs (${CHURN_TYPE}, ` +
+          `${CHURN_PER_ENI} per ENI, ${free} free each), until EC2 holds all on their new ENI ` +
+          `(${mutatingCalls(sim)} mutating calls${done ? "" : "; not done after 60 s"})`,
+        value: done ? ms : Number.NaN,
+        unit: "ms",
+        target: "<= 10000 ms",
+        ok: done && ms <= 10_000,
+      },
+    ];
+  } finally {
+    await bridge.stop();
+    await sim.close();
+    kubeconfig.remove();
+  }
+}
+
 export async function benchBridge(): Promise<BenchResult[]> {
   const only = process.env.IPMGR_BENCH_BRIDGE_ONLY;
   return [
@@ -342,6 +473,9 @@ export async function benchBridge(): Promise<BenchResult[]> {
     ...(only === undefined || only === "burst" || only === "init" ? await initsSideBySide() : []),
     ...(only === undefined || only === "rss" ? await rssWatching() : []),
     ...(only === undefined || only === "fleet" ? await benchBridgeFleet() : []),
+    ...(only === undefined || only === "churn"
+      ? [...(await churn(6, 100, 0)), ...(await churn(4, 96, 1))]
+      : []),
     ...(only === undefined || only === "recovery" ? await benchBridgeRecovery() : []),
   ];
 }

@@ -298,6 +298,29 @@ describe("desired state", () => {
     expect(state.conflicts.map((c) => `${c.pod.name}<>${c.other.name}`)).toEqual(["a<>b", "b<>a"]);
   });
 
+  it("names the other pod of a conflict with its uid when it is a pod of this node (its Event then shows in kubectl describe)", () => {
+    const carriedByTwo = desiredState(
+      input({ pods: [pod("a", ["198.51.100.200"]), pod("b", ["198.51.100.200"])] }),
+    );
+    expect(carriedByTwo.conflicts.map((c) => `${c.pod.uid}<>${c.other.uid}`)).toEqual([
+      "uid-a<>uid-b",
+      "uid-b<>uid-a",
+    ]);
+    // Whereabouts' owner is an opted-out pod of this node: known by its uid too.
+    const ownedByOptedOut = desiredState(
+      input({
+        pods: [
+          pod("intruder", ["198.51.100.200"]),
+          pod("owner", [], { annotations: { "multus-ipmgr.io/managed": "false" } }),
+        ],
+        ipPools: [pool("198.51.100.192/27", { "8": "cnf/owner" })],
+      }),
+    );
+    expect(ownedByOptedOut.conflicts.map((c) => `${c.pod.uid}<>${c.other.uid}`)).toEqual([
+      "uid-intruder<>uid-owner",
+    ]);
+  });
+
   it("lets a pod being deleted yield its address to a running pod, and keeps it carried (no release)", () => {
     const state = desiredState(
       input({

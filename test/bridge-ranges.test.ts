@@ -645,6 +645,98 @@ describe("planWave", () => {
     expect(wave.placements.map((p) => p.address)).toEqual(wanted.slice(0, 9));
   });
 
+  it("counts the room an earlier IPv4 assign of the wave makes on the ENI it takes addresses from", () => {
+    const a = { ...MULTUS, eniId: "eni-0a", ipv4s: ["198.51.100.140", "198.51.100.201", "198.51.100.202"] };
+    const b = {
+      ...MULTUS,
+      eniId: "eni-0b",
+      primaryIpv4: "198.51.100.150",
+      ipv4s: ["198.51.100.150", "198.51.100.211", "198.51.100.212", "198.51.100.213"],
+    };
+    const toA = ["198.51.100.211", "198.51.100.212"];
+    const toB = ["198.51.100.201", "198.51.100.202"];
+    const place = (address: string, eniId: string) => ({
+      address,
+      family: 4 as const,
+      interfaceName: `cnf/p-${address}/net1`,
+      eniId,
+      mac: MULTUS.mac,
+    });
+    const wave = planWave({
+      plan: {
+        actions: [
+          { kind: "assign-ipv4", eniId: "eni-0a", addresses: toA, allowReassignment: true },
+          { kind: "assign-ipv4", eniId: "eni-0b", addresses: toB, allowReassignment: true },
+        ],
+        placements: [...toA.map((x) => place(x, "eni-0a")), ...toB.map((x) => place(x, "eni-0b"))],
+        satisfied: [],
+        refusals: [],
+        skipped: [],
+      },
+      releases: [],
+      enis: [a, b],
+      multusEniIds: new Set(["eni-0a", "eni-0b"]),
+      addressesPerEni: 4,
+    });
+    // eni-0a has room for one; taking .211 off the full eni-0b makes room there for one of eni-0a's.
+    expect(wave.actions.map((x) => `${x.eniId} ${x.addresses.join(",")}`)).toEqual([
+      "eni-0a 198.51.100.211",
+      "eni-0b 198.51.100.201",
+    ]);
+    expect(wave.refusals.map((r) => `${r.address} ${r.reason}`)).toEqual([
+      "198.51.100.202 eni-full",
+      "198.51.100.212 eni-full",
+    ]);
+  });
+
+  it("swaps IPv6 addresses between two full ENIs in one wave: every move runs before every assign", () => {
+    const v6 = (n: number) => `2001:db8:100:2::${n}`;
+    const a = { ...MULTUS, eniId: "eni-0a", ipv6s: [v6(1), v6(2), v6(3), v6(4)] };
+    const b = { ...MULTUS, eniId: "eni-0b", ipv6s: [v6(11), v6(12), v6(13), v6(14)] };
+    const toA = [v6(11), v6(12)];
+    const toB = [v6(1), v6(2)];
+    const place = (address: string, eniId: string) => ({
+      address,
+      family: 6 as const,
+      interfaceName: `cnf/p-${address}/net1`,
+      eniId,
+      mac: MULTUS.mac,
+    });
+    const swap = (extraToA: string[]) =>
+      planWave({
+        plan: {
+          actions: [
+            { kind: "unassign-ipv6", eniId: "eni-0a", addresses: toB, reason: "move" },
+            { kind: "unassign-ipv6", eniId: "eni-0b", addresses: toA, reason: "move" },
+            { kind: "assign-ipv6", eniId: "eni-0a", addresses: [...toA, ...extraToA] },
+            { kind: "assign-ipv6", eniId: "eni-0b", addresses: toB },
+          ],
+          placements: [
+            ...[...toA, ...extraToA].map((x) => place(x, "eni-0a")),
+            ...toB.map((x) => place(x, "eni-0b")),
+          ],
+          satisfied: [],
+          refusals: [],
+          skipped: [],
+        },
+        releases: [],
+        enis: [a, b],
+        multusEniIds: new Set(["eni-0a", "eni-0b"]),
+        addressesPerEni: 4,
+      });
+    expect(swap([]).refusals).toEqual([]);
+    expect(swap([]).actions.map((x) => `${x.kind} ${x.eniId} ${x.addresses.length}`)).toEqual([
+      "unassign-ipv6 eni-0a 2",
+      "unassign-ipv6 eni-0b 2",
+      "assign-ipv6 eni-0a 2",
+      "assign-ipv6 eni-0b 2",
+    ]);
+    // One address more for eni-0a than the moves off it make room for: that one is refused, the rest swap.
+    const over = swap([v6(21)]);
+    expect(over.refusals.map((r) => `${r.address} ${r.reason}`)).toEqual([`${v6(21)} eni-full`]);
+    expect(over.placements).toHaveLength(4);
+  });
+
   it("refuses an address on an ENI that is not a Multus ENI", () => {
     const wave = planWave({
       plan: planOf(["198.51.100.20"], "eni-0eth0"),

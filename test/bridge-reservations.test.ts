@@ -12,7 +12,7 @@ import { RESERVATION_TAG, ReservationKeeper } from "../src/ipam-whereabouts-brid
 import { rangesOfNad, type WhereaboutsRange } from "../src/ipam-whereabouts-bridge/whereabouts-ranges.js";
 import { parseWorld, type SimulatorHandle, startSimulator } from "../src/sim/index.js";
 import { tempKubeconfig } from "./helpers/kube-proxy.js";
-import { kubeEndpointOf, kubeWorld, MAC_A, NODE_A, startKubeSim } from "./helpers/kube-worlds.js";
+import { kube, kubeEndpointOf, kubeWorld, MAC_A, NODE_A, startKubeSim } from "./helpers/kube-worlds.js";
 import { captureLogger } from "./helpers/loggers.js";
 import { ec2ApiFor } from "./helpers/sim-fixtures.js";
 
@@ -337,6 +337,95 @@ describe("reservation keeper against the simulator", () => {
     expect((await a.pass(v4, [SUBNET])).leader).toBe(false);
     expect(sim.calls()).toEqual([]);
     expect(sim.state().kubernetes?.leases).toHaveLength(1);
+  });
+});
+
+describe("the reservations Lease, renewed on its own timer", () => {
+  const dual = ranges({ ipRanges: [{ range: "198.51.100.192/27" }, { range: "2001:db8:100:2::100/120" }] });
+  const LEASE = "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/multus-ipmgr-reservations";
+
+  /** A keeper whose EC2 calls are counted apart, with its Lease's timer running until the test ends. */
+  async function timed(s: SimulatorHandle, identity: string, leaseDurationMs: number, logger?: Logger) {
+    const writes: string[] = [];
+    const ec2 = ec2ApiFor(s, {
+      observer: (r) => {
+        if (r.operation.startsWith("Create") || r.operation.startsWith("Delete")) writes.push(r.operation);
+      },
+    });
+    const k = await keeper(s, identity, "create", { ec2, leaseDurationMs, ...(logger ? { logger } : {}) });
+    const stop = new AbortController();
+    const renewing = k.lease.run(stop.signal);
+    cleanups.unshift(async () => {
+      stop.abort();
+      await renewing;
+    });
+    return { k, writes };
+  }
+
+  it("keeps the Lease through a pass slower than the Lease itself: the other keeper never takes it or writes", async () => {
+    sim = await startKubeSim(kubeWorld());
+    // 700 ms for every EC2 call: a read and two creates take about 2.1 s, the Lease lasts 2 s.
+    sim.setFaults({ ec2LatencyMs: 700 });
+    const a = await timed(sim, "bridge-a", 2_000);
+    const b = await timed(sim, "bridge-b", 2_000);
+    expect(await a.k.acquire()).toBe(true);
+    const slow = a.k.pass(dual, [SUBNET]);
+    let done = false;
+    void slow.finally(() => {
+      done = true;
+    });
+    const bLeader: boolean[] = [];
+    while (!done) {
+      bLeader.push((await b.k.pass(dual, [SUBNET])).leader);
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    const status = await slow;
+    expect(status.leader).toBe(true);
+    expect(status.created.map((x) => x.cidr)).toEqual(["198.51.100.192/27", "2001:db8:100:2::100/120"]);
+    expect(bLeader.length).toBeGreaterThan(3);
+    expect(bLeader.filter(Boolean)).toEqual([]);
+    expect(b.writes).toEqual([]);
+    const lease = await kube(sim, "GET", LEASE);
+    expect(lease.body.spec).toMatchObject({ holderIdentity: "bridge-a", leaseTransitions: 0 });
+  });
+
+  it("writes nothing more in a pass once a renewal finds that another holder took the Lease", async () => {
+    sim = await startKubeSim(kubeWorld());
+    sim.setFaults({ ec2LatencyMs: 700 });
+    const { logger, lines } = captureLogger();
+    const a = await timed(sim, "bridge-a", 3_000, logger);
+    expect(await a.k.acquire()).toBe(true);
+    const slow = a.k.pass(dual, [SUBNET]);
+    // While the pass reads the reservations, another process takes the Lease (its renewal is fresh).
+    await new Promise((r) => setTimeout(r, 200));
+    const current = await kube(sim, "GET", LEASE);
+    const stolen = await kube(sim, "PUT", LEASE, {
+      ...current.body,
+      spec: { ...current.body.spec, holderIdentity: "bridge-z", renewTime: new Date().toISOString() },
+    });
+    expect(stolen.status).toBe(200);
+    const status = await slow;
+    expect(status.leader).toBe(false);
+    // At most the create already under way when the renewal came back; never both.
+    expect(a.writes.length).toBeLessThanOrEqual(1);
+    expect(lines.map((l) => l.msg)).toContain(
+      "lost the reservations Lease: no reservation is written until it is taken again",
+    );
+  });
+
+  it("takes its holder identity from POD_NAME and POD_UID, and without them makes one unique per process, with a warning", async () => {
+    const { leaseIdentity } = await import("../src/ipam-whereabouts-bridge/lease-renewer.js");
+    const { logger, lines } = captureLogger();
+    expect(leaseIdentity({ podName: "multus-ipmgr-bridge-x7k2p", podUid: "4d7e-01" }, NODE_A, logger)).toBe(
+      "multus-ipmgr-bridge-x7k2p_4d7e-01",
+    );
+    expect(lines).toEqual([]);
+    const one = leaseIdentity({ podName: undefined, podUid: undefined }, NODE_A, logger);
+    const two = leaseIdentity({ podName: "p", podUid: "" }, NODE_A, logger);
+    expect(one).not.toBe(two);
+    expect(one).toContain(`_${NODE_A}_`);
+    expect(lines.map((l) => l.level)).toEqual([40, 40]);
+    expect(lines[0]?.msg).toContain("POD_NAME and POD_UID are not set");
   });
 });
 

@@ -18,6 +18,7 @@ import {
   kubeEndpointOf,
   kubeWorld,
   MAC_A,
+  MAC_A2,
   MAC_B,
   multusPod,
   NODE_A,
@@ -50,8 +51,14 @@ afterEach(async () => {
   for (const r of running.splice(0)) await r.stop();
 });
 
-async function startBridge(world: World, options: Partial<BridgeOptions> = {}): Promise<Harness> {
-  const sim = await startKubeSim(world);
+/** A bridge on node A of a new simulator running `world`; or on `node` of a simulator already started. */
+async function startBridge(
+  world: World | { sim: SimulatorHandle; node: string; instance: string },
+  options: Partial<BridgeOptions> = {},
+): Promise<Harness> {
+  const shared = "sim" in world ? world : undefined;
+  const nodeName = shared?.node ?? NODE_A;
+  const sim = shared?.sim ?? (await startKubeSim(world as World));
   const kubeconfig = await tempKubeconfig(kubeEndpointOf(sim));
   const logger = createLogger("silent");
   const kube = createKubeApi({
@@ -63,7 +70,7 @@ async function startBridge(world: World, options: Partial<BridgeOptions> = {}): 
     restartBaseMs: 50,
     restartMaxMs: 200,
     component: "multus-ipmgr-bridge",
-    host: NODE_A,
+    host: nodeName,
   });
   const metrics = new BridgeMetrics();
   const calls: Ec2CallRecord[] = [];
@@ -73,7 +80,7 @@ async function startBridge(world: World, options: Partial<BridgeOptions> = {}): 
       metrics.ec2Observer(record);
     },
   });
-  const imds = imdsFor(sim, "i-0a", { clock: systemClock });
+  const imds = imdsFor(sim, shared?.instance ?? "i-0a", { clock: systemClock });
   const events = new PodEventReporter(kube, systemClock, logger, metrics, {
     repeatIntervalMs: 60_000,
     perSecond: 100,
@@ -82,7 +89,7 @@ async function startBridge(world: World, options: Partial<BridgeOptions> = {}): 
   const bridge = new Bridge(
     { kube, imds, ec2, clock: systemClock, logger, metrics, events },
     {
-      nodeName: NODE_A,
+      nodeName,
       allowedCidrs: ["198.51.100.192/26", "2001:db8:100:2::/64"],
       deviceIndexes: [],
       waveWindowMs: 100,
@@ -99,13 +106,14 @@ async function startBridge(world: World, options: Partial<BridgeOptions> = {}): 
   await bridge.start();
   const stop = new AbortController();
   const loop = bridge.run(stop.signal);
-  running.push({
+  // A bridge on a shared simulator stops before the one that started it.
+  (shared === undefined ? running.push : running.unshift).call(running, {
     stop: async () => {
       stop.abort();
       await loop;
       await events.flush();
       await kube.close();
-      await sim.close();
+      if (shared === undefined) await sim.close();
       kubeconfig.remove();
     },
   });
@@ -244,6 +252,30 @@ describe("bridge against the simulator (EC2, IMDS, Kubernetes API)", () => {
     ).toBe(true);
   });
 
+  it("posts the conflict Event on whereabouts' owner, a pod of another node, with its uid, so that kubectl describe shows it", async () => {
+    const ownerUid = "4d7e2c6a-0000-4000-8000-0000000000b0";
+    const intruderUid = "4d7e2c6a-0000-4000-8000-0000000000a0";
+    const h = await startBridge(
+      kubeWorld({
+        pods: [
+          multusPod("upf-0", NODE_B, [ipv4(193)], MAC_B, { uid: ownerUid }),
+          multusPod("intruder", NODE_A, [ipv4(193)], MAC_A, { uid: intruderUid }),
+        ],
+      }),
+    );
+    type Event = { reason: string; involvedObject: { name: string; uid?: string } };
+    const conflicts = () =>
+      ((h.sim.state().kubernetes?.events ?? []) as unknown as Event[]).filter(
+        (e) => e.reason === "AddressConflict",
+      );
+    await eventually(() => conflicts().length >= 2, "two AddressConflict events");
+    expect(
+      conflicts()
+        .map((e) => `${e.involvedObject.name} ${e.involvedObject.uid}`)
+        .sort(),
+    ).toEqual([`intruder ${intruderUid}`, `upf-0 ${ownerUid}`]);
+  });
+
   it("leaves pods on other nodes and opted-out pods alone, and catches up after the watches break and history is compacted", async () => {
     const h = await startBridge(kubeWorld());
     await eventually(() => h.held("eni-0a1").includes(ipv4(193)), "upf-0's address");
@@ -361,5 +393,97 @@ describe("bridge against the simulator (EC2, IMDS, Kubernetes API)", () => {
     // No call that EC2 would refuse whole.
     expect(h.sim.calls().filter((c) => c.outcome === "PrivateIpAddressLimitExceeded")).toEqual([]);
     expect(await h.metrics.text()).toMatch(/multus_ipmgr_bridge_addresses_refused\S* 2/);
+  });
+
+  it("moves pods between two nearly full ENIs of the node wave after wave, not one address per resync", async () => {
+    const p = [ipv4(201), ipv4(202)];
+    const q = [ipv4(211), ipv4(212)];
+    const h = await startBridge(
+      kubeWorld(
+        {
+          pods: [
+            ...p.map((ip, i) => multusPod(`p-${i}`, NODE_A, [ip], MAC_A)),
+            ...q.map((ip, i) => multusPod(`q-${i}`, NODE_A, [ip], MAC_A2)),
+          ],
+        },
+        { ipv4AddressesPerEni: 4, secondMultusEni: true },
+      ),
+      // 4 per ENI: the primary, two pods and one free slot on each. No resync, no release during the test.
+      { addressesPerEni: 4, resyncIntervalMs: 600_000, releaseGraceMs: 600_000 },
+    );
+    await eventually(
+      () => h.held("eni-0a1").length === 3 && h.held("eni-0a2").length === 3,
+      "both ENIs holding their two pods",
+    );
+    // Every pod is recreated on the other ENI, keeping its address: both ENIs need two slots, have one.
+    for (const [i, ip] of p.entries()) {
+      h.sim.kubernetes?.deletePod("cnf", `p-${i}`);
+      h.sim.kubernetes?.addPod(multusPod(`p-${i}`, NODE_A, [ip], MAC_A2, { uid: `p-${i}-second` }));
+    }
+    for (const [i, ip] of q.entries()) {
+      h.sim.kubernetes?.deletePod("cnf", `q-${i}`);
+      h.sim.kubernetes?.addPod(multusPod(`q-${i}`, NODE_A, [ip], MAC_A, { uid: `q-${i}-second` }));
+    }
+    await eventually(
+      () =>
+        q.every((ip) => h.held("eni-0a1").includes(ip)) && p.every((ip) => h.held("eni-0a2").includes(ip)),
+      "the pods' addresses on their new ENIs",
+      15_000,
+    );
+    expect(h.sim.calls().filter((c) => c.outcome === "PrivateIpAddressLimitExceeded")).toEqual([]);
+  });
+
+  it("does not trade an address that pods on two nodes both carry (no whereabouts record): a conflict on both sides, taken back with backoff", async () => {
+    const twin = ipv4(205);
+    const world = kubeWorld({
+      pods: [
+        multusPod("twin-a", NODE_A, [twin], MAC_A, { uid: "4d7e2c6a-0000-4000-8000-00000000000a" }),
+        multusPod("twin-b", NODE_B, [twin], MAC_B, { uid: "4d7e2c6a-0000-4000-8000-00000000000b" }),
+      ],
+    });
+    // A wave every 300 ms on each node, as when the pods' other changes keep waking both bridges.
+    // IMDS here shows an assign at once: our own assign is trusted over IMDS for 500 ms only.
+    const fast = {
+      resyncIntervalMs: 300,
+      recentMemoryMs: 500,
+      repairBackoff: { baseMs: 1_000, maxMs: 60_000 },
+    };
+    const a = await startBridge(world, fast);
+    const b = await startBridge({ sim: a.sim, node: NODE_B, instance: "i-0b" }, fast);
+    const assignsOfTwin = () =>
+      a.sim
+        .calls()
+        .filter(
+          (c) =>
+            c.action === "AssignPrivateIpAddresses" &&
+            c.outcome === "ok" &&
+            Object.values(c.params).includes(twin),
+        ).length;
+    await eventually(() => assignsOfTwin() >= 2, "both bridges assigned the address once");
+    const conflictLine = (h: Harness, pod: string) =>
+      h.bridge.readiness().lines.find((l) => l.startsWith(`conflict: address ${twin} on cnf/${pod} (net1)`));
+    await eventually(
+      () => conflictLine(a, "twin-a") !== undefined && conflictLine(b, "twin-b") !== undefined,
+      "a conflict on both sides",
+    );
+    for (const [h, pod] of [
+      [a, "twin-a"],
+      [b, "twin-b"],
+    ] as const) {
+      expect(conflictLine(h, pod)).toMatch(/but ENI eni-0[ab]1 took it back after ours held it/);
+      expect(await h.metrics.text()).toMatch(/^multus_ipmgr_bridge_conflicts 1$/m);
+    }
+    // Trading at every wave: about 8 assigns in 5 s. Paced: each side's next repair comes 4 s, then 8 s later.
+    const from = assignsOfTwin();
+    await new Promise((r) => setTimeout(r, 5_000));
+    expect(assignsOfTwin() - from).toBeLessThanOrEqual(3);
+    type Event = { reason: string; message: string; involvedObject: { name: string; uid?: string } };
+    const conflictEvents = ((a.sim.state().kubernetes?.events ?? []) as unknown as Event[]).filter(
+      (e) => e.reason === "AddressConflict",
+    );
+    expect(conflictEvents.map((e) => `${e.involvedObject.name} ${e.involvedObject.uid}`).sort()).toEqual([
+      "twin-a 4d7e2c6a-0000-4000-8000-00000000000a",
+      "twin-b 4d7e2c6a-0000-4000-8000-00000000000b",
+    ]);
   });
 });

@@ -1,7 +1,7 @@
 /** The drift episode rules, pure: time comes in as arguments, jitter is fixed. */
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { DriftEpisodes, type Holder } from "../src/sidecar/drift-episodes.js";
+import { DriftEpisodes, type Holder } from "../src/eni/drift-episodes.js";
 
 const X = "198.51.100.80";
 const RIVAL = "eni-0000000000002a001";

@@ -18,6 +18,7 @@ import type { Logger } from "../eni/process/logger.js";
 import type { ProbeResult } from "../eni/process/probe-server.js";
 import { applyPlan, planFor } from "../eni/reconcile.js";
 import type { EniState, Plan, PlanAction } from "../eni/types.js";
+import { ConflictEpisodes, DEFAULT_EPISODE_CHECK_MS, DEFAULT_REPAIR_BACKOFF } from "./conflict-episodes.js";
 import { type DesiredState, desiredState, type PodRef, type Release, unusedKey } from "./desired-state.js";
 import type {
   EventObjectKind,
@@ -67,6 +68,10 @@ export interface BridgeOptions {
    * heard from again, ms. The same bound as the Kubernetes adapter's silence watchdog.
    */
   readonly watchSilenceMs: number;
+  /** Pacing of repairs of an address another ENI took back (ConflictEpisodes). Default 1 s doubling to 60 s. */
+  readonly repairBackoff?: BackoffPolicy;
+  /** While such an episode is open, a wave looks again after this many ms at most. Default 1,000. */
+  readonly episodeCheckMs?: number;
 }
 
 /** What the last wave saw and did, for /readyz and the tests. */
@@ -109,6 +114,8 @@ function isAbort(error: unknown, signal: AbortSignal): boolean {
 export class Bridge {
   #collections: Collections | undefined;
   #dirty = true;
+  /** The last wave changed the ENIs and refused addresses for room: the next runs without the window. */
+  #roomMade = false;
   #wake: (() => void) | undefined;
   #lastWaveAt = Number.NEGATIVE_INFINITY;
   #retryAt: number | undefined;
@@ -131,10 +138,16 @@ export class Bridge {
   #warnedProblems = new Set<string>();
   #problemLines: string[] = [];
 
+  /** Addresses another ENI took back after ours held them (two pods on two nodes carrying one address). */
+  readonly #episodes: ConflictEpisodes;
+  #nextEpisodeCheckAt: number | undefined;
+
   constructor(
     private readonly deps: BridgeDeps,
     private readonly options: BridgeOptions,
-  ) {}
+  ) {
+    this.#episodes = new ConflictEpisodes({ backoff: options.repairBackoff ?? DEFAULT_REPAIR_BACKOFF });
+  }
 
   /** Starts the four watches; resolves once each has listed once (or failed and is being retried). */
   async start(): Promise<void> {
@@ -240,8 +253,11 @@ export class Bridge {
       while (!signal.aborted) {
         await this.#waitForTrigger(signal);
         if (signal.aborted) break;
-        if (this.options.waveWindowMs > 0) await this.deps.clock.sleep(this.options.waveWindowMs, signal);
+        // A wave owed to a refusal for room runs at once: what it retries is known, nothing to gather.
+        if (this.options.waveWindowMs > 0 && !this.#roomMade)
+          await this.deps.clock.sleep(this.options.waveWindowMs, signal);
         this.#dirty = false;
+        this.#roomMade = false;
         await this.runWave(signal);
       }
     } catch (error) {
@@ -296,7 +312,11 @@ export class Bridge {
         continue;
       }
       if (this.#dirty) return;
-      const due = Math.min(this.#lastWaveAt + this.options.resyncIntervalMs, this.#nextPendingAt ?? Infinity);
+      const due = Math.min(
+        this.#lastWaveAt + this.options.resyncIntervalMs,
+        this.#nextPendingAt ?? Infinity,
+        this.#nextEpisodeCheckAt ?? Infinity,
+      );
       if (now >= due) return;
       await this.#sleepUntil(due, signal, true);
     }
@@ -408,8 +428,9 @@ export class Bridge {
       .filter((e) => multusEniIds.has(e.eniId))
       .map((e) => ({ subnetId: e.subnetId, cidrs: [...e.subnetIpv4Cidrs, ...e.subnetIpv6Cidrs] }));
 
+    await this.#episodes.look(desired.interfaces, desired.podOfInterface, enis, now, this.deps);
     const plan: Plan = await planFor(
-      { interfaces: desired.interfaces, enis },
+      { interfaces: this.#episodes.withoutHeldBack(desired.interfaces, enis, clock.now()), enis },
       { policy: { allowedCidrs: this.options.allowedCidrs } },
       { ec2 },
     );
@@ -464,12 +485,25 @@ export class Bridge {
     for (const action of done) {
       const kind = isAssign(action) ? "assigned" : "released";
       if (isMove(action)) continue;
+      if (kind === "assigned") this.#episodes.assigned(action.eniId, action.addresses, clock.now());
       // A refused release is gone from the ENI too, by EC2's own answer: remembered as such, not counted.
       for (const address of action.addresses)
         this.#recent.push({ eniId: action.eniId, address, kind, until });
       const changed = action.addresses.filter((address) => !notHeld.has(`${action.eniId} ${address}`));
       if (kind === "released") this.deps.metrics.released(changed.length, false);
     }
+
+    // Addresses refused for room, after calls that changed the ENIs (moves off them among others): the
+    // next wave comes at once, not at the resync.
+    if (done.size > 0 && wave.refusals.some((r) => r.reason === "eni-full")) {
+      this.#dirty = true;
+      this.#roomMade = true;
+    }
+
+    this.#nextEpisodeCheckAt = this.#episodes.nextCheckAt(
+      clock.now(),
+      this.options.episodeCheckMs ?? DEFAULT_EPISODE_CHECK_MS,
+    );
 
     const outcome: WaveOutcome = done.size > 0 ? "applied" : "noop";
     this.#reportWave(desired, wave, enis, done, failures, outcome, mutatingCalls, now);
@@ -625,8 +659,17 @@ export class Bridge {
         message: conflict.detail,
       });
     }
+    const taken = this.#episodes.conflicts(at);
+    for (const conflict of taken) {
+      events.report({
+        pod: conflict.pod,
+        type: "Warning",
+        reason: "AddressConflict",
+        message: conflict.message,
+      });
+    }
 
-    const conflictLines = [...new Set(desired.conflicts.map((c) => c.detail))];
+    const conflictLines = [...new Set([...desired.conflicts, ...taken].map((c) => c.detail))];
     metrics.view({
       managed: desired.managedPods.length,
       optedOut: desired.skippedPods.filter((s) => s.reason === "opted-out").length,

@@ -151,11 +151,12 @@ export function podFinished(pod: PodInfo): boolean {
   return pod.phase === "Succeeded" || pod.phase === "Failed";
 }
 
-function refOfPodref(podref: string): PodRef {
+/** A podref's pod; its uid when it is a pod of this node (`uids`: podKey -> uid), so that its Event shows. */
+function refOfPodref(podref: string, uids: ReadonlyMap<string, string>): PodRef {
   const slash = podref.indexOf("/");
-  return slash < 0
-    ? { namespace: "default", name: podref, uid: undefined }
-    : { namespace: podref.slice(0, slash), name: podref.slice(slash + 1), uid: undefined };
+  const [namespace, name] =
+    slash < 0 ? ["default", podref] : [podref.slice(0, slash), podref.slice(slash + 1)];
+  return { namespace, name, uid: uids.get(`${namespace}/${name}`) };
 }
 
 function poolProblem(pool: IpPoolInfo, message: string): InputProblem {
@@ -231,6 +232,10 @@ export function desiredState(input: DesiredInput): DesiredState {
     .filter((pod) => !podFinished(pod))
     .sort((a, b) => byString(podKey(a), podKey(b)) || byString(a.uid, b.uid));
   const podsOnNode = new Set(pods.map(podKey));
+  // A pod's uid by name: the running one's when a terminating pod shares its name.
+  const uids = new Map(
+    [...pods].sort((a, b) => Number(b.deleting) - Number(a.deleting)).map((p) => [podKey(p), p.uid]),
+  );
   const enisByMac = new Map<string, EniState>();
   for (const eni of [...input.enis].sort((a, b) => byString(a.eniId, b.eniId))) {
     const mac = eni.mac.toLowerCase();
@@ -335,7 +340,7 @@ export function desiredState(input: DesiredInput): DesiredState {
         conflicts.push({
           address,
           pod: refOf(claim.pod),
-          other: refOfPodref(owner.podref),
+          other: refOfPodref(owner.podref, uids),
           detail:
             `address ${address} on ${podKey(claim.pod)} (${claim.interfaceName}) is allocated by whereabouts to ` +
             `${owner.podref} (${owner.source}); it is not assigned to any ENI until only one pod claims it: ` +
@@ -351,7 +356,7 @@ export function desiredState(input: DesiredInput): DesiredState {
           conflicts.push({
             address,
             pod: refOf(claim.pod),
-            other: refOfPodref(other),
+            other: refOfPodref(other, uids),
             detail:
               `address ${address} is carried by ${podrefs.join(" and ")} on this node; ` +
               "it is not assigned to any ENI until only one pod carries it: give each pod its own address.",

@@ -124,6 +124,8 @@ export interface KubeApi {
   watchOverlappingReservations(
     listener: WatchListener,
   ): Promise<WatchedCollection<OverlappingReservationInfo>>;
+  /** RBAC: pods get. The pod's uid; undefined when there is no such pod. */
+  podUid(namespace: string, name: string): Promise<string | undefined>;
   /** RBAC: leases (coordination.k8s.io) get. Undefined when there is none. */
   getLease(namespace: string, name: string): Promise<LeaseInfo | undefined>;
   /** RBAC: leases create. @throws KubeConflictError when it exists already (409). */

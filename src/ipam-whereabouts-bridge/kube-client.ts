@@ -575,6 +575,18 @@ class KubeClient implements KubeApi {
     }
   }
 
+  async podUid(namespace: string, name: string): Promise<string | undefined> {
+    try {
+      const pod = await this.#call(`get Pod ${namespace}/${name}`, () =>
+        this.#core.readNamespacedPod({ name, namespace }),
+      );
+      return pod.metadata?.uid;
+    } catch (error) {
+      if (error instanceof KubeError && error.status === 404) return undefined;
+      throw error;
+    }
+  }
+
   async getLease(namespace: string, name: string): Promise<LeaseInfo | undefined> {
     try {
       return leaseOf(

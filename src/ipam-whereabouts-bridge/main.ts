@@ -1,4 +1,3 @@
-import { hostname } from "node:os";
 import type { ImdsClient } from "../eni/imds-client.js";
 import { addressesPerEniOf } from "../eni/instance-limits.js";
 import { buildAwsClients } from "../eni/pod-deps.js";
@@ -11,6 +10,7 @@ import { describeSettings } from "../eni/process/settings.js";
 import { untilFirstSignal } from "../eni/process/shutdown-signals.js";
 import { Bridge } from "./bridge.js";
 import type { KubeApi } from "./kube-api.js";
+import { leaseIdentity } from "./lease-renewer.js";
 import { BridgeMetrics } from "./metrics.js";
 import { PodEventReporter } from "./pod-events.js";
 import { ReservationKeeper } from "./reservation-keeper.js";
@@ -170,7 +170,11 @@ export async function main(argv: readonly string[]): Promise<number> {
               leaseNamespace: config.leaseNamespace,
               leaseName: config.leaseName,
               leaseDurationMs: config.leaseDurationMs,
-              identity: `${hostname()}_${config.nodeName}`,
+              identity: leaseIdentity(
+                { podName: config.podName, podUid: config.podUid },
+                config.nodeName,
+                log,
+              ),
               vpcId: await vpcIdOf(imds, log),
             },
           );
@@ -197,7 +201,10 @@ export async function main(argv: readonly string[]): Promise<number> {
     const keeping =
       keeper === undefined
         ? Promise.resolve()
-        : keepReservations(keeper, bridge, config.reservationIntervalMs, stop.signal, log);
+        : Promise.all([
+            keepReservations(keeper, bridge, config.reservationIntervalMs, stop.signal, log),
+            keeper.lease.run(stop.signal),
+          ]);
     const signal = await untilFirstSignal(running, signals, "the wave loop");
     log.info(
       { signal, graceMs: config.shutdownGraceMs },

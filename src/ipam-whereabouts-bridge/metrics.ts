@@ -62,7 +62,7 @@ export class BridgeMetrics {
     });
     this.#conflicts = new Gauge({
       name: `${PREFIX}conflicts`,
-      help: "Pod addresses in conflict at the last wave (whereabouts allocates them to another pod, or two pods carry them).",
+      help: "Pod addresses in conflict at the last wave (whereabouts allocates them to another pod, two pods carry them, or another node's ENI took one back).",
       registers,
     });
     this.#pendingReleases = new Gauge({

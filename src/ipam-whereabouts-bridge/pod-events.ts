@@ -15,6 +15,8 @@ export interface PodEventOptions {
  * Posts Kubernetes Events about pods, rate-limited: an event identical to one posted within the repeat
  * interval is dropped, and a token bucket bounds the rate (a wave over a thousand pods must not flood the
  * API server). Posting never blocks a wave; a failure is logged and counted, never thrown.
+ * An event about a pod known only by name (whereabouts' podref: a pod of another node) gets the pod's uid
+ * from the API first: `kubectl describe pod` lists only the events whose involvedObject.uid is the pod's.
  */
 export class PodEventReporter {
   readonly #posted = new Map<string, number>();
@@ -49,8 +51,8 @@ export class PodEventReporter {
     }
     this.#tokens -= 1;
     this.#posted.set(key, now);
-    const post = this.kube
-      .createEvent(event)
+    const post = this.#withUid(event)
+      .then((full) => this.kube.createEvent(full))
       .then(() => this.metrics.event("posted"))
       .catch((error: unknown) => {
         this.metrics.event("failed");
@@ -60,6 +62,13 @@ export class PodEventReporter {
       })
       .finally(() => this.#inflight.delete(post));
     this.#inflight.add(post);
+  }
+
+  /** The event with its pod's uid, read when it is not known (a pod that is gone: none). */
+  async #withUid(event: PodEvent): Promise<PodEvent> {
+    if (event.pod.uid !== undefined) return event;
+    const uid = await this.kube.podUid(event.pod.namespace, event.pod.name);
+    return uid === undefined ? event : { ...event, pod: { ...event.pod, uid } };
   }
 
   /** Waits for the events being posted. */

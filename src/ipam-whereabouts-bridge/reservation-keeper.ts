@@ -8,6 +8,9 @@
  * EC2 takes no client token for CreateSubnetCidrReservation: a create retried after a lost answer may be
  * refused as an overlap with the one that was made, so a refused create is followed by a re-read, and a
  * block now covered counts as created.
+ * The Lease (lease-renewer.ts) is renewed on a timer of its own beside the passes, and every create or
+ * delete first checks that it is still ours: a pass slower than the Lease neither loses it nor writes on
+ * after losing it.
  */
 
 import type { Ec2Api } from "../eni/ec2-api.js";
@@ -16,8 +19,8 @@ import { cidrsOverlap } from "../eni/ip.js";
 import type { Clock } from "../eni/process/clock.js";
 import type { Logger } from "../eni/process/logger.js";
 import type { SubnetCidrReservation } from "../eni/types.js";
-import { KubeConflictError } from "./errors/kube-conflict-error.js";
 import type { KubeApi } from "./kube-api.js";
+import { LeaseRenewer } from "./lease-renewer.js";
 import type { BridgeMetrics } from "./metrics.js";
 import {
   reservationGap,
@@ -70,7 +73,20 @@ export class ReservationKeeper {
       metrics: BridgeMetrics;
     },
     private readonly options: ReservationKeeperOptions,
-  ) {}
+  ) {
+    this.lease = new LeaseRenewer(
+      { kube: deps.kube, clock: deps.clock, logger: deps.logger },
+      {
+        namespace: options.leaseNamespace,
+        name: options.leaseName,
+        durationMs: options.leaseDurationMs,
+        identity: options.identity,
+      },
+    );
+  }
+
+  /** The Lease; its `run` renews it on a timer of its own (main.ts starts it beside the passes). */
+  readonly lease: LeaseRenewer;
 
   get status(): ReservationStatus {
     return this.#status;
@@ -112,53 +128,26 @@ export class ReservationKeeper {
   }
 
   /** Takes or renews the Lease; true when this replica holds it. A lost race is not an error. */
-  async acquire(): Promise<boolean> {
-    const { kube, clock, logger } = this.deps;
-    const { leaseNamespace: namespace, leaseName: name, identity, leaseDurationMs } = this.options;
-    const now = new Date(clock.now());
-    const durationSeconds = Math.ceil(leaseDurationMs / 1000);
-    try {
-      const current = await kube.getLease(namespace, name);
-      if (current === undefined) {
-        await kube.createLease({
-          namespace,
-          name,
-          holderIdentity: identity,
-          leaseDurationSeconds: durationSeconds,
-          acquireTime: now,
-          renewTime: now,
-          leaseTransitions: 0,
-          resourceVersion: undefined,
-        });
-        logger.info({ lease: `${namespace}/${name}` }, "took the reservations Lease");
-        return true;
-      }
-      const ours = current.holderIdentity === identity;
-      const renewedAt = current.renewTime?.getTime() ?? 0;
-      const expired = renewedAt + (current.leaseDurationSeconds ?? durationSeconds) * 1000 <= now.getTime();
-      if (!ours && !expired && current.holderIdentity !== undefined && current.holderIdentity !== "") {
-        return false;
-      }
-      await kube.updateLease({
-        ...current,
-        holderIdentity: identity,
-        leaseDurationSeconds: durationSeconds,
-        renewTime: now,
-        ...(ours ? {} : { acquireTime: now, leaseTransitions: (current.leaseTransitions ?? 0) + 1 }),
-      });
-      if (!ours)
-        logger.info(
-          { lease: `${namespace}/${name}`, from: current.holderIdentity },
-          "took the reservations Lease over",
-        );
-      return true;
-    } catch (error) {
-      if (error instanceof KubeConflictError) {
-        return false;
-      }
-      throw error;
-    }
+  acquire(): Promise<boolean> {
+    return this.lease.renew();
   }
+
+  /**
+   * Whether a reservation may be written now: the Lease is still ours (LeaseRenewer.holds). A pass that lost
+   * it midway stops writing, says so once, and reports itself as not the holder.
+   */
+  #mayWrite(what: string): boolean {
+    if (this.lease.holds()) return true;
+    if (!this.#stoppedLogged) {
+      this.deps.logger.warn(
+        { lease: `${this.options.leaseNamespace}/${this.options.leaseName}`, next: what },
+        "the reservations Lease is no longer ours (lost, or not renewed within its renew deadline): this pass writes nothing more",
+      );
+    }
+    this.#stoppedLogged = true;
+    return false;
+  }
+  #stoppedLogged = false;
 
   /**
    * One pass: renew or take the Lease; if held, compare and (in `create` mode) create. `ranges` and
@@ -170,6 +159,7 @@ export class ReservationKeeper {
     subnets: readonly SubnetView[],
   ): Promise<ReservationStatus> {
     const leader = await this.acquire();
+    this.#stoppedLogged = false;
     if (!leader) {
       this.#status = { leader: false, missing: [], created: [], problems: [] };
       this.deps.metrics.reservationDrift([]);
@@ -183,10 +173,12 @@ export class ReservationKeeper {
     const problems = [...scope.problems, ...gap.problems];
     const created: WantedBlock[] = [];
     let missing = gap.missing;
+    let stillLeader = true;
     if (this.options.mode === "create") {
       missing = [];
       for (const block of gap.missing) {
-        if (await this.#create(block)) created.push(block);
+        if (stillLeader && !this.#mayWrite(`create ${block.cidr} in ${block.subnetId}`)) stillLeader = false;
+        if (stillLeader && (await this.#create(block))) created.push(block);
         else missing.push(block);
       }
     } else if (gap.missing.length > 0) {
@@ -198,7 +190,7 @@ export class ReservationKeeper {
     for (const problem of gap.problems)
       this.deps.logger.warn({ problem }, "a subnet CIDR reservation is in the way");
     this.deps.metrics.reservationDrift(missing);
-    this.#status = { leader: true, missing, created, problems };
+    this.#status = { leader: stillLeader, missing, created, problems };
     this.#scopeSubnets = scope.subnets;
     return this.#status;
   }
@@ -287,6 +279,7 @@ export class ReservationKeeper {
     for (const r of await this.#read(subnetIds)) {
       if (r.tags[RESERVATION_TAG] !== RESERVATION_TAG_VALUE) continue;
       if (wanted.some((w) => w.subnetId === r.subnetId && cidrsOverlap(w.cidr, r.cidr))) continue;
+      if (!this.#mayWrite(`delete ${r.reservationId}`)) break;
       this.deps.logger.info(
         { reservationId: r.reservationId, subnetId: r.subnetId, cidr: r.cidr },
         "deleting our subnet CIDR reservation: no whereabouts range covers it any more",

@@ -102,43 +102,37 @@ export function planWave(input: WaveInput): Wave {
   }
 
   const released = releaseActions(input.releases);
-  const freedBy = new Map<string, number>();
-  for (const action of released) {
-    const key = `${action.kind === "unassign-ipv4" ? 4 : 6} ${action.eniId}`;
-    freedBy.set(key, (freedBy.get(key) ?? 0) + action.addresses.length);
-  }
-
-  const actions: PlanAction[] = [...released];
+  const candidates = plan.actions
+    .filter((a) => a.kind === "assign-ipv4" || a.kind === "assign-ipv6")
+    .map((action) => ({
+      action,
+      addresses: action.addresses.filter((a) => !refusedPlacement.has(`${action.eniId} ${a}`)),
+    }));
+  const fitted = fitRooms({
+    candidates,
+    moves: plan.actions.filter(isMove),
+    released,
+    enis,
+    addressesPerEni,
+  });
+  const actions: PlanAction[] = [...released, ...plan.actions.filter(isMove)];
   const assigns: PlanAction[] = [];
-  for (const action of plan.actions) {
-    if (isMove(action)) {
-      actions.push(action);
-      continue;
-    }
-    if (action.kind !== "assign-ipv4" && action.kind !== "assign-ipv6") continue;
+  for (const { action, addresses } of candidates) {
+    const fit = fitted.get(action) ?? { count: addresses.length, held: 0, room: 0 };
     const fam = action.kind === "assign-ipv4" ? 4 : 6;
-    let addresses = action.addresses.filter((a) => !refusedPlacement.has(`${action.eniId} ${a}`));
-    const eni = eniById.get(action.eniId);
-    if (addresses.length > 0 && addressesPerEni !== undefined && eni !== undefined) {
-      // IPv4 holds the primary among its addresses; an IPv6 ENI holds up to the same number of IPv6 addresses.
-      const held = fam === 4 ? Math.max(eni.ipv4s.length, 1) : eni.ipv6s.length;
-      const room = Math.max(0, addressesPerEni - held + (freedBy.get(`${fam} ${action.eniId}`) ?? 0));
-      if (addresses.length > room) {
-        for (const address of addresses.slice(room)) {
-          for (const p of plan.placements.filter((x) => x.address === address && x.eniId === action.eniId)) {
-            refuse(
-              p,
-              "eni-full",
-              `address ${address} on ${p.interfaceName} does not fit on ENI ${action.eniId}: it holds ${held} ` +
-                `IPv${fam} addresses of the ${addressesPerEni} its instance type allows per ENI, and this wave ` +
-                `assigns ${room} more; release addresses no pod uses, or spread the pods over more nodes.`,
-            );
-          }
-        }
-        addresses = addresses.slice(0, room);
+    for (const address of addresses.slice(fit.count)) {
+      for (const p of plan.placements.filter((x) => x.address === address && x.eniId === action.eniId)) {
+        refuse(
+          p,
+          "eni-full",
+          `address ${address} on ${p.interfaceName} does not fit on ENI ${action.eniId}: it holds ${fit.held} ` +
+            `IPv${fam} addresses of the ${addressesPerEni} its instance type allows per ENI, and this wave ` +
+            `assigns ${fit.room} more; release addresses no pod uses, or spread the pods over more nodes.`,
+        );
       }
     }
-    if (addresses.length > 0) assigns.push({ ...action, addresses });
+    const kept = addresses.slice(0, fit.count);
+    if (kept.length > 0) assigns.push({ ...action, addresses: kept });
   }
   // IPv6 moves whose assign was refused entirely are dropped: the address stays with its holder.
   const assigned6 = new Set(assigns.filter((a) => a.kind === "assign-ipv6").flatMap((a) => a.addresses));
@@ -162,6 +156,86 @@ export function planWave(input: WaveInput): Wave {
     placements: plan.placements.filter((p) => !refusedPlacement.has(`${p.eniId} ${p.address}`)),
     refusals,
   };
+}
+
+interface Fit {
+  /** How many of the assign's addresses (a prefix) fit. */
+  readonly count: number;
+  /** Addresses of the family the ENI holds before the wave (the IPv4 primary counted). */
+  readonly held: number;
+  /** Room for this wave's assign. */
+  readonly room: number;
+}
+
+/**
+ * How much of each assign fits on its ENI, counting the slots this wave frees there first: its releases;
+ * the IPv6 moves (unassigns from a holder), which all run before the IPv6 assigns, for as long as the
+ * assign they serve goes ahead (a fixpoint: moves whose address does not fit are dropped, and the room they
+ * made with them); and for IPv4, an earlier assign of the wave that takes an address from this ENI
+ * (AllowReassignment takes it off its holder). Pods swapping between two full ENIs are placed so, in one
+ * wave for IPv6, in growing steps for IPv4, instead of being refused for good. Unknown limit: all fits.
+ */
+function fitRooms(input: {
+  readonly candidates: readonly { readonly action: PlanAction; readonly addresses: readonly string[] }[];
+  readonly moves: readonly PlanAction[];
+  readonly released: readonly PlanAction[];
+  readonly enis: readonly EniState[];
+  readonly addressesPerEni: number | undefined;
+}): Map<PlanAction, Fit> {
+  const { candidates, moves, released, enis, addressesPerEni } = input;
+  const fits = new Map<PlanAction, Fit>();
+  const eniById = new Map(enis.map((e) => [e.eniId, e]));
+  const key = (fam: 4 | 6, eniId: string) => `${fam} ${eniId}`;
+  const freedByReleases = new Map<string, number>();
+  for (const action of released) {
+    const k = key(action.kind === "unassign-ipv4" ? 4 : 6, action.eniId);
+    freedByReleases.set(k, (freedByReleases.get(k) ?? 0) + action.addresses.length);
+  }
+  const fitOne = (action: PlanAction, addresses: readonly string[], freed: number): Fit => {
+    const eni = eniById.get(action.eniId);
+    if (addressesPerEni === undefined || eni === undefined)
+      return { count: addresses.length, held: 0, room: addresses.length };
+    // IPv4 holds the primary among its addresses; an IPv6 ENI holds up to the same number of IPv6 addresses.
+    const held = action.kind === "assign-ipv4" ? Math.max(eni.ipv4s.length, 1) : eni.ipv6s.length;
+    const room = Math.max(0, addressesPerEni - held + freed);
+    return { count: Math.min(addresses.length, room), held, room };
+  };
+
+  // IPv4, in execution order: what an assign takes from another of our ENIs is room for the later ones.
+  const freed4 = new Map<string, number>();
+  for (const { action, addresses } of candidates) {
+    if (action.kind !== "assign-ipv4") continue;
+    const k = key(4, action.eniId);
+    const fit = fitOne(action, addresses, (freedByReleases.get(k) ?? 0) + (freed4.get(k) ?? 0));
+    fits.set(action, fit);
+    for (const address of addresses.slice(0, fit.count)) {
+      for (const other of enis) {
+        if (other.eniId === action.eniId || !other.ipv4s.includes(address)) continue;
+        freed4.set(key(4, other.eniId), (freed4.get(key(4, other.eniId)) ?? 0) + 1);
+      }
+    }
+  }
+
+  // IPv6: every move runs before every assign. Start from all moves and shrink until nothing changes.
+  const six = candidates.filter((c) => c.action.kind === "assign-ipv6");
+  let placed = new Set(six.flatMap((c) => c.addresses));
+  for (;;) {
+    const freed6 = new Map<string, number>();
+    for (const move of moves) {
+      const k = key(6, move.eniId);
+      freed6.set(k, (freed6.get(k) ?? 0) + move.addresses.filter((a) => placed.has(a)).length);
+    }
+    const next = new Set<string>();
+    for (const { action, addresses } of six) {
+      const k = key(6, action.eniId);
+      const fit = fitOne(action, addresses, (freedByReleases.get(k) ?? 0) + (freed6.get(k) ?? 0));
+      fits.set(action, fit);
+      for (const address of addresses.slice(0, fit.count)) next.add(address);
+    }
+    if (next.size === placed.size) break;
+    placed = next;
+  }
+  return fits;
 }
 
 /** What this process changed recently, which IMDS may not show yet. */

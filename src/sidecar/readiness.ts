@@ -1,6 +1,6 @@
+import type { EpisodeView } from "../eni/drift-episodes.js";
 import type { ProbeResult } from "../eni/process/probe-server.js";
 import type { Placement, Plan, PodInterface } from "../eni/types.js";
-import type { EpisodeView } from "./drift-episodes.js";
 
 /** What the last observation showed, for /readyz. */
 export interface ReadinessView {

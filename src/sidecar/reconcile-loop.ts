@@ -1,4 +1,5 @@
 import { type BackoffPolicy, backoffDelay } from "../eni/backoff.js";
+import { DriftEpisodes, type EpisodeEvent, type Holder } from "../eni/drift-episodes.js";
 import { Ec2Error } from "../eni/errors/ec2-error.js";
 import { family } from "../eni/ip.js";
 import { isRelease } from "../eni/plan-actions.js";
@@ -16,7 +17,6 @@ import type { Plan, PlanPolicy, PodInterface } from "../eni/types.js";
 import { addressesOf } from "./address-diff.js";
 import type { ReleasedToken } from "./address-watcher.js";
 import { ChangeTiming } from "./change-timing.js";
-import { DriftEpisodes, type EpisodeEvent, type Holder } from "./drift-episodes.js";
 import { Ec2Answers } from "./ec2-answers.js";
 import type { ElasticIpFollower } from "./elastic-ip-follower.js";
 import type { SidecarMetrics } from "./metrics.js";

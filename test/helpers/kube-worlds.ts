@@ -19,6 +19,8 @@ export const NODE_A = "ip-198-51-100-10.ec2.internal";
 export const NODE_B = "ip-198-51-100-20.ec2.internal";
 export const MAC_A = "02:00:00:00:01:01";
 export const MAC_B = "02:00:00:00:02:01";
+/** Node A's second Multus ENI (eni-0a2, device 2), with `aws.secondMultusEni`. */
+export const MAC_A2 = "02:00:00:00:01:02";
 
 /** A pod in world-file form on `nodeName`, with a Multus network-status entry carrying `ips` on `mac`. */
 export function multusPod(
@@ -48,7 +50,7 @@ export function multusPod(
  */
 export function kubeWorld(
   kubernetes: Record<string, unknown> = {},
-  aws: { ipv4AddressesPerEni?: number } = {},
+  aws: { ipv4AddressesPerEni?: number; secondMultusEni?: boolean } = {},
 ): World {
   const eni = (id: string, mac: string, deviceIndex: number, subnet: string, primaryIpv4: string) => ({
     id,
@@ -56,7 +58,7 @@ export function kubeWorld(
     deviceIndex,
     subnet,
     primaryIpv4,
-    ...(deviceIndex === 1 ? { tags: { "node.k8s.amazonaws.com/no_manage": "true" } } : {}),
+    ...(deviceIndex > 0 ? { tags: { "node.k8s.amazonaws.com/no_manage": "true" } } : {}),
   });
   return parseWorld({
     region: "us-east-1",
@@ -77,6 +79,9 @@ export function kubeWorld(
         enis: [
           eni("eni-0a0", "02:00:00:00:01:00", 0, "subnet-0nodes", "198.51.100.10"),
           eni("eni-0a1", MAC_A, 1, "subnet-0multus", "198.51.100.140"),
+          ...(aws.secondMultusEni === true
+            ? [eni("eni-0a2", MAC_A2, 2, "subnet-0multus", "198.51.100.141")]
+            : []),
         ],
       },
       {

@@ -1,0 +1,88 @@
+import { describe, expect, it } from "vitest";
+import type { EniState, PodInterface } from "../src/eni/types.js";
+import { ConflictEpisodes } from "../src/ipam-whereabouts-bridge/conflict-episodes.js";
+import type { PodRef } from "../src/ipam-whereabouts-bridge/desired-state.js";
+
+const ADDRESS = "198.51.100.205";
+const OURS = "eni-0a1";
+const RIVAL = "eni-0b1";
+const IFACE: PodInterface = { name: "cnf/twin-a/net1", mac: "02:00:00:00:01:01", addresses: [ADDRESS] };
+const POD: PodRef = { namespace: "cnf", name: "twin-a", uid: "uid-a" };
+const podOf = new Map([[IFACE.name, POD]]);
+
+function eni(holds: boolean): EniState {
+  return {
+    eniId: OURS,
+    mac: IFACE.mac,
+    deviceIndex: 1,
+    subnetId: "subnet-0multus",
+    subnetIpv4Cidrs: ["198.51.100.128/25"],
+    subnetIpv6Cidrs: [],
+    primaryIpv4: "198.51.100.140",
+    ipv4s: ["198.51.100.140", ...(holds ? [ADDRESS] : [])],
+    ipv6s: [],
+  };
+}
+
+function episodes(): ConflictEpisodes {
+  return new ConflictEpisodes({ backoff: { baseMs: 1_000, maxMs: 60_000 }, random: () => 0 });
+}
+
+/** One wave's look: what the ENI holds and, when the address is lost, who holds it. Whether the address may be assigned now. */
+function look(e: ConflictEpisodes, now: number, holder: "ours" | string | null): boolean {
+  const { lost } = e.observe([IFACE], podOf, [eni(holder === "ours")], now);
+  e.settle(lost, new Map(lost.map((w) => [w.address, holder === "ours" ? OURS : holder])), now);
+  return (e.withoutHeldBack([IFACE], [eni(holder === "ours")], now)[0]?.addresses ?? []).includes(ADDRESS);
+}
+
+describe("ConflictEpisodes", () => {
+  it("assigns an address never held at once, whoever holds it (the first assign is no repair)", () => {
+    const e = episodes();
+    expect(look(e, 0, RIVAL)).toBe(true);
+    expect(e.conflicts(0)).toEqual([]);
+  });
+
+  it("reports another ENI taking back an address ours held as a conflict, and paces the repairs 1 s, 4 s, 16 s", () => {
+    const e = episodes();
+    expect(look(e, 0, "ours")).toBe(true);
+    // Taken back: held back for 1 s (one move), reported with the fix.
+    expect(look(e, 100, RIVAL)).toBe(false);
+    expect(look(e, 600, RIVAL)).toBe(false);
+    expect(e.conflicts(600).map((c) => [c.pod.name, c.message])).toEqual([
+      [
+        "twin-a",
+        `address ${ADDRESS} on cnf/twin-a (net1) belongs on ENI ${OURS}, but ENI ${RIVAL} took it back after ours held it: a pod elsewhere carries the same address and whereabouts names neither; it is taken back with backoff until one pod lets it go. Give each pod its own address, or delete the pod that should not have it.`,
+      ],
+    ]);
+    expect(look(e, 1_100, RIVAL)).toBe(true);
+    e.assigned(OURS, [ADDRESS], 1_100);
+    // Our repair held, then taken again: three moves, 4 s.
+    expect(look(e, 1_200, "ours")).toBe(true);
+    expect(look(e, 2_000, RIVAL)).toBe(false);
+    expect(look(e, 5_900, RIVAL)).toBe(false);
+    expect(look(e, 6_000, RIVAL)).toBe(true);
+    e.assigned(OURS, [ADDRESS], 6_000);
+    // Taken again before IMDS showed our repair: five moves, 16 s.
+    expect(look(e, 6_500, RIVAL)).toBe(false);
+    expect(look(e, 22_400, RIVAL)).toBe(false);
+    expect(look(e, 22_500, RIVAL)).toBe(true);
+    expect(e.conflicts(22_500)).toHaveLength(1);
+  });
+
+  it("repairs at once an address that no ENI holds any more, without a conflict", () => {
+    const e = episodes();
+    look(e, 0, "ours");
+    expect(look(e, 100, null)).toBe(true);
+    expect(e.conflicts(100)).toEqual([]);
+  });
+
+  it("ends the episode when the pod no longer carries the address on that ENI", () => {
+    const e = episodes();
+    look(e, 0, "ours");
+    look(e, 100, RIVAL);
+    const { events } = e.observe([], podOf, [eni(false)], 200);
+    expect(events.map((x) => x.kind)).toEqual(["over"]);
+    expect(e.conflicts(200)).toEqual([]);
+    expect(e.nextCheckAt(200, 1_000)).toBeUndefined();
+  });
+});
