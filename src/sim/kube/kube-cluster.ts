@@ -2,7 +2,10 @@ import type { Server } from "node:http";
 import type { Clock } from "../../eni/process/clock.js";
 import { KubeApiError } from "../errors/kube-api-error.js";
 import { WorldError } from "../errors/world-error.js";
+import { FaultState } from "../fault-state.js";
+import { defaultFaults } from "../faults.js";
 import { KubeApi } from "./kube-api.js";
+import { KubeFaultGate } from "./kube-fault-gate.js";
 import type { KubeObject } from "./kube-object.js";
 import { createKubeServer } from "./kube-server.js";
 import { KubeStore } from "./kube-store.js";
@@ -39,6 +42,8 @@ export interface KubeClusterOptions {
   readonly errorLog: (line: string) => void;
   /** A watch client that leaves more than this many bytes unread is cut off. Default 16 MiB. */
   readonly maxWatchBufferBytes?: number | undefined;
+  /** The simulator's faults; the `kube*` ones act on this API. Default: none, never changed. */
+  readonly faults?: FaultState | undefined;
 }
 
 /** Watches without timeoutSeconds end after 30 minutes, kube-apiserver's minimum request timeout. */
@@ -57,6 +62,7 @@ export class KubeCluster {
   readonly store: KubeStore;
   readonly api: KubeApi;
   readonly watches = new WatchStreams();
+  readonly #gate: KubeFaultGate;
   readonly #world: KubeWorldContext;
   readonly #options: KubeClusterOptions;
   readonly #bookmarkIntervalMs: number;
@@ -68,13 +74,19 @@ export class KubeCluster {
     this.store = new KubeStore({ historyLimit: k?.eventHistory ?? 1000 });
     this.api = new KubeApi(this.store, options.clock);
     this.#bookmarkIntervalMs = (k?.bookmarkIntervalSeconds ?? 60) * 1000;
+    this.#gate = new KubeFaultGate(
+      options.faults ?? new FaultState(defaultFaults, options.clock),
+      options.clock,
+      this.watches,
+      options.errorLog,
+    );
     const seeds = seedObjectsOf(world);
     for (const name of namespacesOf(world, seeds)) this.api.put("namespaces", namespaceObject(name));
     for (const seed of seeds) {
       try {
         this.api.create(seed.resource, seed.object.metadata.namespace ?? "", seed.object, {
           dryRun: false,
-          keepUid: true,
+          asGiven: true,
         });
       } catch (error) {
         // The world's checks catch what the API would refuse; this names the object if one slips through.
@@ -86,9 +98,10 @@ export class KubeCluster {
 
   /** The HTTP server of the API; `serverAddress` gives its `host:port` once it listens. */
   createServer(serverAddress: () => string): Server {
-    return createKubeServer({
+    const server = createKubeServer({
       api: this.api,
       watches: this.watches,
+      gate: this.#gate,
       watchSettings: {
         clock: this.#options.clock,
         bookmarkIntervalMs: this.#bookmarkIntervalMs,
@@ -100,6 +113,8 @@ export class KubeCluster {
       log: this.#options.log,
       errorLog: this.#options.errorLog,
     });
+    server.once("listening", () => this.#gate.attach(server));
+    return server;
   }
 
   #podFromInput(input: unknown): KubeObject {
@@ -128,7 +143,7 @@ export class KubeCluster {
     this.#ensureNamespace(pod.metadata.namespace ?? "default");
     return this.api.create(primaryResource("pods"), pod.metadata.namespace ?? "default", pod, {
       dryRun: false,
-      keepUid: true,
+      asGiven: true,
     });
   }
 
@@ -155,7 +170,7 @@ export class KubeCluster {
       this.#ensureNamespace(pod.metadata.namespace ?? "default");
       return this.api.create(primaryResource("pods"), pod.metadata.namespace ?? "default", pod, {
         dryRun: false,
-        keepUid: true,
+        asGiven: true,
       });
     });
   }
@@ -175,7 +190,7 @@ export class KubeCluster {
     const existing = this.api.get(primaryResource("pods"), namespace, name);
     if (pod.metadata.uid !== undefined && pod.metadata.uid !== existing.metadata.uid) {
       this.api.forceDelete("pods", namespace, name);
-      return this.api.create(primaryResource("pods"), namespace, pod, { dryRun: false, keepUid: true });
+      return this.api.create(primaryResource("pods"), namespace, pod, { dryRun: false, asGiven: true });
     }
     return this.api.put("pods", pod);
   }
@@ -200,9 +215,12 @@ export class KubeCluster {
     if (!this.api.namespaceExists(namespace)) this.api.put("namespaces", namespaceObject(namespace));
   }
 
-  /** Ends every open watch, as an API server restart or a load balancer's idle timeout does. */
-  closeWatches(): number {
-    return this.watches.endAll();
+  /**
+   * Ends every open watch, as an API server restart or a load balancer's idle timeout does; with `reset`,
+   * destroys their connections instead, as a broken network path does. Returns how many there were.
+   */
+  closeWatches(reset = false): number {
+    return reset ? this.watches.resetAll() : this.watches.endAll();
   }
 
   /** Drops the change history: watches and paged lists from older resourceVersions get 410 Expired. */
@@ -225,8 +243,9 @@ export class KubeCluster {
     };
   }
 
-  /** Ends the watches, so that closing the server does not wait on them. */
+  /** Ends the watches and drops held requests, so that closing the server does not wait on them. */
   close(): void {
+    this.#gate.close();
     this.watches.endAll();
   }
 }
