@@ -262,7 +262,7 @@ describe("list", () => {
 
 describe("watch", () => {
   it("streams ADDED, MODIFIED and DELETED as chunked newline-delimited JSON from the list's resourceVersion", async () => {
-    const s = await start();
+    const s = await start({ kubelet: false }); // only the API's own changes
     const rv = (await kube(s, "GET", "/api/v1/namespaces/default/pods")).body.metadata.resourceVersion;
     const w = await watch(s, `/api/v1/namespaces/default/pods?watch=true&resourceVersion=${rv}`);
     expect(w.status).toBe(200);
@@ -290,7 +290,7 @@ describe("watch", () => {
   });
 
   it("resumes from a resourceVersion with only the later changes, and starts from the current objects without one", async () => {
-    const s = await start();
+    const s = await start({ kubelet: false }); // only the API's own changes
     const p1 = (await kube(s, "POST", "/api/v1/namespaces/default/pods", pod("p1"))).body;
     await kube(s, "POST", "/api/v1/namespaces/default/pods", pod("p2"));
     const resumed = await watch(

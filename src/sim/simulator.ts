@@ -104,6 +104,7 @@ export async function startSimulator(world: World, options: SimulatorOptions = {
           errorLog,
           maxWatchBufferBytes: options.kubeWatchBufferBytes,
           faults,
+          enis: () => store.current().enis,
         });
   const state = (): SimState => ({
     ...structuredClone(store.current()),

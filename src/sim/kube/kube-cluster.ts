@@ -4,6 +4,7 @@ import { KubeApiError } from "../errors/kube-api-error.js";
 import { WorldError } from "../errors/world-error.js";
 import { FaultState } from "../fault-state.js";
 import { defaultFaults } from "../faults.js";
+import type { SimEni } from "../sim-state.js";
 import { KubeApi } from "./kube-api.js";
 import { KubeFaultGate } from "./kube-fault-gate.js";
 import type { KubeObject } from "./kube-object.js";
@@ -18,6 +19,7 @@ import {
   seedObjectsOf,
   worldPodSchema,
 } from "./kube-world.js";
+import { Kubelet } from "./kubelet.js";
 import { primaryResource } from "./resources.js";
 import { WatchStreams } from "./watch-stream.js";
 
@@ -44,6 +46,8 @@ export interface KubeClusterOptions {
   readonly maxWatchBufferBytes?: number | undefined;
   /** The simulator's faults; the `kube*` ones act on this API. Default: none, never changed. */
   readonly faults?: FaultState | undefined;
+  /** The ENIs as EC2 holds them now, for the kubelet stand-in. */
+  readonly enis: () => readonly SimEni[];
 }
 
 /** Watches without timeoutSeconds end after 30 minutes, kube-apiserver's minimum request timeout. */
@@ -63,6 +67,7 @@ export class KubeCluster {
   readonly api: KubeApi;
   readonly watches = new WatchStreams();
   readonly #gate: KubeFaultGate;
+  readonly #kubelet: Kubelet | undefined;
   readonly #world: KubeWorldContext;
   readonly #options: KubeClusterOptions;
   readonly #bookmarkIntervalMs: number;
@@ -80,6 +85,26 @@ export class KubeCluster {
       this.watches,
       options.errorLog,
     );
+    this.#kubelet =
+      k?.kubelet === false
+        ? undefined
+        : new Kubelet({
+            api: this.api,
+            clock: options.clock,
+            enis: options.enis,
+            subnetCidr: (id) => world.subnets.find((s) => s.id === id)?.cidr,
+            errorLog: options.errorLog,
+          });
+    this.#kubelet?.start();
+    this.#asGiven(() => this.#seed(world));
+  }
+
+  /** Runs a scripted write (world file, control API): the kubelet stand-in takes its pods as given. */
+  #asGiven<T>(write: () => T): T {
+    return this.#kubelet === undefined ? write() : this.#kubelet.asGiven(write);
+  }
+
+  #seed(world: KubeWorldContext): void {
     const seeds = seedObjectsOf(world);
     for (const name of namespacesOf(world, seeds)) this.api.put("namespaces", namespaceObject(name));
     for (const seed of seeds) {
@@ -139,6 +164,10 @@ export class KubeCluster {
 
   /** Adds a pod given in world-file form (ADDED); its namespace is created if missing. 409 if it exists. */
   addPod(input: unknown): KubeObject {
+    return this.#asGiven(() => this.#addPod(input));
+  }
+
+  #addPod(input: unknown): KubeObject {
     const pod = this.#podFromInput(input);
     this.#ensureNamespace(pod.metadata.namespace ?? "default");
     return this.api.create(primaryResource("pods"), pod.metadata.namespace ?? "default", pod, {
@@ -152,6 +181,10 @@ export class KubeCluster {
    * checked first (form, node, a name given twice, a pod that exists: 409), so either all are added or none.
    */
   addPods(inputs: readonly unknown[]): KubeObject[] {
+    return this.#asGiven(() => this.#addPods(inputs));
+  }
+
+  #addPods(inputs: readonly unknown[]): KubeObject[] {
     const pods = inputs.map((input) => this.#podFromInput(input));
     const seen = new Set<string>();
     for (const pod of pods) {
@@ -180,6 +213,10 @@ export class KubeCluster {
    * as a StatefulSet makes: the old one is deleted (DELETED) and the new one added (ADDED).
    */
   replacePod(namespace: string, name: string, input: unknown): KubeObject {
+    return this.#asGiven(() => this.#replacePod(namespace, name, input));
+  }
+
+  #replacePod(namespace: string, name: string, input: unknown): KubeObject {
     const pod = this.#podFromInput(input);
     if (pod.metadata.namespace !== namespace || pod.metadata.name !== name) {
       throw badInput(
@@ -197,7 +234,9 @@ export class KubeCluster {
 
   /** Applies a JSON merge patch to a pod (MODIFIED when it changes anything). */
   patchPod(namespace: string, name: string, patch: unknown): KubeObject {
-    return this.api.patch(primaryResource("pods"), namespace, name, "merge", patch, { dryRun: false });
+    return this.#asGiven(() =>
+      this.api.patch(primaryResource("pods"), namespace, name, "merge", patch, { dryRun: false }),
+    );
   }
 
   /**
@@ -206,9 +245,9 @@ export class KubeCluster {
    */
   deletePod(namespace: string, name: string, gracePeriodSeconds?: number): KubeObject {
     if (gracePeriodSeconds !== undefined && gracePeriodSeconds > 0) {
-      return this.api.markTerminating(namespace, name, gracePeriodSeconds);
+      return this.#asGiven(() => this.api.markTerminating(namespace, name, gracePeriodSeconds));
     }
-    return this.api.forceDelete("pods", namespace, name);
+    return this.#asGiven(() => this.api.forceDelete("pods", namespace, name));
   }
 
   #ensureNamespace(namespace: string): void {
@@ -245,6 +284,7 @@ export class KubeCluster {
 
   /** Ends the watches and drops held requests, so that closing the server does not wait on them. */
   close(): void {
+    this.#kubelet?.stop();
     this.#gate.close();
     this.watches.endAll();
   }

@@ -124,7 +124,12 @@ export type KubernetesWorld = z.output<typeof kubernetesSchema>;
 /** What the Kubernetes objects need from the rest of the world. */
 export interface KubeWorldContext {
   readonly region: string;
-  readonly subnets: readonly { readonly id: string; readonly availabilityZone: string }[];
+  readonly subnets: readonly {
+    readonly id: string;
+    readonly availabilityZone: string;
+    /** IPv4 CIDR: the kubelet stand-in's pod IPs come from the node's subnet. */
+    readonly cidr: string;
+  }[];
   readonly instances: readonly {
     readonly id: string;
     readonly instanceType: string;
