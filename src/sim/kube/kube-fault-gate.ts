@@ -1,4 +1,4 @@
-import type { IncomingMessage, Server, ServerResponse } from "node:http";
+import type { Server, ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Clock } from "../../eni/process/clock.js";
 import { KubeApiError } from "../errors/kube-api-error.js";
@@ -168,20 +168,20 @@ export class KubeFaultGate {
    * Waits until `target` may be served (freeze, hung verbs, latency). Resolves true to serve it, or throws the
    * injected error; false when the client left or the simulator closes meanwhile (answer nothing then).
    */
-  async admit(target: RequestTarget, req: IncomingMessage, res: ServerResponse): Promise<boolean> {
+  async admit(target: RequestTarget, res: ServerResponse): Promise<boolean> {
     let gone = false;
+    let held: Held | undefined;
+    // The client went (its timeout fired, or the connection was destroyed): nothing to answer.
     const onClose = (): void => {
       gone = true;
+      if (held !== undefined && this.#held.delete(held)) held.resolve(false);
     };
     res.once("close", onClose);
     try {
       if (holdReason(this.#faults.get(), target) !== undefined) {
         const serve = await new Promise<boolean>((resolve) => {
-          const held: Held = { target, resolve };
+          held = { target, resolve };
           this.#held.add(held);
-          req.socket.once("close", () => {
-            if (this.#held.delete(held)) resolve(false);
-          });
         });
         if (!serve) return false;
       }

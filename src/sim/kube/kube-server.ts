@@ -355,7 +355,7 @@ async function handle(deps: KubeServerDeps, req: IncomingMessage, res: ServerRes
  */
 export function createKubeServer(deps: KubeServerDeps): Server {
   const serve = async (req: IncomingMessage, res: ServerResponse): Promise<number | undefined> => {
-    if (!(await deps.gate.admit(requestTarget(req), req, res))) return undefined;
+    if (!(await deps.gate.admit(requestTarget(req), res))) return undefined;
     return handle(deps, req, res);
   };
   return createServer((req, res) => {
