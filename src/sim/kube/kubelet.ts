@@ -1,6 +1,7 @@
 import { createHash, randomBytes } from "node:crypto";
 import type { Clock } from "../../eni/process/clock.js";
 import { KubeApiError } from "../errors/kube-api-error.js";
+import { SandboxError } from "../errors/sandbox-error.js";
 import { bigIntToAddress, mustParseCidr } from "../ip-math.js";
 import type { SimEni } from "../sim-state.js";
 import type { KubeApi } from "./kube-api.js";
@@ -9,7 +10,7 @@ import type { StoreEvent } from "./kube-store.js";
 import { NETWORK_STATUS_ANNOTATION } from "./kube-world.js";
 import { NETWORKS_ANNOTATION, type NetworkSelection, parseNetworks } from "./multus-networks.js";
 import { primaryResource } from "./resources.js";
-import { ipPoolName, lowestFree, reservationNameOf, whereaboutsRanges } from "./whereabouts-ipam.js";
+import { allocateAddresses, releaseAddresses, type WhereaboutsAllocation } from "./whereabouts-records.js";
 
 export interface KubeletDeps {
   readonly api: KubeApi;
@@ -21,22 +22,8 @@ export interface KubeletDeps {
   readonly errorLog: (line: string) => void;
 }
 
-/** Where whereabouts keeps its IPPools and reservations (its default namespace). */
-const whereaboutsNamespace = "kube-system";
 /** The name Multus' default network has in the network-status on EKS. */
 const clusterNetworkName = "aws-cni";
-
-/** What whereabouts recorded for one address of a started pod, to release when the pod goes. */
-interface Allocation {
-  readonly pool: string;
-  readonly offset: string;
-  readonly reservation: string | undefined;
-  readonly containerId: string;
-}
-
-class StartError extends Error {
-  override name = "StartError";
-}
 
 function str(value: unknown): string | undefined {
   return typeof value === "string" && value !== "" ? value : undefined;
@@ -66,7 +53,7 @@ function generatedMac(seed: string): string {
 export class Kubelet {
   readonly #deps: KubeletDeps;
   /** Pods started, given up on, or written as given, by uid, with their whereabouts records. */
-  readonly #started = new Map<string, Allocation[]>();
+  readonly #started = new Map<string, WhereaboutsAllocation[]>();
   #scripted = 0;
   #unsubscribe: () => void = () => undefined;
 
@@ -100,7 +87,7 @@ export class Kubelet {
       this.#started.delete(uid);
       if (allocations !== undefined && allocations.length > 0) {
         const podRef = `${event.object.metadata.namespace}/${event.object.metadata.name}`;
-        this.#later(() => this.#release(podRef, allocations));
+        this.#later(() => releaseAddresses(this.#deps.api, podRef, allocations));
       }
       return;
     }
@@ -157,7 +144,7 @@ export class Kubelet {
       try {
         networkStatus = this.#attach(pod, enis, containerId, podIP);
       } catch (error) {
-        if (!(error instanceof StartError || error instanceof KubeApiError)) throw error;
+        if (!(error instanceof SandboxError || error instanceof KubeApiError)) throw error;
         this.#failedSandbox(pod, nodeName, error.message);
         return;
       }
@@ -240,7 +227,7 @@ export class Kubelet {
     try {
       selections = annotation === undefined ? [] : parseNetworks(annotation, namespace);
     } catch (error) {
-      throw new StartError((error as Error).message);
+      throw new SandboxError((error as Error).message);
     }
     const entries: JsonObject[] = [
       {
@@ -258,7 +245,8 @@ export class Kubelet {
       const ipam = objectAt(config, "ipam");
       let ips: string[] = [];
       if (ipam.type === "whereabouts") {
-        ips = this.#allocate(
+        ips = allocateAddresses(
+          this.#deps.api,
           ipam,
           `${namespace}/${pod.metadata.name}`,
           selection.interface,
@@ -301,7 +289,7 @@ export class Kubelet {
     );
     const where = `network-attachment-definition ${selection.namespace}/${selection.name}`;
     if (nad === undefined) {
-      throw new StartError(
+      throw new SandboxError(
         `cannot find a network-attachment-definition (${selection.name}) in namespace (${selection.namespace}): ` +
           `network-attachment-definitions.k8s.cni.cncf.io "${selection.name}" not found`,
       );
@@ -311,120 +299,14 @@ export class Kubelet {
     try {
       config = JSON.parse(typeof text === "string" ? text : "");
     } catch (error) {
-      throw new StartError(`${where}: its config is not JSON: ${(error as Error).message}`);
+      throw new SandboxError(`${where}: its config is not JSON: ${(error as Error).message}`);
     }
-    if (!isJsonObject(config)) throw new StartError(`${where}: its config is not a JSON object`);
+    if (!isJsonObject(config)) throw new SandboxError(`${where}: its config is not a JSON object`);
     if (Array.isArray(config.plugins)) {
       const plugin = config.plugins.filter(isJsonObject).find((p) => isJsonObject(p.ipam));
       return plugin ?? {};
     }
     return config;
-  }
-
-  /** whereabouts' ADD: one address of each range, recorded in the range's IPPool and a reservation. */
-  #allocate(
-    ipam: JsonObject,
-    podRef: string,
-    ifname: string,
-    containerId: string,
-    allocations: Allocation[],
-  ): string[] {
-    const { api } = this.#deps;
-    let ranges: ReturnType<typeof whereaboutsRanges>;
-    try {
-      ranges = whereaboutsRanges(ipam);
-    } catch (error) {
-      throw new StartError((error as Error).message);
-    }
-    const ippools = primaryResource("ippools");
-    const reservations = primaryResource("overlappingrangeipreservations");
-    const ips: string[] = [];
-    for (const range of ranges) {
-      const poolName = ipPoolName(range);
-      let pool = api.store.get("ippools", whereaboutsNamespace, poolName);
-      if (pool === undefined) {
-        pool = api.create(
-          ippools,
-          whereaboutsNamespace,
-          { metadata: { name: poolName }, spec: { range: range.cidr.text, allocations: {} } },
-          { dryRun: false },
-        );
-      }
-      const current = objectAt(objectAt(pool, "spec"), "allocations");
-      const taken = (ip: string): boolean => {
-        if (!range.overlapping) return false;
-        const reservation = api.store.get(
-          "overlappingrangeipreservations",
-          whereaboutsNamespace,
-          reservationNameOf(range, ip),
-        );
-        return reservation !== undefined && objectAt(reservation, "spec").podref !== podRef;
-      };
-      const free = lowestFree(range, new Set(Object.keys(current)), taken);
-      if (free === undefined) {
-        throw new StartError(
-          `Error at storage engine: Could not allocate IP in range: ip: ${bigIntToAddress(range.first, range.cidr.family)} / - ${bigIntToAddress(range.last, range.cidr.family)} / range: ${range.cidr.text} / excludeRanges: [${range.exclude.map((b) => b.text).join(" ")}]`,
-        );
-      }
-      const updated = structuredClone(pool);
-      updated.spec = {
-        ...objectAt(updated, "spec"),
-        allocations: { ...current, [free.offset]: { id: containerId, podref: podRef, ifname } },
-      };
-      api.update(ippools, whereaboutsNamespace, poolName, updated, { dryRun: false });
-      let reservation: string | undefined;
-      if (range.overlapping) {
-        reservation = reservationNameOf(range, free.ip);
-        const spec = { containerid: containerId, podref: podRef, ifname };
-        const existing = api.store.get("overlappingrangeipreservations", whereaboutsNamespace, reservation);
-        if (existing === undefined) {
-          api.create(
-            reservations,
-            whereaboutsNamespace,
-            { metadata: { name: reservation }, spec },
-            { dryRun: false },
-          );
-        } else {
-          api.update(
-            reservations,
-            whereaboutsNamespace,
-            reservation,
-            { ...existing, spec },
-            { dryRun: false },
-          );
-        }
-      }
-      allocations.push({ pool: poolName, offset: free.offset, reservation, containerId });
-      ips.push(free.ip);
-    }
-    return ips;
-  }
-
-  /** whereabouts' DEL: the pod's allocations and reservations go, where they are still the pod's. */
-  #release(podRef: string, allocations: readonly Allocation[]): void {
-    const { api } = this.#deps;
-    for (const allocation of allocations) {
-      const pool = api.store.get("ippools", whereaboutsNamespace, allocation.pool);
-      const current = pool === undefined ? {} : objectAt(objectAt(pool, "spec"), "allocations");
-      const entry = objectAt(current, allocation.offset);
-      if (pool !== undefined && entry.id === allocation.containerId && entry.podref === podRef) {
-        const { [allocation.offset]: _gone, ...rest } = current;
-        const updated = structuredClone(pool);
-        updated.spec = { ...objectAt(updated, "spec"), allocations: rest };
-        api.update(primaryResource("ippools"), whereaboutsNamespace, allocation.pool, updated, {
-          dryRun: false,
-        });
-      }
-      if (allocation.reservation === undefined) continue;
-      const reservation = api.store.get(
-        "overlappingrangeipreservations",
-        whereaboutsNamespace,
-        allocation.reservation,
-      );
-      if (reservation !== undefined && objectAt(reservation, "spec").containerid === allocation.containerId) {
-        api.forceDelete("overlappingrangeipreservations", whereaboutsNamespace, allocation.reservation);
-      }
-    }
   }
 
   /** The kubelet's Warning Event when the sandbox's network cannot be set up; the pod stays Pending. */
