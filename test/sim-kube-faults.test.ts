@@ -20,14 +20,18 @@ import {
 import { ManualClock } from "./helpers/manual-clock.js";
 
 let sim: SimulatorHandle | undefined;
+/** What the simulator reports as its own failures: none is expected under any fault. */
+let errors: string[] = [];
 
 afterEach(async () => {
   await sim?.close();
   sim = undefined;
+  expect(errors).toEqual([]);
+  errors = [];
 });
 
 async function start(kubernetes: Record<string, unknown> = {}, options: SimulatorOptions = {}) {
-  sim = await startKubeSim(kubeWorld(kubernetes), options);
+  sim = await startKubeSim(kubeWorld(kubernetes), { errorLog: (line) => errors.push(line), ...options });
   return sim;
 }
 

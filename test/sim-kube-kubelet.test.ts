@@ -29,15 +29,19 @@ import {
 
 let sim: SimulatorHandle | undefined;
 const watches: OpenWatch[] = [];
+/** The stand-in's own failures (errorLog): none is expected. */
+let errors: string[] = [];
 
 afterEach(async () => {
   for (const w of watches.splice(0)) w.close();
   await sim?.close();
   sim = undefined;
+  expect(errors).toEqual([]);
+  errors = [];
 });
 
 async function start(kubernetes: Record<string, unknown> = {}): Promise<SimulatorHandle> {
-  sim = await startKubeSim(kubeWorld(kubernetes));
+  sim = await startKubeSim(kubeWorld(kubernetes), { errorLog: (line) => errors.push(line) });
   return sim;
 }
 
