@@ -188,6 +188,12 @@ describe("control API", () => {
       imdsTokenHang: false,
       imdsDisabled: false,
       staleReadsMs: 0,
+      kubeRefuseConnections: false,
+      kubeFreeze: false,
+      kubeExpireWatchResume: 0,
+      kubeErrorStatus: null,
+      kubeLatencyMs: 0,
+      kubeHangVerbs: [],
     });
     expect((await ec2Failure(ec2.send(new DescribeSubnetsCommand({})))).code).toBe("UnauthorizedOperation");
   });

@@ -4,6 +4,7 @@ import {
   control,
   eventually,
   kube,
+  kubeEndpointOf,
   kubeWorld,
   MAC_A,
   multusPod,
@@ -261,7 +262,7 @@ describe("list", () => {
 
 describe("watch", () => {
   it("streams ADDED, MODIFIED and DELETED as chunked newline-delimited JSON from the list's resourceVersion", async () => {
-    const s = await start();
+    const s = await start({ kubelet: false }); // only the API's own changes
     const rv = (await kube(s, "GET", "/api/v1/namespaces/default/pods")).body.metadata.resourceVersion;
     const w = await watch(s, `/api/v1/namespaces/default/pods?watch=true&resourceVersion=${rv}`);
     expect(w.status).toBe(200);
@@ -289,7 +290,7 @@ describe("watch", () => {
   });
 
   it("resumes from a resourceVersion with only the later changes, and starts from the current objects without one", async () => {
-    const s = await start();
+    const s = await start({ kubelet: false }); // only the API's own changes
     const p1 = (await kube(s, "POST", "/api/v1/namespaces/default/pods", pod("p1"))).body;
     await kube(s, "POST", "/api/v1/namespaces/default/pods", pod("p2"));
     const resumed = await watch(
@@ -450,6 +451,27 @@ describe("writes", () => {
         code: 409,
       },
     });
+  });
+
+  it("creates a pod with status.phase Pending and its QoS class, whatever status the body carries", async () => {
+    const s = await start({ kubelet: false });
+    const body = { ...pod("p1", {}, ""), status: { phase: "Running", podIP: "198.51.100.99" } };
+    delete (body.spec as { nodeName?: string }).nodeName;
+    const created = await kube(s, "POST", "/api/v1/namespaces/default/pods", body);
+    expect(created.body.status).toEqual({ phase: "Pending", qosClass: "BestEffort" });
+    const limited = pod("p2");
+    limited.spec.containers = [
+      {
+        name: "app",
+        image: "registry.example/app:1",
+        resources: { limits: { cpu: "1", memory: "1Gi" } },
+      } as (typeof limited.spec.containers)[number],
+    ];
+    expect((await kube(s, "POST", "/api/v1/namespaces/default/pods", limited)).body.status).toEqual({
+      phase: "Pending",
+      qosClass: "Guaranteed",
+    });
+    expect((await kube(s, "GET", "/api/v1/namespaces/default/pods/p1")).body.status.phase).toBe("Pending");
   });
 
   it("answers an update with a stale resourceVersion with 409 Conflict, and a current one with a new version", async () => {
@@ -738,6 +760,27 @@ describe("Events: core/v1 and events.k8s.io/v1 over one store", () => {
     expect(
       (await kube(s, "GET", "/api/v1/events?fieldSelector=source%3Dmultus-ipmgr-bridge")).body.items,
     ).toHaveLength(1);
+  });
+
+  it("stores an Event without timestamps as given; its Table row's Last Seen is <unknown>, as kubectl shows it", async () => {
+    const s = await start();
+    await kube(s, "POST", "/api/v1/namespaces/cnf/events", {
+      metadata: { name: "upf-0.bare" },
+      involvedObject: { kind: "Pod", namespace: "cnf", name: "upf-0" },
+      reason: "AddressConflict",
+      message: "conflict",
+      type: "Warning",
+    });
+    const stored = (await kube(s, "GET", "/api/v1/namespaces/cnf/events/upf-0.bare")).body;
+    for (const field of ["firstTimestamp", "lastTimestamp", "eventTime"])
+      expect(stored[field]).toBeUndefined();
+    const response = await fetch(`${kubeEndpointOf(s)}/api/v1/namespaces/cnf/events`, {
+      headers: { accept: "application/json;as=Table;v=v1;g=meta.k8s.io" },
+    });
+    const table = (await response.json()) as { rows: { cells: unknown[] }[] };
+    expect(table.rows.map((r) => r.cells)).toEqual([
+      ["<unknown>", "Warning", "AddressConflict", "pod/upf-0", "conflict"],
+    ]);
   });
 });
 

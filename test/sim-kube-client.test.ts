@@ -164,6 +164,46 @@ describe("@kubernetes/client-node against the simulator", () => {
     expect(errors).toEqual([]);
   });
 
+  it("relists on kubeExpireWatchResume's 410 when it resumes a broken watch, and sees what changed meanwhile", async () => {
+    const { s, kc, requests } = await start();
+    const core = kc.makeApiClient(CoreV1Api);
+    const informer = makeInformer(kc, "/api/v1/pods", () =>
+      core.listPodForAllNamespaces(),
+    ) as ListWatch<V1Pod>;
+    const seen: string[] = [];
+    informer.on("add", (pod) => seen.push(`add ${pod.metadata?.name}`));
+    informer.on("error", (error) => seen.push(`error ${String(error)}`));
+    await informer.start();
+    stops.push(() => informer.stop());
+    await eventually(() => seen.length === 1, "the initial list");
+    await control(s, "PUT", "/faults", { kubeExpireWatchResume: 1 });
+    const before = requests.length;
+    expect((await control(s, "POST", "/kubernetes/watches/close")).body).toEqual({ closed: 1 });
+    await control(s, "POST", "/kubernetes/pods", multusPod("upf-1", NODE_B, ["198.51.100.194"], MAC_B));
+    await eventually(() => seen.includes("add upf-1"), "the pod added while the watch was down");
+    const after = requests.slice(before);
+    expect(after[0]).toMatch(/^GET \/api\/v1\/pods\?watch=true&resourceVersion=\d+ 200$/);
+    expect(after).toContain("GET /api/v1/pods 200");
+    expect(seen).toEqual(["add upf-0", "add upf-1"]);
+    expect((await control(s, "GET", "/faults")).body.kubeExpireWatchResume).toBe(0);
+  });
+
+  it("sees watches/close?reset=true as an error (Premature close), where a clean close is resumed silently", async () => {
+    const { s, kc } = await start();
+    const core = kc.makeApiClient(CoreV1Api);
+    const informer = makeInformer(kc, "/api/v1/pods", () =>
+      core.listPodForAllNamespaces(),
+    ) as ListWatch<V1Pod>;
+    const errors: string[] = [];
+    informer.on("error", (error) => errors.push(String(error)));
+    await informer.start();
+    stops.push(() => informer.stop());
+    await eventually(() => informer.list().length === 1, "the initial list");
+    await control(s, "POST", "/kubernetes/watches/close?reset=true");
+    await eventually(() => errors.length > 0, "the informer's error");
+    expect(errors).toEqual(["Error: Premature close"]);
+  });
+
   it("relists when its resourceVersion expired (410) while it watched only some pods", async () => {
     const { s, kc, requests } = await start();
     const core = kc.makeApiClient(CoreV1Api);

@@ -1,8 +1,8 @@
 import { type ChildProcess, execFile, spawn, spawnSync } from "node:child_process";
-import { writeFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import type { SimulatorHandle } from "../src/sim/index.js";
+import { loadWorldFile, type SimulatorHandle } from "../src/sim/index.js";
 import { writeKubeconfig } from "../src/sim/kube/kubeconfig.js";
 import {
   control,
@@ -133,5 +133,72 @@ describe.skipIf(kubectlMissing !== undefined)("kubectl against the simulator", (
     const deleted = await kubectl("delete", "pod", "-n", "cnf", "upf-0");
     expect(deleted).toMatchObject({ code: 0, stdout: 'pod "upf-0" deleted\n' });
     expect(sim?.state().kubernetes?.pods).toEqual([]);
+  });
+
+  it("runs the README's kubelet stand-in example: kubectl apply, then Running with whereabouts' addresses", async () => {
+    const readme = readFileSync("README.md", "utf8");
+    const section = readme.slice(readme.indexOf("**The kubelet stand-in**"));
+    const manifest = /```yaml\n([\s\S]*?)```/.exec(section)?.[1];
+    expect(manifest, "README's kubelet stand-in section has a yaml block").toContain("name: upf-2");
+    await sim?.close();
+    sim = await startKubeSim(await loadWorldFile("examples/world-bridge.yaml"));
+    await writeKubeconfig(join(dir as string, "kubeconfig"), kubeEndpointOf(sim));
+    const file = join(dir as string, "pod.yaml");
+    writeFileSync(file, manifest as string);
+    expect(await kubectl("apply", "-f", file)).toMatchObject({ code: 0, stdout: "pod/upf-2 created\n" });
+    let wide = "";
+    await eventually(async () => {
+      wide = (await kubectl("get", "pod", "-n", "cnf", "upf-2", "-o", "wide")).stdout;
+      return /\bRunning\b/.test(wide);
+    }, "upf-2 Running");
+    // The README's line, field by field, whatever the age.
+    const fields = (line: string) =>
+      line
+        .trim()
+        .split(/\s+/)
+        .map((f, i) => (i === 4 ? "AGE" : f));
+    const shown = /^# (upf-2 .*)$/m.exec(section)?.[1] ?? "README shows no upf-2 line";
+    expect(fields(wide.split("\n")[1] ?? "")).toEqual(fields(shown));
+    const status = await kubectl(
+      "get",
+      "pod",
+      "-n",
+      "cnf",
+      "upf-2",
+      "-o",
+      "jsonpath={.metadata.annotations.k8s\\.v1\\.cni\\.cncf\\.io/network-status}",
+    );
+    expect(JSON.parse(status.stdout)[1]).toEqual({
+      name: "cnf/multus-ipvlan",
+      interface: "net1",
+      ips: ["198.51.100.195", "2001:db8:100:2::102"],
+      mac: "02:00:00:00:01:01",
+      dns: {},
+    });
+    for (const address of ["198.51.100.195", "2001:db8:100:2::102"]) expect(section).toContain(address);
+  });
+
+  it("shows an Event created without timestamps as <unknown>, as against a real API server", async () => {
+    const file = join(dir as string, "event.yaml");
+    writeFileSync(
+      file,
+      [
+        "apiVersion: v1",
+        "kind: Event",
+        "metadata: { name: upf-0.bare, namespace: cnf }",
+        "involvedObject: { kind: Pod, namespace: cnf, name: upf-0 }",
+        "reason: AddressConflict",
+        "message: conflict",
+        "type: Warning",
+      ].join("\n"),
+    );
+    expect((await kubectl("create", "-f", file)).stdout).toBe("event/upf-0.bare created\n");
+    const events = await kubectl("get", "events", "-n", "cnf");
+    expect(
+      events.stdout
+        .split("\n")[1]
+        ?.trim()
+        .split(/\s{2,}/),
+    ).toEqual(["<unknown>", "Warning", "AddressConflict", "pod/upf-0", "conflict"]);
   });
 });

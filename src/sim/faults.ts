@@ -14,6 +14,28 @@ export interface FailNextRule {
   readonly message?: string | undefined;
 }
 
+/** Verbs of the Kubernetes API, as `kubeErrorStatus` and `kubeHangVerbs` name them. */
+export const kubeVerbs = ["get", "list", "watch", "create", "update", "patch", "delete"] as const;
+export type KubeVerb = (typeof kubeVerbs)[number];
+
+/** An error answered to Kubernetes API requests (`kubeErrorStatus`), as a `kind: Status` body. */
+export interface KubeErrorStatus {
+  /** HTTP status, 400-599, e.g. 500, 503, 403 or 404. */
+  readonly code: number;
+  /** The Status reason; default the API server's for the code (InternalError, ServiceUnavailable, Forbidden, ...). */
+  readonly reason?: string | undefined;
+  /** The Status message; default the API server's wording for the code. */
+  readonly message?: string | undefined;
+  /** Only requests for these resources (plural names such as `pods`, `ippools`); default every request. */
+  readonly resources?: readonly string[] | undefined;
+  /** Only requests with these verbs; default every verb. */
+  readonly verbs?: readonly KubeVerb[] | undefined;
+  /** Lifts itself after this many seconds; default: until cleared (`null`). */
+  readonly seconds?: number | undefined;
+  /** Set by the simulator from `seconds`: when it lifts (RFC 3339). */
+  readonly expiresAt?: string | undefined;
+}
+
 /** Failures injected into the simulator, through the world file, `PUT /faults` or `handle.setFaults()`. */
 export interface Faults {
   /**
@@ -41,6 +63,25 @@ export interface Faults {
    * Writes always act on the current state. Default 0.
    */
   readonly staleReadsMs: number;
+  /**
+   * The Kubernetes API stops listening (new connections are refused) and its open connections, watches
+   * included, are destroyed; `false` listens again on the same port. Default false.
+   */
+  readonly kubeRefuseConnections: boolean;
+  /**
+   * The Kubernetes API goes silent without a reset, as behind a partition: open watches send nothing (no
+   * events, no bookmarks) and new requests get no answer. `false` serves again; the watches frozen meanwhile
+   * are then ended cleanly (their clients resume from their last resourceVersion). Default false.
+   */
+  readonly kubeFreeze: boolean;
+  /** The next N watches that resume from a resourceVersion get an ERROR event with 410 Expired, then end. Default 0. */
+  readonly kubeExpireWatchResume: number;
+  /** Every matching Kubernetes API request is answered with this error, until cleared or expired. Default null. */
+  readonly kubeErrorStatus: KubeErrorStatus | null;
+  /** Delay before every Kubernetes API answer (the start of a watch included), in milliseconds. Default 0. */
+  readonly kubeLatencyMs: number;
+  /** Kubernetes API requests with these verbs get no answer until the verb is dropped from the list. Default none. */
+  readonly kubeHangVerbs: readonly KubeVerb[];
 }
 
 export const defaultFaults: Faults = {
@@ -52,7 +93,35 @@ export const defaultFaults: Faults = {
   imdsTokenHang: false,
   imdsDisabled: false,
   staleReadsMs: 0,
+  kubeRefuseConnections: false,
+  kubeFreeze: false,
+  kubeExpireWatchResume: 0,
+  kubeErrorStatus: null,
+  kubeLatencyMs: 0,
+  kubeHangVerbs: [],
 };
+
+/** The fields that act on the Kubernetes API (refused for a world without one). */
+export const kubeFaultFields = [
+  "kubeRefuseConnections",
+  "kubeFreeze",
+  "kubeExpireWatchResume",
+  "kubeErrorStatus",
+  "kubeLatencyMs",
+  "kubeHangVerbs",
+] as const;
+
+const kubeErrorStatusSchema = z.strictObject({
+  code: z.number().int().min(400).max(599),
+  reason: z
+    .string()
+    .regex(/^[A-Za-z]+$/, "must be a Status reason such as InternalError")
+    .optional(),
+  message: z.string().optional(),
+  resources: z.array(z.string().min(1)).min(1).optional(),
+  verbs: z.array(z.enum(kubeVerbs)).min(1).optional(),
+  seconds: z.number().positive().optional(),
+});
 
 const failNextRuleSchema = z.strictObject({
   action: z.string().min(1),
@@ -72,6 +141,12 @@ export const partialFaultsSchema = z.strictObject({
   imdsTokenHang: z.union([z.boolean(), z.array(z.string().min(1))]).optional(),
   imdsDisabled: z.boolean().optional(),
   staleReadsMs: z.number().min(0).optional(),
+  kubeRefuseConnections: z.boolean().optional(),
+  kubeFreeze: z.boolean().optional(),
+  kubeExpireWatchResume: z.number().int().min(0).optional(),
+  kubeErrorStatus: kubeErrorStatusSchema.nullable().optional(),
+  kubeLatencyMs: z.number().min(0).optional(),
+  kubeHangVerbs: z.array(z.enum(kubeVerbs)).optional(),
 });
 
 /** Shallow merge: a field present in `patch` replaces the current one (lists are replaced, not appended). */

@@ -73,8 +73,8 @@ export interface KubeControl {
   patchPod(namespace: string, name: string, patch: unknown): KubeObject;
   /** Deletes at once, or with a grace period above 0 only marks it terminating (deletionTimestamp). */
   deletePod(namespace: string, name: string, gracePeriodSeconds?: number): KubeObject;
-  /** Ends every open watch from the server side; returns how many. */
-  closeWatches(): number;
+  /** Ends every open watch from the server side (with `reset`, destroys their connections); returns how many. */
+  closeWatches(reset?: boolean): number;
   /** Drops the change history (older resourceVersions get 410 Gone); returns the compacted revision. */
   compact(): number;
   state(): SimKubeState;
@@ -91,7 +91,7 @@ export async function startSimulator(world: World, options: SimulatorOptions = {
   };
   const topology = topologyOf(world);
   const store = new StateStore(initialStateOf(world, nextId), clock);
-  const faults = new FaultState(mergeFaults(defaultFaults, (world.faults ?? {}) as Partial<Faults>));
+  const faults = new FaultState(mergeFaults(defaultFaults, (world.faults ?? {}) as Partial<Faults>), clock);
   const calls = new CallLog();
   const errorLog =
     options.errorLog ?? ((line: string) => process.stderr.write(`multus-ipmgr sim: ${line}\n`));
@@ -103,6 +103,8 @@ export async function startSimulator(world: World, options: SimulatorOptions = {
           log: options.log,
           errorLog,
           maxWatchBufferBytes: options.kubeWatchBufferBytes,
+          faults,
+          enis: () => store.current().enis,
         });
   const state = (): SimState => ({
     ...structuredClone(store.current()),

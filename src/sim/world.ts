@@ -3,7 +3,7 @@ import { parse as parseYaml } from "yaml";
 import { z } from "zod";
 import { defaultSecurityGroupIdOf, defaultZoneId } from "./aws-names.js";
 import { WorldError } from "./errors/world-error.js";
-import { partialFaultsSchema } from "./faults.js";
+import { kubeFaultFields, partialFaultsSchema } from "./faults.js";
 import { addressesPerEniOf, knownInstanceTypes } from "./instance-limits.js";
 import {
   addressFamily,
@@ -451,6 +451,13 @@ function checkConsistency(world: WorldShape, ctx: z.RefinementCtx): void {
     reserved.push({ subnet: reservation.subnet, cidr: block });
   });
   checkKubernetes(world, problem);
+  if (world.kubernetes === undefined) {
+    for (const field of kubeFaultFields) {
+      if (world.faults?.[field] !== undefined) {
+        problem(["faults", field], "acts on the Kubernetes API: add a kubernetes section, or remove it");
+      }
+    }
+  }
 }
 
 const worldSchema = worldObjectSchema.superRefine(checkConsistency);

@@ -2,7 +2,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { CallLog } from "../call-log.js";
 import { KubeApiError } from "../errors/kube-api-error.js";
 import type { FaultState } from "../fault-state.js";
-import { type Faults, partialFaultsSchema } from "../faults.js";
+import { type Faults, kubeFaultFields, partialFaultsSchema } from "../faults.js";
 import { BodyTooLargeError, readBody, sendJson } from "../http-util.js";
 import type { KubeCluster } from "../kube/kube-cluster.js";
 import type { SimState } from "../sim-state.js";
@@ -33,7 +33,7 @@ async function jsonBody(req: IncomingMessage, optional = false): Promise<unknown
 }
 
 const kubeRoutes =
-  "POST /kubernetes/pods (one pod, or an array of pods), PUT|PATCH|DELETE /kubernetes/pods/NAMESPACE/NAME, POST /kubernetes/watches/close, POST /kubernetes/compact";
+  "POST /kubernetes/pods (one pod, or an array of pods), PUT|PATCH|DELETE /kubernetes/pods/NAMESPACE/NAME, POST /kubernetes/watches/close[?reset=true], POST /kubernetes/compact";
 
 /** The /kubernetes routes: scripted changes to the simulated cluster. Returns false for a path it does not know. */
 async function handleKube(
@@ -77,7 +77,12 @@ async function handleKube(
         sendJson(res, 200, kube.deletePod(namespace, name, grace));
       } else return false;
     } else if (`${method} /${parts.join("/")}` === "POST /kubernetes/watches/close") {
-      sendJson(res, 200, { closed: kube.closeWatches() });
+      const reset = url.searchParams.get("reset");
+      if (reset !== null && reset !== "true" && reset !== "false") {
+        sendJson(res, 400, { error: `reset ${JSON.stringify(reset)} must be true or false` });
+        return true;
+      }
+      sendJson(res, 200, { closed: kube.closeWatches(reset === "true") });
     } else if (`${method} /${parts.join("/")}` === "POST /kubernetes/compact") {
       sendJson(res, 200, { compactedResourceVersion: String(kube.compact()) });
     } else {
@@ -135,6 +140,13 @@ async function handle(deps: ControlServerDeps, req: IncomingMessage, res: Server
       if (!parsed.success) {
         const problems = parsed.error.issues.map((i) => `${i.path.join(".") || "(body)"}: ${i.message}`);
         sendJson(res, 400, { error: `invalid faults: ${problems.join("; ")}` });
+        return;
+      }
+      const kubeFields = kubeFaultFields.filter((f) => parsed.data[f] !== undefined);
+      if (deps.kube === undefined && kubeFields.length > 0) {
+        sendJson(res, 400, {
+          error: `${kubeFields.join(", ")}: the world has no kubernetes section, so there is no Kubernetes API to fail`,
+        });
         return;
       }
       deps.faults.set(parsed.data as Partial<Faults>);

@@ -43,8 +43,11 @@ export interface ListResult {
 export interface WriteOptions {
   /** `?dryRun=All`: validate and answer, commit nothing. */
   readonly dryRun: boolean;
-  /** Keep a uid the object carries (the world file and the control API); the API always assigns one. */
-  readonly keepUid?: boolean;
+  /**
+   * An object written outside the API's rules (the world file, the control API): it keeps the uid and the
+   * status it carries, where the API assigns a uid and resets a new object's status (a pod's to Pending).
+   */
+  readonly asGiven?: boolean;
 }
 
 export interface DeleteOptions extends WriteOptions {
@@ -383,7 +386,7 @@ export class KubeApi {
       );
     }
     metadata.uid =
-      options.keepUid === true && typeof metadata.uid === "string" && metadata.uid !== ""
+      options.asGiven === true && typeof metadata.uid === "string" && metadata.uid !== ""
         ? metadata.uid
         : randomUUID();
     metadata.creationTimestamp = kubeTime(this.#clock.now());
@@ -391,6 +394,7 @@ export class KubeApi {
     delete metadata.deletionTimestamp;
     delete metadata.deletionGracePeriodSeconds;
     if (resource.custom) metadata.generation = 1;
+    if (options.asGiven !== true) resource.prepareForCreate(object);
     const stored = resource.fromView(object);
     if (options.dryRun) return this.view(resource, stored);
     return this.view(resource, this.store.commit("ADDED", resource.storage, stored));
@@ -600,7 +604,7 @@ export class KubeApi {
     const name = object.metadata.name ?? "";
     const existing = this.store.get(storage, namespace, name);
     if (existing === undefined)
-      return this.create(resource, namespace, object, { dryRun: false, keepUid: true });
+      return this.create(resource, namespace, object, { dryRun: false, asGiven: true });
     const next = structuredClone(object);
     next.metadata.resourceVersion = existing.metadata.resourceVersion as string;
     return this.update(resource, namespace, name, next, { dryRun: false });

@@ -2,7 +2,11 @@ import type { Server } from "node:http";
 import type { Clock } from "../../eni/process/clock.js";
 import { KubeApiError } from "../errors/kube-api-error.js";
 import { WorldError } from "../errors/world-error.js";
+import { FaultState } from "../fault-state.js";
+import { defaultFaults } from "../faults.js";
+import type { SimEni } from "../sim-state.js";
 import { KubeApi } from "./kube-api.js";
+import { KubeFaultGate } from "./kube-fault-gate.js";
 import type { KubeObject } from "./kube-object.js";
 import { createKubeServer } from "./kube-server.js";
 import { KubeStore } from "./kube-store.js";
@@ -15,6 +19,7 @@ import {
   seedObjectsOf,
   worldPodSchema,
 } from "./kube-world.js";
+import { Kubelet } from "./kubelet.js";
 import { primaryResource } from "./resources.js";
 import { WatchStreams } from "./watch-stream.js";
 
@@ -39,6 +44,10 @@ export interface KubeClusterOptions {
   readonly errorLog: (line: string) => void;
   /** A watch client that leaves more than this many bytes unread is cut off. Default 16 MiB. */
   readonly maxWatchBufferBytes?: number | undefined;
+  /** The simulator's faults; the `kube*` ones act on this API. Default: none, never changed. */
+  readonly faults?: FaultState | undefined;
+  /** The ENIs as EC2 holds them now, for the kubelet stand-in. */
+  readonly enis: () => readonly SimEni[];
 }
 
 /** Watches without timeoutSeconds end after 30 minutes, kube-apiserver's minimum request timeout. */
@@ -57,6 +66,8 @@ export class KubeCluster {
   readonly store: KubeStore;
   readonly api: KubeApi;
   readonly watches = new WatchStreams();
+  readonly #gate: KubeFaultGate;
+  readonly #kubelet: Kubelet | undefined;
   readonly #world: KubeWorldContext;
   readonly #options: KubeClusterOptions;
   readonly #bookmarkIntervalMs: number;
@@ -68,13 +79,39 @@ export class KubeCluster {
     this.store = new KubeStore({ historyLimit: k?.eventHistory ?? 1000 });
     this.api = new KubeApi(this.store, options.clock);
     this.#bookmarkIntervalMs = (k?.bookmarkIntervalSeconds ?? 60) * 1000;
+    this.#gate = new KubeFaultGate(
+      options.faults ?? new FaultState(defaultFaults, options.clock),
+      options.clock,
+      this.watches,
+      options.errorLog,
+    );
+    this.#kubelet =
+      k?.kubelet === false
+        ? undefined
+        : new Kubelet({
+            api: this.api,
+            clock: options.clock,
+            enis: options.enis,
+            subnetCidr: (id) => world.subnets.find((s) => s.id === id)?.cidr,
+            errorLog: options.errorLog,
+          });
+    this.#kubelet?.start();
+    this.#asGiven(() => this.#seed(world));
+  }
+
+  /** Runs a scripted write (world file, control API): the kubelet stand-in takes its pods as given. */
+  #asGiven<T>(write: () => T): T {
+    return this.#kubelet === undefined ? write() : this.#kubelet.asGiven(write);
+  }
+
+  #seed(world: KubeWorldContext): void {
     const seeds = seedObjectsOf(world);
     for (const name of namespacesOf(world, seeds)) this.api.put("namespaces", namespaceObject(name));
     for (const seed of seeds) {
       try {
         this.api.create(seed.resource, seed.object.metadata.namespace ?? "", seed.object, {
           dryRun: false,
-          keepUid: true,
+          asGiven: true,
         });
       } catch (error) {
         // The world's checks catch what the API would refuse; this names the object if one slips through.
@@ -86,9 +123,10 @@ export class KubeCluster {
 
   /** The HTTP server of the API; `serverAddress` gives its `host:port` once it listens. */
   createServer(serverAddress: () => string): Server {
-    return createKubeServer({
+    const server = createKubeServer({
       api: this.api,
       watches: this.watches,
+      gate: this.#gate,
       watchSettings: {
         clock: this.#options.clock,
         bookmarkIntervalMs: this.#bookmarkIntervalMs,
@@ -100,6 +138,8 @@ export class KubeCluster {
       log: this.#options.log,
       errorLog: this.#options.errorLog,
     });
+    server.once("listening", () => this.#gate.attach(server));
+    return server;
   }
 
   #podFromInput(input: unknown): KubeObject {
@@ -124,11 +164,15 @@ export class KubeCluster {
 
   /** Adds a pod given in world-file form (ADDED); its namespace is created if missing. 409 if it exists. */
   addPod(input: unknown): KubeObject {
+    return this.#asGiven(() => this.#addPod(input));
+  }
+
+  #addPod(input: unknown): KubeObject {
     const pod = this.#podFromInput(input);
     this.#ensureNamespace(pod.metadata.namespace ?? "default");
     return this.api.create(primaryResource("pods"), pod.metadata.namespace ?? "default", pod, {
       dryRun: false,
-      keepUid: true,
+      asGiven: true,
     });
   }
 
@@ -137,6 +181,10 @@ export class KubeCluster {
    * checked first (form, node, a name given twice, a pod that exists: 409), so either all are added or none.
    */
   addPods(inputs: readonly unknown[]): KubeObject[] {
+    return this.#asGiven(() => this.#addPods(inputs));
+  }
+
+  #addPods(inputs: readonly unknown[]): KubeObject[] {
     const pods = inputs.map((input) => this.#podFromInput(input));
     const seen = new Set<string>();
     for (const pod of pods) {
@@ -155,7 +203,7 @@ export class KubeCluster {
       this.#ensureNamespace(pod.metadata.namespace ?? "default");
       return this.api.create(primaryResource("pods"), pod.metadata.namespace ?? "default", pod, {
         dryRun: false,
-        keepUid: true,
+        asGiven: true,
       });
     });
   }
@@ -165,6 +213,10 @@ export class KubeCluster {
    * as a StatefulSet makes: the old one is deleted (DELETED) and the new one added (ADDED).
    */
   replacePod(namespace: string, name: string, input: unknown): KubeObject {
+    return this.#asGiven(() => this.#replacePod(namespace, name, input));
+  }
+
+  #replacePod(namespace: string, name: string, input: unknown): KubeObject {
     const pod = this.#podFromInput(input);
     if (pod.metadata.namespace !== namespace || pod.metadata.name !== name) {
       throw badInput(
@@ -175,14 +227,16 @@ export class KubeCluster {
     const existing = this.api.get(primaryResource("pods"), namespace, name);
     if (pod.metadata.uid !== undefined && pod.metadata.uid !== existing.metadata.uid) {
       this.api.forceDelete("pods", namespace, name);
-      return this.api.create(primaryResource("pods"), namespace, pod, { dryRun: false, keepUid: true });
+      return this.api.create(primaryResource("pods"), namespace, pod, { dryRun: false, asGiven: true });
     }
     return this.api.put("pods", pod);
   }
 
   /** Applies a JSON merge patch to a pod (MODIFIED when it changes anything). */
   patchPod(namespace: string, name: string, patch: unknown): KubeObject {
-    return this.api.patch(primaryResource("pods"), namespace, name, "merge", patch, { dryRun: false });
+    return this.#asGiven(() =>
+      this.api.patch(primaryResource("pods"), namespace, name, "merge", patch, { dryRun: false }),
+    );
   }
 
   /**
@@ -191,18 +245,21 @@ export class KubeCluster {
    */
   deletePod(namespace: string, name: string, gracePeriodSeconds?: number): KubeObject {
     if (gracePeriodSeconds !== undefined && gracePeriodSeconds > 0) {
-      return this.api.markTerminating(namespace, name, gracePeriodSeconds);
+      return this.#asGiven(() => this.api.markTerminating(namespace, name, gracePeriodSeconds));
     }
-    return this.api.forceDelete("pods", namespace, name);
+    return this.#asGiven(() => this.api.forceDelete("pods", namespace, name));
   }
 
   #ensureNamespace(namespace: string): void {
     if (!this.api.namespaceExists(namespace)) this.api.put("namespaces", namespaceObject(namespace));
   }
 
-  /** Ends every open watch, as an API server restart or a load balancer's idle timeout does. */
-  closeWatches(): number {
-    return this.watches.endAll();
+  /**
+   * Ends every open watch, as an API server restart or a load balancer's idle timeout does; with `reset`,
+   * destroys their connections instead, as a broken network path does. Returns how many there were.
+   */
+  closeWatches(reset = false): number {
+    return reset ? this.watches.resetAll() : this.watches.endAll();
   }
 
   /** Drops the change history: watches and paged lists from older resourceVersions get 410 Expired. */
@@ -225,8 +282,10 @@ export class KubeCluster {
     };
   }
 
-  /** Ends the watches, so that closing the server does not wait on them. */
+  /** Ends the watches and drops held requests, so that closing the server does not wait on them. */
   close(): void {
+    this.#kubelet?.stop();
+    this.#gate.close();
     this.watches.endAll();
   }
 }

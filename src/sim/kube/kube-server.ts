@@ -3,6 +3,7 @@ import { KubeApiError } from "../errors/kube-api-error.js";
 import { BodyTooLargeError, readBody } from "../http-util.js";
 import { apiGroup, apiGroupList, apiResourceList, apiVersions, simulatedVersion } from "./discovery.js";
 import { type KubeApi, parseQuery, patchContentTypes } from "./kube-api.js";
+import type { KubeFaultGate, RequestTarget } from "./kube-fault-gate.js";
 import { isJsonObject, type KubeObject } from "./kube-object.js";
 import { openApiV3Document, openApiV3Root } from "./openapi.js";
 import { apiVersionOf, findResource, type ResourceDef, type Verb } from "./resources.js";
@@ -13,6 +14,8 @@ export interface KubeServerDeps {
   readonly api: KubeApi;
   readonly watches: WatchStreams;
   readonly watchSettings: WatchSettings;
+  /** The Kubernetes API's faults: every request passes it first. */
+  readonly gate: KubeFaultGate;
   /** `host:port` of this server, for /api's serverAddressByClientCIDRs. */
   readonly serverAddress: () => string;
   readonly log?: ((line: string) => void) | undefined;
@@ -27,9 +30,13 @@ interface ResourceRequest {
   readonly name: string | undefined;
 }
 
-function send(res: ServerResponse, status: number, body: unknown): void {
+function send(res: ServerResponse, status: number, body: unknown, retryAfterSeconds?: number): void {
   const text = JSON.stringify(body);
-  res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(text) });
+  res.writeHead(status, {
+    "content-type": "application/json",
+    "content-length": Buffer.byteLength(text),
+    ...(retryAfterSeconds === undefined ? {} : { "retry-after": String(retryAfterSeconds) }),
+  });
   res.end(text);
 }
 
@@ -75,6 +82,11 @@ function resourceRequest(
   return { resource, namespace: undefined, name: rest[1] };
 }
 
+/** Whether a watch's resourceVersion resumes from a point (not unset, empty or "0"). */
+function resumes(resourceVersion: string | null): boolean {
+  return resourceVersion !== null && resourceVersion !== "" && resourceVersion !== "0";
+}
+
 function flag(value: string | null): boolean {
   return value === "true" || value === "1";
 }
@@ -115,6 +127,41 @@ function listItems(resource: ResourceDef, items: KubeObject[]): KubeObject[] {
   return items.map(({ apiVersion: _a, kind: _k, ...rest }) => rest as KubeObject);
 }
 
+const verbsByMethod: Readonly<Record<string, Verb>> = {
+  GET: "get",
+  PUT: "update",
+  PATCH: "patch",
+  DELETE: "delete",
+};
+
+/** The verb of a request for a resource; undefined when the method does not fit the path. */
+function verbOf(method: string, target: ResourceRequest, watch: boolean): Verb | undefined {
+  if (target.name === undefined) {
+    if (method === "GET") return watch ? "watch" : "list";
+    if (method === "POST" && (target.namespace !== undefined || !target.resource.namespaced)) return "create";
+    return undefined;
+  }
+  return watch ? undefined : verbsByMethod[method];
+}
+
+/** What the faults select a request by: its verb and resource (a non-resource path is a `get`). */
+function requestTarget(req: IncomingMessage): RequestTarget {
+  const url = new URL(req.url ?? "/", "http://kubernetes");
+  const parts = url.pathname.split("/").filter((p) => p !== "");
+  const method = req.method ?? "GET";
+  const gv = groupVersionOf(parts);
+  const target = gv === undefined ? undefined : resourceRequest(gv.group, gv.version, gv.rest);
+  if (target === undefined) {
+    return { verb: verbsByMethod[method] ?? "get", resource: undefined, group: "", namespace: undefined };
+  }
+  return {
+    verb: verbOf(method, target, flag(url.searchParams.get("watch"))) ?? verbsByMethod[method] ?? "get",
+    resource: target.resource.plural,
+    group: target.resource.group,
+    namespace: target.namespace,
+  };
+}
+
 async function handleResource(
   deps: KubeServerDeps,
   req: IncomingMessage,
@@ -125,21 +172,9 @@ async function handleResource(
   const { api } = deps;
   const { resource, name } = target;
   const namespace = target.namespace ?? "";
-  const method = req.method ?? "GET";
-  const watch = flag(params.get("watch"));
   const dryRun = params.getAll("dryRun").includes("All");
-  let verb: Verb;
-  if (name === undefined) {
-    if (method === "GET") verb = watch ? "watch" : "list";
-    else if (method === "POST" && (target.namespace !== undefined || !resource.namespaced)) verb = "create";
-    else throw methodNotAllowed();
-  } else {
-    const verbs: Record<string, Verb> = { GET: "get", PUT: "update", PATCH: "patch", DELETE: "delete" };
-    const found = verbs[method];
-    if (found === undefined || watch) throw methodNotAllowed();
-    verb = found;
-  }
-  if (!resource.verbs.includes(verb)) throw methodNotAllowed();
+  const verb = verbOf(req.method ?? "GET", target, flag(params.get("watch")));
+  if (verb === undefined || !resource.verbs.includes(verb)) throw methodNotAllowed();
   const accept = req.headers.accept ?? "";
   const includeObject = params.get("includeObject") ?? "Metadata";
   const table = (objects: KubeObject[], metadata: Record<string, unknown>, headers = true) =>
@@ -165,6 +200,7 @@ async function handleResource(
             allowBookmarks: flag(params.get("allowWatchBookmarks")),
             sendInitialEvents: flag(params.get("sendInitialEvents")),
             timeoutMs: timeoutSeconds === undefined ? undefined : timeoutSeconds * 1000,
+            expireResume: resumes(params.get("resourceVersion")) && deps.gate.expireWatchResume(),
             render: wantsTable(accept)
               ? (object, first) =>
                   table([object], { resourceVersion: object.metadata.resourceVersion ?? "" }, first)
@@ -318,13 +354,17 @@ async function handle(deps: KubeServerDeps, req: IncomingMessage, res: ServerRes
  * are `kind: Status` objects with the API server's code, reason and wording.
  */
 export function createKubeServer(deps: KubeServerDeps): Server {
+  const serve = async (req: IncomingMessage, res: ServerResponse): Promise<number | undefined> => {
+    if (!(await deps.gate.admit(requestTarget(req), res))) return undefined;
+    return handle(deps, req, res);
+  };
   return createServer((req, res) => {
-    handle(deps, req, res)
-      .then((status) => deps.log?.(`kubernetes ${req.method} ${req.url} ${status}`))
+    serve(req, res)
+      .then((status) => deps.log?.(`kubernetes ${req.method} ${req.url} ${status ?? "(no answer)"}`))
       .catch((error: unknown) => {
         if (error instanceof KubeApiError) {
           deps.log?.(`kubernetes ${req.method} ${req.url} ${error.code} ${error.reason}`);
-          if (!res.headersSent) send(res, error.code, error.toStatus());
+          if (!res.headersSent) send(res, error.code, error.toStatus(), error.details?.retryAfterSeconds);
           else res.end();
           return;
         }

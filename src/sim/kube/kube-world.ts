@@ -60,6 +60,11 @@ export const kubernetesSchema = z.strictObject({
   eventHistory: z.number().int().min(1).max(1_000_000).default(1000),
   /** Interval of BOOKMARK events on watches that allow them, in seconds. Default 60. */
   bookmarkIntervalSeconds: z.number().positive().default(60),
+  /**
+   * Plays the kubelet (and Multus and whereabouts) for pods created through the API on a node: they become
+   * Running with a pod IP and their Multus networks' addresses. Default true.
+   */
+  kubelet: z.boolean().default(true),
   nodes: z
     .array(
       z.strictObject({
@@ -119,7 +124,12 @@ export type KubernetesWorld = z.output<typeof kubernetesSchema>;
 /** What the Kubernetes objects need from the rest of the world. */
 export interface KubeWorldContext {
   readonly region: string;
-  readonly subnets: readonly { readonly id: string; readonly availabilityZone: string }[];
+  readonly subnets: readonly {
+    readonly id: string;
+    readonly availabilityZone: string;
+    /** IPv4 CIDR: the kubelet stand-in's pod IPs come from the node's subnet. */
+    readonly cidr: string;
+  }[];
   readonly instances: readonly {
     readonly id: string;
     readonly instanceType: string;

@@ -43,6 +43,8 @@ export interface ResourceDef {
   readonly fromView: (view: KubeObject) => KubeObject;
   /** Field problems that make a create or update 422 Invalid; checked on the API's form. */
   readonly validate: (object: KubeObject) => StatusCause[];
+  /** What the API server sets on a new object before it is stored (API form, changed in place): a pod's status. */
+  readonly prepareForCreate: (object: KubeObject) => void;
   readonly patchStrategies: PatchStrategies;
 }
 
@@ -90,6 +92,7 @@ function def(
     toView: identity,
     fromView: identity,
     validate: noProblems,
+    prepareForCreate: () => undefined,
     patchStrategies: metadataStrategies,
     ...partial,
   };
@@ -125,6 +128,39 @@ function eventSelectableFields(stored: KubeObject): Record<string, string> {
   // `source` selects on the legacy source component, or the reporting controller when that is unset.
   fields.source = str(at(stored, "source.component")) || str(stored.reportingComponent);
   return fields;
+}
+
+/** A container's resources.requests or resources.limits, as a map of quantities. */
+function quantities(container: unknown, field: "requests" | "limits"): JsonObject {
+  const resources = isJsonObject(container) ? container.resources : undefined;
+  const map = isJsonObject(resources) ? resources[field] : undefined;
+  return isJsonObject(map) ? map : {};
+}
+
+/**
+ * The pod's QoS class: BestEffort without any cpu or memory request or limit, Guaranteed when every
+ * container limits cpu and memory with requests equal to the limits (or unset), Burstable otherwise.
+ */
+export function qosClassOf(pod: KubeObject): "BestEffort" | "Burstable" | "Guaranteed" {
+  const spec = isJsonObject(pod.spec) ? pod.spec : {};
+  const containers = [
+    ...(Array.isArray(spec.containers) ? spec.containers : []),
+    ...(Array.isArray(spec.initContainers) ? spec.initContainers : []),
+  ];
+  const named = ["cpu", "memory"];
+  const any = containers.some((c) =>
+    named.some((r) => quantities(c, "requests")[r] !== undefined || quantities(c, "limits")[r] !== undefined),
+  );
+  if (!any) return "BestEffort";
+  const guaranteed = containers.every((c) => {
+    const limits = quantities(c, "limits");
+    const requests = quantities(c, "requests");
+    return named.every(
+      (r) =>
+        limits[r] !== undefined && (requests[r] === undefined || String(requests[r]) === String(limits[r])),
+    );
+  });
+  return guaranteed ? "Guaranteed" : "Burstable";
 }
 
 /** Every resource the simulator serves, in discovery order. */
@@ -167,6 +203,10 @@ export const resources: readonly ResourceDef[] = [
       return fields;
     },
     validate: validatePod,
+    prepareForCreate: (pod) => {
+      // kube-apiserver's pod strategy: a new pod's status is only its phase and QoS class.
+      pod.status = { phase: "Pending", qosClass: qosClassOf(pod) };
+    },
     patchStrategies: {
       ...metadataStrategies,
       "spec.containers": "name",

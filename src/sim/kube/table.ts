@@ -172,8 +172,16 @@ const columns: Readonly<Record<string, readonly Column[]>> = {
       name: "Last Seen",
       type: "string",
       description: "Time when last event occurred",
+      // kube-apiserver's printer: lastTimestamp, else firstTimestamp, else eventTime; none is <unknown>.
       cell: (o, now) =>
-        age(o.lastTimestamp ?? o.deprecatedLastTimestamp ?? o.eventTime ?? o.metadata.creationTimestamp, now),
+        age(
+          o.lastTimestamp ??
+            o.deprecatedLastTimestamp ??
+            o.firstTimestamp ??
+            o.deprecatedFirstTimestamp ??
+            o.eventTime,
+          now,
+        ),
     },
     { name: "Type", type: "string", description: "Type of this event", cell: (o) => o.type ?? "" },
     {

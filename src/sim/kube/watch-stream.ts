@@ -22,6 +22,8 @@ export interface WatchRequest {
   readonly sendInitialEvents: boolean;
   /** `timeoutSeconds`, in ms; undefined for the server's default. */
   readonly timeoutMs: number | undefined;
+  /** The resume is answered 410 Expired whatever the history holds (the kubeExpireWatchResume fault). */
+  readonly expireResume?: boolean | undefined;
   /** How ADDED/MODIFIED/DELETED objects are written (a one-row Table for kubectl); `first` for the first. */
   readonly render?: ((object: KubeObject, first: boolean) => unknown) | undefined;
 }
@@ -65,6 +67,8 @@ export class WatchStream {
   #unsubscribe: () => void = () => undefined;
   #lastResourceVersion = 0;
   #ended = false;
+  /** Frozen (kubeFreeze): nothing is written, and an end waits for the thaw. */
+  #frozen = false;
   #rendered = 0;
   readonly #onEnd: (stream: WatchStream) => void;
 
@@ -105,6 +109,13 @@ export class WatchStream {
       } else {
         const from = parseResourceVersion(rv);
         if (from > store.resourceVersion) throw tooLargeResourceVersion(from, store.resourceVersion);
+        if (this.#request.expireResume === true) {
+          throw new KubeApiError(
+            410,
+            "Expired",
+            `too old resource version: ${from} (${store.resourceVersion})`,
+          );
+        }
         this.#lastResourceVersion = from;
         for (const event of store.changesSince(from)) this.#onChange(event);
       }
@@ -162,7 +173,7 @@ export class WatchStream {
   }
 
   #send(type: WatchEventType, object: unknown): void {
-    if (this.#ended) return;
+    if (this.#ended || this.#frozen) return;
     const render = this.#request.render;
     if (render !== undefined && type !== "BOOKMARK" && type !== "ERROR") {
       object = render(object as KubeObject, this.#rendered === 0);
@@ -182,9 +193,31 @@ export class WatchStream {
 
   /** Ends the stream cleanly: the client sees the response end and may resume from its last resourceVersion. */
   end(): void {
-    if (this.#ended) return;
+    if (this.#ended || this.#frozen) return;
     this.#cleanup();
     this.#res.end();
+  }
+
+  /** Destroys the connection under the stream: the client sees a reset, not an end. */
+  reset(): void {
+    if (this.#ended) return;
+    this.#cleanup();
+    this.#res.destroy();
+  }
+
+  /**
+   * Goes silent, as a watch behind a partition: no events, no bookmarks, no end (the timeout waits too).
+   * What it misses is not sent later: thaw() ends the stream, and the client resumes from what it has.
+   */
+  freeze(): void {
+    this.#frozen = true;
+  }
+
+  /** Ends a frozen stream cleanly. */
+  thaw(): void {
+    if (!this.#frozen) return;
+    this.#frozen = false;
+    this.end();
   }
 
   #cleanup(): void {
@@ -211,10 +244,28 @@ export class WatchStreams {
     return this.#open.size;
   }
 
-  /** Ends every open watch; returns how many there were. */
+  /** Ends every open watch; returns how many there were. Frozen ones are reset: they cannot end cleanly. */
   endAll(): number {
     const streams = [...this.#open];
     for (const stream of streams) stream.end();
+    for (const stream of this.#open) stream.reset();
     return streams.length;
+  }
+
+  /** Destroys the connection of every open watch; returns how many there were. */
+  resetAll(): number {
+    const streams = [...this.#open];
+    for (const stream of streams) stream.reset();
+    return streams.length;
+  }
+
+  /** Freezes every open watch (kubeFreeze); watches opened later are held before they start. */
+  freezeAll(): void {
+    for (const stream of this.#open) stream.freeze();
+  }
+
+  /** Ends every frozen watch cleanly. */
+  thawAll(): void {
+    for (const stream of [...this.#open]) stream.thaw();
   }
 }
