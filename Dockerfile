@@ -49,6 +49,7 @@ RUN apt-get update \
 WORKDIR /app
 COPY --from=code-cache /app/dist ./dist
 COPY examples/world-demo.yaml ./examples/world-demo.yaml
+COPY LICENSE ./LICENSE
 # Labels last, so that a new version reuses the layers above. VERSION is package.json's (a test keeps the
 # default in step); SOURCE_URL is where your copy of the repository lives.
 ARG VERSION=0.1.0
