@@ -27,7 +27,9 @@ import {
   podSettings,
   sidecarSettings,
 } from "../src/eni/process/config.js";
+import { BridgeMetrics } from "../src/ipam-whereabouts-bridge/metrics.js";
 import { bridgeSettings, loadBridgeConfig } from "../src/ipam-whereabouts-bridge/settings.js";
+import { SidecarMetrics } from "../src/sidecar/metrics.js";
 import { objectId, type RenderedObject, renderKustomization } from "./helpers/kustomize.js";
 import { checkManifestTypes, type ManifestDocument } from "./helpers/manifest-types.js";
 
@@ -946,5 +948,127 @@ describe("placeholders", () => {
     const listed = new Set([...section.matchAll(/^\| `(<[A-Z][A-Z0-9_]*>)` \|/gm)].map((m) => m[1] ?? ""));
     expect([...used].sort()).toEqual([...listed].sort());
     expect(readme).toContain(IMAGE);
+  });
+});
+
+describe("monitoring/: ServiceMonitors and alert rules for the documented metrics", () => {
+  interface Rule {
+    alert: string;
+    expr: string;
+    for?: string;
+    labels?: Record<string, string>;
+    annotations?: Record<string, string>;
+  }
+  const all = [...rendered.values()].flat();
+  const monitors = all.filter((o) => o.object.kind === "ServiceMonitor");
+  const services = all.filter((o) => o.object.kind === "Service");
+  const groups = all
+    .filter((o) => o.object.kind === "PrometheusRule")
+    .flatMap((o) => (o.object.spec as { groups: { name: string; rules: Rule[] }[] }).groups);
+  const metricsOf = (registry: { getMetricsAsArray(): { name: string }[] }) =>
+    new Set(registry.getMetricsAsArray().map((m) => m.name));
+  const known: Record<string, Set<string>> = {
+    "multus-ipmgr-sidecar": metricsOf(new SidecarMetrics().registry),
+    "multus-ipmgr-bridge": metricsOf(new BridgeMetrics().registry),
+  };
+  /** The job each ServiceMonitor's relabeling gives its targets. */
+  const jobOf = (monitor: Json): string | undefined =>
+    (
+      monitor.spec as { endpoints: { relabelings?: { targetLabel?: string; replacement?: string }[] }[] }
+    ).endpoints[0]?.relabelings?.find((r) => r.targetLabel === "job")?.replacement;
+
+  it("each ServiceMonitor finds a Service whose named port reaches the /metrics port of the pods running our image", () => {
+    expect(monitors.map((m) => jobOf(m.object)).sort()).toEqual(Object.keys(known).sort());
+    for (const monitor of monitors) {
+      const spec = monitor.object.spec as {
+        selector: { matchLabels: Record<string, string> };
+        namespaceSelector: { matchNames: string[] };
+        endpoints: { port: string; path: string }[];
+      };
+      const service = services.find(
+        (s) =>
+          spec.namespaceSelector.matchNames.includes(metadataOf(s.object).namespace ?? "") &&
+          Object.entries(spec.selector.matchLabels).every(
+            ([k, v]) => (s.object.metadata as { labels?: Record<string, string> }).labels?.[k] === v,
+          ),
+      );
+      expect({ monitor: objectId(monitor.object), service: service && objectId(service.object) }).toEqual({
+        monitor: objectId(monitor.object),
+        service: expect.any(String),
+      });
+      const serviceSpec = service?.object.spec as {
+        selector: Record<string, string>;
+        ports: { name: string; targetPort: number }[];
+      };
+      const target = serviceSpec.ports.find((p) => p.name === spec.endpoints[0]?.port)?.targetPort;
+      const pods = workloads.filter(
+        (w) =>
+          w.namespace === metadataOf(service?.object ?? {}).namespace &&
+          Object.entries(serviceSpec.selector).every(
+            ([k, v]) =>
+              ((w.doc.object.spec as { template: { metadata: Json } }).template.metadata.labels as Json)?.[
+                k
+              ] === v,
+          ),
+      );
+      expect(pods.length).toBe(1);
+      for (const w of pods) {
+        const { container, command } = ipmgrContainers(w.pod)[0] ?? { container: undefined, command: "" };
+        expect(`multus-ipmgr-${command}`).toBe(jobOf(monitor.object));
+        const port = Number(envOf(container ?? { name: "" }).IPMGR_HTTP_PORT);
+        expect({ monitor: objectId(monitor.object), path: spec.endpoints[0]?.path, target }).toEqual({
+          monitor: objectId(monitor.object),
+          path: "/metrics",
+          target: port,
+        });
+      }
+    }
+  });
+
+  it("every alert names only metrics its command registers, selects its ServiceMonitor's job, and says what to do", () => {
+    const rules = groups.flatMap((g) => g.rules.map((r) => ({ group: g.name, rule: r })));
+    expect(rules.length).toBeGreaterThan(5);
+    for (const { group, rule } of rules) {
+      const jobs = [...rule.expr.matchAll(/job="([^"]+)"/g)].map((m) => m[1] ?? "");
+      expect({ alert: rule.alert, jobs: [...new Set(jobs)] }).toEqual({ alert: rule.alert, jobs: [group] });
+      const metrics = [...rule.expr.matchAll(/\b(multus_ipmgr_[a-z_]+)\b/g)].map((m) =>
+        (m[1] ?? "").replace(/_(bucket|sum|count)$/, ""),
+      );
+      const unknown = metrics.filter((m) => !known[group]?.has(m));
+      expect({ alert: rule.alert, unknown }).toEqual({ alert: rule.alert, unknown: [] });
+      let depth = 0;
+      for (const c of rule.expr) {
+        depth += c === "(" ? 1 : c === ")" ? -1 : 0;
+        expect(depth).toBeGreaterThanOrEqual(0);
+      }
+      expect({
+        alert: rule.alert,
+        name: /^MultusIpmgr[A-Z][A-Za-z]+$/.test(rule.alert),
+        depth,
+        for: /^\d+[smh]$/.test(rule.for ?? ""),
+        severity: ["warning", "critical"].includes(rule.labels?.severity ?? ""),
+        summary: (rule.annotations?.summary ?? "").length > 0,
+        description: (rule.annotations?.description ?? "").length > 0,
+      }).toEqual({
+        alert: rule.alert,
+        name: true,
+        depth: 0,
+        for: true,
+        severity: true,
+        summary: true,
+        description: true,
+      });
+    }
+  });
+
+  it("README.md's Metrics section lists every alert, and names no alert that the rules lack", () => {
+    const readme = readFileSync(join(ROOT, "README.md"), "utf8");
+    const metrics = readme.slice(
+      readme.indexOf("\n## Metrics\n"),
+      readme.indexOf("\n## ", readme.indexOf("\n## Metrics\n") + 1),
+    );
+    const listed = [...metrics.matchAll(/`(MultusIpmgr[A-Za-z]+)`/g)].map((m) => m[1] ?? "");
+    const alerts = groups.flatMap((g) => g.rules.map((r) => r.alert));
+    expect([...new Set(listed)].sort()).toEqual([...alerts].sort());
   });
 });
