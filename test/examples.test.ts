@@ -1072,3 +1072,70 @@ describe("monitoring/: ServiceMonitors and alert rules for the documented metric
     expect([...new Set(listed)].sort()).toEqual([...alerts].sort());
   });
 });
+
+describe("examples/node: the Multus ENI at first boot", () => {
+  const NODE = join(EXAMPLES, "node");
+  const script = readFileSync(join(NODE, "multus-eni.sh"), "utf8");
+  const pascal = (kebab: string) => kebab.replace(/(^|-)([a-z])/g, (_, __, c: string) => c.toUpperCase());
+
+  it("multus-eni.sh is valid bash, names the interface as the NADs' master, and tags the ENI no_manage", () => {
+    execFileSync("bash", ["-n", join(NODE, "multus-eni.sh")]);
+    const ifname = /^IFNAME=(\S+)$/m.exec(script)?.[1];
+    const masters = nads.map((n) => parsedConfig(n.configText).master);
+    expect(new Set(masters)).toEqual(new Set([ifname]));
+    expect(script).toContain("Tags=[{Key=node.k8s.amazonaws.com/no_manage,Value=true}]");
+    expect(script).toContain("--device-index 1");
+    expect(script).toMatch(/DHCP=no\nLinkLocalAddressing=no\nIPv6AcceptRA=no/);
+    expect(script).toContain(`net.ipv4.conf.$IFNAME.rp_filter = 0`);
+  });
+
+  it("iam-policy-node-multus-eni.json grants exactly the EC2 calls multus-eni.sh makes", () => {
+    const calls = new Set([...script.matchAll(/aws ec2 ([a-z-]+)/g)].map((m) => `ec2:${pascal(m[1] ?? "")}`));
+    calls.add("ec2:CreateTags"); // the tags given at creation (--tag-specifications)
+    const policy = JSON.parse(readFileSync(join(NODE, "iam-policy-node-multus-eni.json"), "utf8")) as {
+      Statement: { Action: string | string[] }[];
+    };
+    const granted = new Set(policy.Statement.flatMap((s) => [s.Action].flat()));
+    expect([...granted].sort()).toEqual([...calls].sort());
+  });
+
+  it("user-data.sh prints MIME multipart with multus-eni.sh as its one shell part", () => {
+    const mime = execFileSync("bash", [join(NODE, "user-data.sh")], { encoding: "utf8" });
+    const boundary = /boundary="([^"]+)"/.exec(mime)?.[1] ?? "";
+    expect(mime.startsWith("MIME-Version: 1.0\nContent-Type: multipart/mixed;")).toBe(true);
+    const parts = mime.split(`--${boundary}`).slice(1, -1);
+    expect(parts).toHaveLength(1);
+    expect(parts[0]).toBe(`\nContent-Type: text/x-shellscript; charset="us-ascii"\n\n${script}\n`);
+    expect(mime.endsWith(`--${boundary}--\n`)).toBe(true);
+  });
+
+  it("eksctl-cluster.yaml runs the same script on an AL2023 managed node group with IMDSv2 and the CNI policy", () => {
+    const config = parseYaml(readFileSync(join(NODE, "eksctl-cluster.yaml"), "utf8")) as {
+      apiVersion: string;
+      kind: string;
+      managedNodeGroups: {
+        amiFamily: string;
+        disableIMDSv1: boolean;
+        preBootstrapCommands: string[];
+        iam: { attachPolicyARNs: string[] };
+      }[];
+    };
+    expect([config.apiVersion, config.kind]).toEqual(["eksctl.io/v1alpha5", "ClusterConfig"]);
+    const group = config.managedNodeGroups[0];
+    expect(group?.amiFamily).toBe("AmazonLinux2023");
+    expect(group?.disableIMDSv1).toBe(true);
+    expect(group?.preBootstrapCommands).toEqual([script]);
+    expect(group?.iam.attachPolicyARNs).toContain("arn:aws:iam::aws:policy/AmazonEKS_CNI_Policy");
+  });
+
+  it("README.md's launch template sets IMDSv2 with hop limit 2 and the user data", () => {
+    const readme = readFileSync(join(ROOT, "README.md"), "utf8");
+    const data = /--launch-template-data "(\{[\s\S]*?\})"\n/.exec(readme)?.[1];
+    expect(data).toBeDefined();
+    const json = JSON.parse((data ?? "").replace(/\$\([^)]*\)/, "BASE64").replaceAll('\\"', '"')) as Json;
+    expect(json).toEqual({
+      MetadataOptions: { HttpTokens: "required", HttpPutResponseHopLimit: 2 },
+      UserData: "BASE64",
+    });
+  });
+});
