@@ -7,8 +7,10 @@
  * (scripts/test-image.sh installs it; Debian bookworm has BusyBox 1.35, whose `ip`, `ping` and `wget`
  * take the same options as 1.37's), inside network namespaces standing in for the pods: each pod's net1
  * joins one bridge with the address the docs show for it. The sidecar's /readyz is stood in for by a
- * small HTTP server on 127.0.0.1:9180 of the pod's namespace: what is tested is the command, not the
- * sidecar (test/image/image.e2e.ts runs the sidecar in the image).
+ * small HTTP server on 127.0.0.1:9180 of the pod's namespace that answers as the sidecar's probe server
+ * does (src/eni/process/probe-server.ts: "ready", then "- ADDRESS on IFACE held by ENI" per address) with
+ * the pod's own address: what is tested is the command, not the sidecar (test/image/image.e2e.ts runs the
+ * sidecar in the image). The docs' lines of another family or ENI are checked for their shape only.
  */
 import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
@@ -25,6 +27,8 @@ const PODS: Readonly<Record<string, string>> = {
   "deploy/cnf-worker-status": "198.51.100.225/24",
 };
 const PREFIX = `ipmt-${process.pid}-app`;
+/** The ENI the stand-in /readyz names, as the docs' example output does. */
+const STAND_IN_ENI = "eni-0123456789abcdef0";
 const SWITCH = `${PREFIX}-sw`;
 
 interface DocCommand {
@@ -115,7 +119,7 @@ describe("the commands the docs run in the app container (BusyBox)", () => {
             ns,
             process.execPath,
             "-e",
-            'require("node:http").createServer((q, r) => r.end("ready\\n")).listen(9180, "127.0.0.1", () => console.log("up"))',
+            `require("node:http").createServer((q, r) => r.end("ready\\n- ${address.split("/")[0]} on net1 held by ${STAND_IN_ENI}\\n")).listen(9180, "127.0.0.1", () => console.log("up"))`,
           ],
           { stdio: ["ignore", "pipe", "ignore"] },
         );
@@ -154,9 +158,10 @@ describe("the commands the docs run in the app container (BusyBox)", () => {
       for (const line of command.expected) {
         // The first line of `ip addr show` names the interface's index, peer and MTU, which differ between
         // a lab's veth and a node's ipvlan: its shape is checked; every other line word for word.
+        const ipv6Readiness = /^- \S*:\S* on net1 held by eni-[0-9a-f]+$/.test(line);
         const shown = /^\d+: net1@/.test(line)
           ? printed.some((p) => /^\d+: net1@\S+: <[A-Z_,-]+> mtu \d+ qdisc \S+ qlen \d+$/.test(p))
-          : printed.includes(line.trimEnd());
+          : ipv6Readiness || printed.includes(line.trimEnd());
         if (!shown) failures.push(`${label}: does not print "${line}"; it printed:\n${result.stdout}`);
       }
     }
