@@ -3,6 +3,9 @@
  * types, required fields and enums, its TypeScript models for unknown fields, see helpers/manifest-types.ts),
  * and says what the product needs: the one image, configuration the commands accept, probes on the
  * sidecar's endpoints, whereabouts pools clear of the addresses AWS reserves and inside the allowed CIDRs.
+ * Each overlay (one per way of running) renders, with its ServiceAccounts' IAM steps in the README; the
+ * README's own kustomization sets the registry; the monitoring objects fit the metrics and the ports; the
+ * node-side snippets agree with each other.
  */
 import { execFileSync } from "node:child_process";
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -793,7 +796,10 @@ if (kubectlMissing !== undefined)
 
 /** What `kubectl kustomize` renders for `dir`, by object id. */
 function kubectlKustomize(dir: string): Map<string, Json> {
-  const out = execFileSync("kubectl", ["kustomize", dir], { encoding: "utf8" });
+  const out = execFileSync("kubectl", ["kustomize", dir], {
+    encoding: "utf8",
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   return new Map(
     parseAllDocuments(out).map((d) => {
       const object = d.toJS() as Json;
@@ -1079,7 +1085,7 @@ describe("examples/node: the Multus ENI at first boot", () => {
   const pascal = (kebab: string) => kebab.replace(/(^|-)([a-z])/g, (_, __, c: string) => c.toUpperCase());
 
   it("multus-eni.sh is valid bash, names the interface as the NADs' master, and tags the ENI no_manage", () => {
-    execFileSync("bash", ["-n", join(NODE, "multus-eni.sh")]);
+    execFileSync("bash", ["-n", join(NODE, "multus-eni.sh")], { stdio: ["ignore", "pipe", "pipe"] });
     const ifname = /^IFNAME=(\S+)$/m.exec(script)?.[1];
     const masters = nads.map((n) => parsedConfig(n.configText).master);
     expect(new Set(masters)).toEqual(new Set([ifname]));
@@ -1100,7 +1106,10 @@ describe("examples/node: the Multus ENI at first boot", () => {
   });
 
   it("user-data.sh prints MIME multipart with multus-eni.sh as its one shell part", () => {
-    const mime = execFileSync("bash", [join(NODE, "user-data.sh")], { encoding: "utf8" });
+    const mime = execFileSync("bash", [join(NODE, "user-data.sh")], {
+      encoding: "utf8",
+      stdio: ["ignore", "pipe", "pipe"],
+    });
     const boundary = /boundary="([^"]+)"/.exec(mime)?.[1] ?? "";
     expect(mime.startsWith("MIME-Version: 1.0\nContent-Type: multipart/mixed;")).toBe(true);
     const parts = mime.split(`--${boundary}`).slice(1, -1);
