@@ -9,7 +9,7 @@ WORKDIR /src
 COPY package.json package-lock.json ./
 # package.json's postinstall (it gives a root install's files back to a checkout's owner; a no-op here).
 COPY scripts/give-back.mjs ./scripts/
-# npm install, not npm ci: the lockfile lacks optional binaries for other platforms (see .ci/run).
+# npm install, as CI and the README do (the lockfile covers every platform; .ci/run checks it stays unchanged).
 # Behind a TLS-inspecting proxy, hand its CA bundle to npm for this step only (nothing of it stays in any
 # layer): --secret id=npm_ca,src=/path/to/ca-bundle.pem
 RUN --mount=type=secret,id=npm_ca,required=false \
@@ -49,6 +49,7 @@ RUN apt-get update \
 WORKDIR /app
 COPY --from=code-cache /app/dist ./dist
 COPY examples/world-demo.yaml ./examples/world-demo.yaml
+COPY LICENSE ./LICENSE
 # Labels last, so that a new version reuses the layers above. VERSION is package.json's (a test keeps the
 # default in step); SOURCE_URL is where your copy of the repository lives.
 ARG VERSION=0.1.0

