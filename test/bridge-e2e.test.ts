@@ -279,6 +279,102 @@ describe.skipIf(unbuilt)("multus-ipmgr bridge, the built binary, against multus-
     ).toBe(1);
   });
 
+  it("releases no live pod's address while the API refuses connections or is frozen, says why on /readyz, and recovers", async () => {
+    const { ready, kubeconfig } = await startSim();
+    const bridge = await startBridge(ready, kubeconfig, { IPMGR_BRIDGE_WATCH_SILENCE_MS: "3000" });
+    await controlJson(ready, "POST", "/kubernetes/pods", pod("a", ipv4(200)));
+    await eventually(async () => (await held(ready)).ipv4s.includes(ipv4(200)), "pod a's address held");
+    await eventually(async () => (await fetch(`${bridge.http}/readyz`)).status === 200, "/readyz 200");
+    const readyz = async (): Promise<string> => (await fetch(`${bridge.http}/readyz`)).text();
+    const releasesOf200 = async () =>
+      (await mutatingCalls(ready)).filter(
+        (c) => c.action.startsWith("Unassign") && Object.values(c.params).includes(ipv4(200)),
+      ).length;
+
+    // a deleted, then the API refuses; b is created with a's address meanwhile (grace 1.5 s).
+    await controlJson(ready, "DELETE", "/kubernetes/pods/cnf/a");
+    await new Promise((r) => setTimeout(r, 300));
+    await controlJson(ready, "PUT", "/faults", { kubeRefuseConnections: true });
+    await controlJson(ready, "POST", "/kubernetes/pods", pod("b", ipv4(200)));
+    await new Promise((r) => setTimeout(r, 3_000));
+    expect((await held(ready)).ipv4s).toContain(ipv4(200));
+    expect(await releasesOf200()).toBe(0);
+    expect(await readyz()).toMatch(/refused the connection/);
+    expect((await fetch(`${bridge.http}/readyz`)).status).toBe(503);
+    await controlJson(ready, "PUT", "/faults", { kubeRefuseConnections: false });
+    await eventually(async () => (await fetch(`${bridge.http}/readyz`)).status === 200, "ready again");
+
+    // b deleted, then the API freezes without a reset; c is created with the address meanwhile.
+    await controlJson(ready, "DELETE", "/kubernetes/pods/cnf/b");
+    await new Promise((r) => setTimeout(r, 300));
+    await controlJson(ready, "PUT", "/faults", { kubeFreeze: true });
+    await controlJson(ready, "POST", "/kubernetes/pods", pod("c", ipv4(200)));
+    await new Promise((r) => setTimeout(r, 5_000));
+    expect((await held(ready)).ipv4s).toContain(ipv4(200));
+    expect(await releasesOf200()).toBe(0);
+    expect(await readyz()).toMatch(/silent for \d+ s/);
+    await controlJson(ready, "PUT", "/faults", { kubeFreeze: false });
+    await eventually(
+      async () => (await fetch(`${bridge.http}/readyz`)).status === 200,
+      "ready after the thaw",
+    );
+    await new Promise((r) => setTimeout(r, 2_500));
+    expect((await held(ready)).ipv4s).toContain(ipv4(200));
+    expect(await releasesOf200()).toBe(0);
+    expect(bridge.child.exitCode).toBeNull();
+  });
+
+  it("keeps running, not ready, with the RBAC fix on /readyz when the API answers 403", async () => {
+    const { ready, kubeconfig } = await startSim();
+    await controlJson(ready, "PUT", "/faults", {
+      kubeErrorStatus: { code: 403, resources: ["ippools"], verbs: ["list", "watch"] },
+    });
+    const bridge = await startBridge(ready, kubeconfig);
+    await eventually(
+      async () =>
+        (
+          await fetch(`${bridge.http}/readyz`).then(
+            (r) => r.text(),
+            () => "",
+          )
+        ).includes("403 Forbidden"),
+      "the 403 on /readyz",
+    );
+    const body = await (await fetch(`${bridge.http}/readyz`)).text();
+    expect(body).toContain(
+      "the bridge's ClusterRole lacks list/watch on ippools: apply examples/overlays/bridge/bridge-rbac.yaml",
+    );
+    expect((await fetch(`${bridge.http}/readyz`)).status).toBe(503);
+    expect(bridge.child.exitCode).toBeNull();
+    await controlJson(ready, "PUT", "/faults", { kubeErrorStatus: null });
+    await eventually(async () => (await fetch(`${bridge.http}/readyz`)).status === 200, "ready once allowed");
+  });
+
+  it("releases a finished pod's address after the grace, and never one whose pod's network-status cannot be read", async () => {
+    const { ready, kubeconfig } = await startSim();
+    const bridge = await startBridge(ready, kubeconfig);
+    await controlJson(ready, "POST", "/kubernetes/pods", pod("job", ipv4(201)));
+    await controlJson(ready, "POST", "/kubernetes/pods", pod("odd", ipv4(202)));
+    await eventually(async () => {
+      const eni = await held(ready);
+      return eni.ipv4s.includes(ipv4(201)) && eni.ipv4s.includes(ipv4(202));
+    }, "both addresses held");
+    await controlJson(ready, "PATCH", "/kubernetes/pods/cnf/job", { status: { phase: "Succeeded" } });
+    await eventually(
+      async () => !(await held(ready)).ipv4s.includes(ipv4(201)),
+      "the finished pod's address released",
+    );
+    await controlJson(ready, "PATCH", "/kubernetes/pods/cnf/odd", {
+      metadata: { annotations: { "k8s.v1.cni.cncf.io/network-status": "[{" } },
+    });
+    await eventually(
+      async () => (await (await fetch(`${bridge.http}/readyz`)).text()).includes("cannot read: pod cnf/odd"),
+      "the unreadable annotation on /readyz",
+    );
+    await new Promise((r) => setTimeout(r, 3_000));
+    expect((await held(ready)).ipv4s).toContain(ipv4(202));
+  });
+
   it("exits 12 naming the kubeconfig when it cannot be read", async () => {
     const { ready } = await startSim();
     const bridge = await startBridge(ready, "/nonexistent/ipmgr-kubeconfig");

@@ -132,7 +132,6 @@ export class Bridge {
   #trusted = false;
   #everTrusted = false;
   #trustKey = "";
-  #trustReasons: readonly string[] = ["the Kubernetes watches have not started"];
   #holds = new Set<ReleaseHoldReason>();
   #lastGoodRanges = new Map<string, readonly WhereaboutsRange[]>();
   #warnedProblems = new Set<string>();
@@ -190,7 +189,6 @@ export class Bridge {
     const { logger } = this.deps;
     const was = this.#trusted;
     this.#trusted = trust.trusted;
-    this.#trustReasons = trust.reasons;
     if (!trust.trusted) this.#unusedSince = new Map();
     const key = trust.reasons.join("\n");
     if (!trust.trusted && key !== this.#trustKey) {
@@ -593,7 +591,7 @@ export class Bridge {
     mutatingCalls: number,
     at: number,
   ): void {
-    const { events, metrics, logger } = this.deps;
+    const { events, metrics } = this.deps;
     const heldBefore = new Set(enis.flatMap((e) => [...e.ipv4s, ...e.ipv6s].map((a) => `${e.eniId} ${a}`)));
     const assignedNow = new Set<string>();
     for (const action of done) {
