@@ -279,6 +279,35 @@ describe("doctor against the simulator", () => {
     });
   });
 
+  it("lists each IPMGR_* variable no command reads as a config problem, with the name it likely meant", async () => {
+    const results = await doctor(healthyWorld(), {
+      options: {
+        unknownVariables: [
+          { name: "IPMGR_COLOUR", suggestion: undefined },
+          { name: "IPMGR_TIMOUT_MS", suggestion: "IPMGR_TIMEOUT_MS" },
+        ],
+      },
+    });
+    expect(results.filter((r) => r.name === "config")).toEqual([
+      {
+        name: "config",
+        subject: "IPMGR_COLOUR",
+        status: "problem",
+        detail:
+          "IPMGR_COLOUR is not a variable of multus-ipmgr and changes nothing; check its spelling against README.md, Configuration, or remove it",
+        fix: "remove IPMGR_COLOUR from the container's env, or rename it to the variable you meant (README.md, Configuration)",
+      },
+      {
+        name: "config",
+        subject: "IPMGR_TIMOUT_MS",
+        status: "problem",
+        detail:
+          "IPMGR_TIMOUT_MS is not a variable of multus-ipmgr and changes nothing; did you mean IPMGR_TIMEOUT_MS?",
+        fix: "rename IPMGR_TIMOUT_MS to IPMGR_TIMEOUT_MS in the container's env",
+      },
+    ]);
+  });
+
   describe("the pod's interfaces", () => {
     it("reports a pod without a managed interface, naming the links it has", async () => {
       const results = await doctor(healthyWorld(), { interfaces: [] });

@@ -12,6 +12,7 @@ import type { Imds } from "../eni/imds.js";
 import { type InterfaceSelection, isManagedInterface } from "../eni/interface-selector.js";
 import { family } from "../eni/ip.js";
 import { plan } from "../eni/planner.js";
+import { type UnknownVariable, unknownVariableSentence } from "../eni/process/known-variables.js";
 import type { ReconcileDeps } from "../eni/reconcile.js";
 import type { Ec2NetworkInterface, Plan, PodInterface, SubnetCidrReservation } from "../eni/types.js";
 import { type CheckResult, errorSentence, problem, skipped } from "./check.js";
@@ -57,6 +58,8 @@ export interface DoctorOptions {
   readonly networkStatusFile: string;
   readonly selection: InterfaceSelection;
   readonly addressEvents: AddressEventsMode;
+  /** IPMGR_* variables of the environment that no command reads (known-variables.ts); default none. */
+  readonly unknownVariables?: readonly UnknownVariable[];
 }
 
 const SEE_IMDS = "not checked: IMDS issued no token (see imds).";
@@ -121,6 +124,18 @@ export async function runDoctor(deps: DoctorDeps, options: DoctorOptions): Promi
           fix: "run doctor in the container that runs init or the sidecar (kubectl exec -c <container>), or pass --allowed-cidrs",
         },
       ),
+    );
+  }
+
+  for (const unknown of options.unknownVariables ?? []) {
+    add(
+      problem("config", unknownVariableSentence(unknown), {
+        subject: unknown.name,
+        fix:
+          unknown.suggestion === undefined
+            ? `remove ${unknown.name} from the container's env, or rename it to the variable you meant (README.md, Configuration)`
+            : `rename ${unknown.name} to ${unknown.suggestion} in the container's env`,
+      }),
     );
   }
 
