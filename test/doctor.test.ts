@@ -182,6 +182,7 @@ describe("doctor against the simulator", () => {
       permission: ["ok", "ok", "skipped"],
       addresses: ["ok"],
       "eni-tag": ["ok"],
+      "security-group": ["ok"],
       capacity: ["ok"],
       "allowed-cidr": ["ok", "ok"],
       "address-overlap": ["ok", "ok"],
@@ -193,7 +194,11 @@ describe("doctor against the simulator", () => {
         "IPv6 1 of 15; room for 13 more IPv4 and 14 more IPv6.",
     );
     const actions = new Set(sim?.calls().map((c) => c.action));
-    expect([...actions].sort()).toEqual(["DescribeNetworkInterfaces", "GetSubnetCidrReservations"]);
+    expect([...actions].sort()).toEqual([
+      "DescribeNetworkInterfaces",
+      "DescribeSecurityGroups",
+      "GetSubnetCidrReservations",
+    ]);
     for (const call of sim?.calls() ?? []) expect(MUTATING).not.toContain(call.action);
   });
 
@@ -306,6 +311,69 @@ describe("doctor against the simulator", () => {
         fix: "rename IPMGR_TIMOUT_MS to IPMGR_TIMEOUT_MS in the container's env",
       },
     ]);
+  });
+
+  describe("security groups", () => {
+    const SG = "sg-00000000000000a11";
+    /** Node 1's Multus ENI in its own group, with `ingress` as its inbound rules. */
+    const withGroup = (ingress: unknown[]) =>
+      healthyWorld((w) => {
+        (w as Record<string, unknown>).securityGroups = [{ id: SG, name: "multus", ingress }];
+        (eniOf(w, ENI.node1A1) as WorldEni & { securityGroups?: string[] }).securityGroups = [SG];
+      });
+
+    it("passes the VPC's default group: AWS's rule admits all traffic from the group itself", async () => {
+      const result = only(await doctor(healthyWorld()), "security-group");
+      expect(result.status).toBe("ok");
+      expect(result.detail).toMatch(/admits all traffic from the group sg-/);
+    });
+
+    it("passes a group whose rule admits all traffic from the Multus subnet", async () => {
+      const result = only(
+        await doctor(withGroup([{ protocol: "-1", cidrs: ["198.51.100.0/24"] }])),
+        "security-group",
+      );
+      expect(result).toMatchObject({ status: "ok", subject: ENI.node1A1 });
+      expect(result.detail).toBe(
+        `${ENI.node1A1} (net1): ${SG} admits all traffic from 198.51.100.0/24 (the Multus subnet 198.51.100.0/26), so pods on other nodes reach this node's pods.`,
+      );
+    });
+
+    it("reports a group that admits nothing from the Multus side, with the authorize-security-group-ingress line", async () => {
+      const result = only(
+        await doctor(withGroup([{ protocol: "tcp", fromPort: 22, toPort: 22, cidrs: ["192.0.2.0/24"] }])),
+        "security-group",
+      );
+      expect(result.status).toBe("problem");
+      expect(result.detail).toBe(
+        `${ENI.node1A1} (net1): no inbound rule of ${SG} admits traffic from the Multus subnet (198.51.100.0/26 and 2001:db8:100:1::/64) or from the group itself: EC2 drops what pods on other nodes send to this node's pods.`,
+      );
+      expect(result.fix).toBe(
+        `aws ec2 authorize-security-group-ingress --group-id ${SG} --ip-permissions 'IpProtocol=-1,UserIdGroupPairs=[{GroupId=${SG},Description=multus-ipmgr pods}]' (every Multus ENI in ${SG}), or admit the Multus subnets with --cidr`,
+      );
+    });
+
+    it("warns when the Multus side is admitted for some protocols only", async () => {
+      const result = only(
+        await doctor(withGroup([{ protocol: "tcp", fromPort: 443, toPort: 443, groups: [SG] }])),
+        "security-group",
+      );
+      expect(result.status).toBe("warn");
+      expect(result.detail).toBe(
+        `${ENI.node1A1} (net1): its groups (${SG}) admit only tcp 443 from the group ${SG}: other pod traffic (a ping is ICMP) is dropped.`,
+      );
+    });
+
+    it("warns, and checks the rest, when ec2:DescribeSecurityGroups is denied", async () => {
+      const results = await doctor(faultyWorld({ deny: ["DescribeSecurityGroups"] }));
+      const result = only(results, "security-group");
+      expect(result.status).toBe("warn");
+      expect(result.detail).toMatch(
+        /^ec2:DescribeSecurityGroups is denied, so the groups of the Multus ENIs \(sg-/,
+      );
+      expect(result.fix).toContain("examples/iam-policy-pod.json");
+      expect(only(results, "capacity").status).toBe("ok");
+    });
   });
 
   describe("the pod's interfaces", () => {

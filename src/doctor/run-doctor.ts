@@ -15,7 +15,7 @@ import { plan } from "../eni/planner.js";
 import { type UnknownVariable, unknownVariableSentence } from "../eni/process/known-variables.js";
 import type { ReconcileDeps } from "../eni/reconcile.js";
 import type { Ec2NetworkInterface, Plan, PodInterface, SubnetCidrReservation } from "../eni/types.js";
-import { type CheckResult, errorSentence, problem, skipped } from "./check.js";
+import { type CheckResult, errorSentence, listText, problem, skipped, warn } from "./check.js";
 import { addressChecks } from "./checks/addresses.js";
 import { allowedCidrChecks, allowedInSubnets, multusSubnets, overlapChecks } from "./checks/allowed-cidrs.js";
 import { capacityChecks } from "./checks/capacity.js";
@@ -29,6 +29,7 @@ import {
   unprobeablePermissionCheck,
 } from "./checks/permissions.js";
 import { reservationChecks } from "./checks/reservations.js";
+import { securityGroupChecks } from "./checks/security-groups.js";
 import { IDENTITY_DOCUMENT_PATH, type InstanceIdentity, parseIdentityDocument } from "./identity.js";
 import type { ImdsProbe } from "./imds-probe.js";
 import type { IpCommandProbe } from "./ip-command-probe.js";
@@ -234,13 +235,16 @@ export async function runDoctor(deps: DoctorDeps, options: DoctorOptions): Promi
   }
 
   const tagBlocked = blocked(noMultus, noDescribe);
+  let described: Ec2NetworkInterface[] | undefined;
   if (tagBlocked !== undefined) add(skipped("eni-tag", tagBlocked));
   else {
-    const described = await attempt("eni-tag", add, () =>
+    described = await attempt("eni-tag", add, () =>
       deps.ec2.describeNetworkInterfaces({ eniIds: multus.map((m) => m.eni.eniId) }),
     );
     if (described !== undefined) add(...eniTagChecks(multus, described));
   }
+  if (tagBlocked !== undefined) add(skipped("security-group", tagBlocked));
+  else if (described !== undefined) add(...(await securityGroupResults(deps, multus, described)));
 
   const capacityBlocked = blocked(
     noMultus,
@@ -293,6 +297,35 @@ export async function runDoctor(deps: DoctorDeps, options: DoctorOptions): Promi
   const ipCommand = watchesEvents ? await deps.ipCommand.probe() : undefined;
   add(ipCommandCheck(ipCommand, options.addressEvents, options.addressSource));
   return results;
+}
+
+/**
+ * The security-group check: one DescribeSecurityGroups for the groups of the Multus ENIs. A denied read is a
+ * warning (init and the sidecar do not need it), as for the reservations.
+ */
+async function securityGroupResults(
+  deps: DoctorDeps,
+  multus: readonly MultusEni[],
+  described: readonly Ec2NetworkInterface[],
+): Promise<CheckResult[]> {
+  const ids = [...new Set(described.flatMap((e) => e.securityGroupIds ?? []))].sort();
+  try {
+    return securityGroupChecks(multus, described, await deps.ec2.describeSecurityGroups(ids));
+  } catch (error) {
+    if (!(error instanceof Ec2Error)) throw error;
+    if (error.kind === "permission") {
+      return [
+        warn(
+          "security-group",
+          `ec2:DescribeSecurityGroups is denied, so the groups of the Multus ENIs (${listText(ids)}) cannot be checked: ${errorSentence(error)}`,
+          {
+            fix: "grant ec2:DescribeSecurityGroups (examples/iam-policy-pod.json has it), or read the rules with aws ec2 describe-security-groups --group-ids ...",
+          },
+        ),
+      ];
+    }
+    return [problem("security-group", errorSentence(error), { fix: ec2Fix(error) })];
+  }
 }
 
 /** The pod's links, to name them in a problem and to find managed links the interface read leaves out. */
