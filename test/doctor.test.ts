@@ -112,6 +112,7 @@ interface SetUp {
   source?: InterfaceSource;
   links?: LinkSource;
   ipCommand?: DoctorDeps["ipCommand"];
+  rpFilter?: DoctorDeps["rpFilter"];
   imdsEndpoint?: string;
   ec2Endpoint?: string;
   options?: Partial<DoctorOptions>;
@@ -138,6 +139,7 @@ async function doctor(world: World, setUp: SetUp = {}): Promise<CheckResult[]> {
     imdsProbe: new HttpImdsProbe({ endpoint: imdsEndpoint, timeoutMs: 300, clock: systemClock }),
     links: setUp.links ?? new ScriptedLinks(interfaces),
     ipCommand: setUp.ipCommand ?? IP_OK,
+    ...(setUp.rpFilter === undefined ? {} : { rpFilter: setUp.rpFilter }),
   };
   return runDoctor(deps, {
     allowedCidrs: RANGES,
@@ -311,6 +313,116 @@ describe("doctor against the simulator", () => {
         fix: "rename IPMGR_TIMOUT_MS to IPMGR_TIMEOUT_MS in the container's env",
       },
     ]);
+  });
+
+  describe("the node, from the bridge's host-network pod", () => {
+    /** The node's links: ens5 the primary ENI, ens6..ens8 its Multus ENIs, `change` editing them. */
+    class HostLinks implements LinkSource {
+      constructor(private readonly links: LinkInfo[]) {}
+      async names(): Promise<string[]> {
+        return this.links.map((l) => l.name).sort();
+      }
+      async read(name: string): Promise<LinkInfo | undefined> {
+        return this.links.find((l) => l.name === name);
+      }
+    }
+    const link = (name: string, mac: string, change: Partial<LinkInfo> = {}): LinkInfo => ({
+      name,
+      adminUp: true,
+      operState: "up",
+      mtu: 9001,
+      mac,
+      ...change,
+    });
+    const rp = (values: Record<string, number>) => ({ read: async (name: string) => values[name] });
+
+    it("finds each Multus ENI's link by MAC: up is ok, down or missing is a problem with the fix", async () => {
+      const results = await doctor(healthyWorld(), {
+        interfaces: [],
+        links: new HostLinks([
+          link("ens5", MAC.node1Eth0),
+          link("ens6", MAC.node1A1),
+          link("ens7", MAC.node1A2, { adminUp: false, operState: "down" }),
+          link("lo", "00:00:00:00:00:00"),
+        ]),
+        rpFilter: rp({ all: 0, ens5: 1, ens6: 0, ens7: 2 }),
+      });
+      const links = results.filter((r) => r.name === "node-link");
+      expect(links.map((r) => [r.subject, r.status])).toEqual([
+        [ENI.node1A1, "ok"],
+        [ENI.node1A2, "problem"],
+        [ENI.node1B1, "problem"],
+      ]);
+      expect(links[0]?.detail).toBe(`${ENI.node1A1} (ens6, device 1) is up (operstate up, MTU 9001).`);
+      expect(links[1]?.detail).toBe(
+        `${ENI.node1A2} (ens7, device 2) is administratively down: its pods' ipvlan interfaces have no carrier and carry nothing.`,
+      );
+      expect(links[1]?.fix).toMatch(/^ip link set dev ens7 up /);
+      expect(links[2]?.detail).toBe(
+        `no link of this node carries the MAC ${MAC.node1B1} of ${ENI.node1B1} (device 3): the ENI is attached, but the node has not brought it in.`,
+      );
+      const filters = results.filter((r) => r.name === "rp-filter");
+      expect(filters.map((r) => [r.subject, r.status, r.detail])).toEqual([
+        [
+          ENI.node1A1,
+          "ok",
+          `ens6 (${ENI.node1A1}): reverse-path filtering is off (net.ipv4.conf.ens6.rp_filter=0, net.ipv4.conf.all.rp_filter=0).`,
+        ],
+        [
+          ENI.node1A2,
+          "ok",
+          `ens7 (${ENI.node1A2}): reverse-path filtering is loose (net.ipv4.conf.ens7.rp_filter=2, net.ipv4.conf.all.rp_filter=0).`,
+        ],
+      ]);
+    });
+
+    it("reports strict reverse-path filtering, the link's own or all's, with the sysctl that turns it off", async () => {
+      const results = await doctor(healthyWorld(), {
+        interfaces: [],
+        links: new HostLinks([
+          link("ens5", MAC.node1Eth0),
+          link("ens6", MAC.node1A1),
+          link("ens7", MAC.node1A2),
+        ]),
+        rpFilter: rp({ all: 1, ens6: 0, ens7: 0 }),
+      });
+      const strict = results.filter((r) => r.name === "rp-filter");
+      expect(strict.map((r) => r.status)).toEqual(["problem", "problem"]);
+      expect(strict[0]?.detail).toBe(
+        `ens6 (${ENI.node1A1}) filters strictly (net.ipv4.conf.ens6.rp_filter=0, net.ipv4.conf.all.rp_filter=1; the kernel takes the larger): a packet arriving on it from an address the node routes another way is dropped.`,
+      );
+      expect(strict[0]?.fix).toBe(
+        "sysctl -w net.ipv4.conf.all.rp_filter=0 net.ipv4.conf.ens6.rp_filter=0, and the same in the node's user data (a file in /etc/sysctl.d/) for every boot",
+      );
+      const own = await doctor(healthyWorld(), {
+        interfaces: [],
+        links: new HostLinks([link("ens5", MAC.node1Eth0), link("ens6", MAC.node1A1)]),
+        rpFilter: rp({ all: 0, ens6: 1 }),
+      });
+      expect(own.find((r) => r.name === "rp-filter" && r.subject === ENI.node1A1)?.fix).toMatch(
+        /^sysctl -w net\.ipv4\.conf\.ens6\.rp_filter=0, /,
+      );
+    });
+
+    it("checks only ENIs tagged no_manage, and nothing of the node from a pod's namespace", async () => {
+      const untagged = await doctor(
+        healthyWorld((w) => {
+          eniOf(w, ENI.node1A2).tags = {};
+        }),
+        {
+          interfaces: [],
+          links: new HostLinks([link("ens5", MAC.node1Eth0), link("ens6", MAC.node1A1)]),
+          rpFilter: rp({ all: 0 }),
+        },
+      );
+      expect(untagged.filter((r) => r.name === "node-link").map((r) => r.subject)).toEqual([
+        ENI.node1A1,
+        ENI.node1B1,
+      ]);
+      await sim?.close();
+      const inPod = await doctor(healthyWorld(), { rpFilter: rp({ all: 1 }) });
+      expect(inPod.filter((r) => r.name === "node-link" || r.name === "rp-filter")).toEqual([]);
+    });
   });
 
   describe("security groups", () => {

@@ -12,6 +12,7 @@ import { HttpImdsProbe } from "./imds-probe.js";
 import { IpMonitorProbe } from "./ip-command-probe.js";
 import { SysfsLinks } from "./links.js";
 import { renderJson, renderText } from "./render.js";
+import { ProcRpFilter } from "./rp-filter.js";
 import { type DoctorDeps, runDoctor } from "./run-doctor.js";
 import { type DoctorConfig, doctorSettings, loadDoctorConfig } from "./settings.js";
 
@@ -20,9 +21,11 @@ const help = (): string =>
     "usage: multus-ipmgr doctor [--json] [flags]",
     `Checks what init and the sidecar need, from inside the pod (kubectl exec -c <container> <pod> --
 multus-ipmgr doctor): IMDS and its hop limit, the instance, the pod's interfaces and their ENIs, the
-no_manage tag, free addresses per ENI, IAM permissions (DryRun where EC2 offers it), the allowed CIDRs
-against the subnets, subnet CIDR reservations, and the ip command. Changes nothing. Prints ok, warn,
-PROBLEM or skipped per check, with the fix; exits 10 when a check found a problem, 0 otherwise.`,
+no_manage tag, the ENIs' security groups, free addresses per ENI, IAM permissions (DryRun where EC2
+offers it), the allowed CIDRs against the subnets, subnet CIDR reservations, and the ip command. Run in
+the node's network namespace (the bridge's host-network pod), it also checks that each Multus ENI's link
+is up and that rp_filter is not strict on it. Changes nothing. Prints ok, warn, PROBLEM or skipped per
+check, with the fix; exits 10 when a check found a problem, 0 otherwise.`,
     doctorSettings,
   );
 
@@ -44,6 +47,7 @@ function buildDoctorDeps(config: DoctorConfig, logger: Logger): DoctorDeps {
       clock: systemClock,
     }),
     links: new SysfsLinks(),
+    rpFilter: new ProcRpFilter(),
     ipCommand: new IpMonitorProbe({ clock: systemClock, logger }),
   };
 }

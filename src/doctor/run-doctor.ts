@@ -14,15 +14,22 @@ import { family } from "../eni/ip.js";
 import { plan } from "../eni/planner.js";
 import { type UnknownVariable, unknownVariableSentence } from "../eni/process/known-variables.js";
 import type { ReconcileDeps } from "../eni/reconcile.js";
-import type { Ec2NetworkInterface, Plan, PodInterface, SubnetCidrReservation } from "../eni/types.js";
+import type {
+  Ec2NetworkInterface,
+  EniState,
+  Plan,
+  PodInterface,
+  SubnetCidrReservation,
+} from "../eni/types.js";
 import { type CheckResult, errorSentence, listText, problem, skipped, warn } from "./check.js";
 import { addressChecks } from "./checks/addresses.js";
 import { allowedCidrChecks, allowedInSubnets, multusSubnets, overlapChecks } from "./checks/allowed-cidrs.js";
 import { capacityChecks } from "./checks/capacity.js";
-import { eniTagChecks } from "./checks/eni-tags.js";
+import { eniTagChecks, NO_MANAGE_TAG } from "./checks/eni-tags.js";
 import { imdsCheck, instanceCheck } from "./checks/imds.js";
 import { eniMatchChecks, interfacesCheck, linkChecks } from "./checks/interfaces.js";
 import { type AddressEventsMode, ipCommandCheck } from "./checks/ip-command.js";
+import { nodeLinkChecks, onHostNetwork, rpFilterChecks } from "./checks/node-links.js";
 import {
   describePermissionCheck,
   reservationPermissionCheck,
@@ -35,6 +42,7 @@ import type { ImdsProbe } from "./imds-probe.js";
 import type { IpCommandProbe } from "./ip-command-probe.js";
 import type { LinkInfo, LinkSource } from "./links.js";
 import { type MultusEni, multusEnisOf, secondaryEnisOf } from "./multus-enis.js";
+import type { RpFilterSource } from "./rp-filter.js";
 
 /** The raw IMDS getter (ImdsClient's): an absolute path's text, undefined on 404. */
 export interface ImdsReader {
@@ -47,6 +55,8 @@ export interface DoctorDeps extends ReconcileDeps {
   readonly imdsProbe: ImdsProbe;
   readonly links: LinkSource;
   readonly ipCommand: IpCommandProbe;
+  /** The IPv4 reverse-path filter, for the node checks on the host network; absent: those are skipped. */
+  readonly rpFilter?: RpFilterSource;
 }
 
 export interface DoctorOptions {
@@ -246,6 +256,10 @@ export async function runDoctor(deps: DoctorDeps, options: DoctorOptions): Promi
   if (tagBlocked !== undefined) add(skipped("security-group", tagBlocked));
   else if (described !== undefined) add(...(await securityGroupResults(deps, multus, described)));
 
+  if (enis !== undefined && allLinks !== undefined) {
+    add(...(await nodeResults(deps, enis, allLinks, noDescribe === undefined)));
+  }
+
   const capacityBlocked = blocked(
     noMultus,
     noConfig,
@@ -297,6 +311,48 @@ export async function runDoctor(deps: DoctorDeps, options: DoctorOptions): Promi
   const ipCommand = watchesEvents ? await deps.ipCommand.probe() : undefined;
   add(ipCommandCheck(ipCommand, options.addressEvents, options.addressSource));
   return results;
+}
+
+/**
+ * The node checks, when doctor runs in the node's network namespace (the bridge's host-network pod): each
+ * Multus ENI's link up, and the reverse-path filter on it not strict. The Multus ENIs are the secondary ENIs
+ * tagged no_manage (one DescribeNetworkInterfaces), or every secondary ENI when EC2 cannot say. Nothing in a
+ * pod's namespace.
+ */
+async function nodeResults(
+  deps: DoctorDeps,
+  enis: readonly EniState[],
+  linkNames: readonly string[],
+  canDescribe: boolean,
+): Promise<CheckResult[]> {
+  const links = (await Promise.all(linkNames.map((name) => deps.links.read(name)))).filter(
+    (l): l is LinkInfo => l !== undefined,
+  );
+  if (!onHostNetwork(links, enis)) return [];
+  const secondary = enis.filter((e) => e.deviceIndex > 0);
+  let multus = secondary;
+  if (canDescribe && secondary.length > 0) {
+    try {
+      const described = await deps.ec2.describeNetworkInterfaces({ eniIds: secondary.map((e) => e.eniId) });
+      const tagged = new Set(described.filter((e) => e.tags[NO_MANAGE_TAG] === "true").map((e) => e.eniId));
+      multus = secondary.filter((e) => tagged.has(e.eniId));
+    } catch (error) {
+      if (!(error instanceof IpmgrError)) throw error;
+      deps.logger.warn({ err: error }, "could not read the ENIs' tags: checking every secondary ENI's link");
+    }
+  }
+  if (multus.length === 0) {
+    return [
+      skipped("node-link", `not checked: this node has no secondary ENI tagged ${NO_MANAGE_TAG}=true.`, {
+        fix: "attach a Multus ENI tagged no_manage (see Node prerequisites)",
+      }),
+    ];
+  }
+  const results = nodeLinkChecks(multus, links);
+  if (deps.rpFilter === undefined) return results;
+  const values = new Map<string, number | undefined>([["all", await deps.rpFilter.read("all")]]);
+  for (const link of links) values.set(link.name, await deps.rpFilter.read(link.name));
+  return [...results, ...rpFilterChecks(multus, links, values)];
 }
 
 /**
