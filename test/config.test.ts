@@ -493,6 +493,7 @@ describe("IPMGR_* variables no command reads", () => {
       IPMGR_INTERFACE: "net1",
       IPMGR_POLL_INTERVAL_MS: "50",
       IPMGR_COLOUR: "blue",
+      IPMGR_BENCH_SCENARIOS: "split",
       AWS_REGION: "us-east-1",
       MY_IPMGR_X: "1",
     };

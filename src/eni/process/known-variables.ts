@@ -73,6 +73,8 @@ export const KNOWN_VARIABLES: readonly string[] = [
 ];
 
 const PREFIX = "IPMGR_";
+/** The benchmarks' own settings (bench/), which reach the commands they start: many, and theirs to name. */
+export const TOOLING_PREFIXES: readonly string[] = ["IPMGR_BENCH_"];
 
 export interface UnknownVariable {
   readonly name: string;
@@ -85,6 +87,7 @@ export function unknownVariables(env: Readonly<Record<string, string | undefined
   const known = new Set(KNOWN_VARIABLES);
   return Object.keys(env)
     .filter((name) => name.startsWith(PREFIX) && !known.has(name))
+    .filter((name) => !TOOLING_PREFIXES.some((prefix) => name.startsWith(prefix)))
     .sort()
     .map((name) => ({ name, suggestion: nearestName(name, KNOWN_VARIABLES) }));
 }
