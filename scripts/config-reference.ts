@@ -7,7 +7,7 @@
  */
 import { doctorSettings } from "../src/doctor/settings.js";
 import { initSettings, podSettings, sidecarSettings } from "../src/eni/process/config.js";
-import type { Setting, SettingTable } from "../src/eni/process/settings.js";
+import { rangeText, type Setting, type SettingTable } from "../src/eni/process/settings.js";
 import { bridgeSettings } from "../src/ipam-whereabouts-bridge/settings.js";
 
 /** The command that regenerates the blocks; error messages name it. */
@@ -85,10 +85,11 @@ export function renderBlock(block: ConfigBlock): string {
   const lines = [
     `<!-- generated from ${block.source} by ${REGENERATE_COMMAND}: edit the settings, not this table -->`,
     "",
-    "| variable | flag | default | unit | meaning |",
+    "| variable | flag | default | range | meaning |",
     "| --- | --- | --- | --- | --- |",
     ...block.settings.map(
-      (s) => `| \`${s.env}\` | \`${s.flag}\` | ${defaultCell(s)} | ${s.unit ?? ""} | ${cell(s.doc)} |`,
+      (s) =>
+        `| \`${s.env}\` | \`${s.flag}\` | ${defaultCell(s)} | ${rangeText(s) ?? s.unit ?? ""} | ${cell(s.doc)} |`,
     ),
   ];
   if (block.alsoReads.length > 0) {

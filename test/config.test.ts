@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { doctorSettings } from "../src/doctor/settings.js";
+import { doctorSettings, loadDoctorConfig } from "../src/doctor/settings.js";
 import { ConfigError } from "../src/eni/errors/config-error.js";
 import {
   imdsEndpointOf,
@@ -11,9 +11,17 @@ import {
   sidecarSettings,
 } from "../src/eni/process/config.js";
 import { ExitCode } from "../src/eni/process/exit-codes.js";
-import { parseFlags } from "../src/eni/process/settings.js";
+import {
+  KNOWN_VARIABLES,
+  unknownVariableSentence,
+  unknownVariables,
+  warnUnknownVariables,
+} from "../src/eni/process/known-variables.js";
+import { editDistance, nearestName } from "../src/eni/process/nearest-name.js";
+import { parseFlags, rangeText, settingRange } from "../src/eni/process/settings.js";
 import { BridgeMetrics } from "../src/ipam-whereabouts-bridge/metrics.js";
-import { bridgeSettings } from "../src/ipam-whereabouts-bridge/settings.js";
+import { bridgeSettings, loadBridgeConfig } from "../src/ipam-whereabouts-bridge/settings.js";
+import { simUsage } from "../src/sim/cli-args.js";
 
 const base = { IPMGR_ALLOWED_CIDRS: "198.51.100.64/27, 2001:db8:100:1::/64" };
 
@@ -93,7 +101,7 @@ describe("configuration from environment and flags", () => {
   it("rejects an unknown flag", () => {
     const error = configError(() => loadInitConfig(["--allowed-cidr", "198.51.100.0/24"], base));
     expect(error.message).toBe(
-      '--allowed-cidr="198.51.100.0/24": unknown flag; run with --help for the list',
+      '--allowed-cidr="198.51.100.0/24": unknown flag; did you mean --allowed-cidrs? (--help lists them)',
     );
   });
 
@@ -125,7 +133,13 @@ describe("configuration from environment and flags", () => {
   it("rejects an endpoint that is not an http URL", () => {
     const error = configError(() => loadInitConfig([], { ...base, AWS_ENDPOINT_URL_EC2: "ec2.local" }));
     expect(error.message).toBe(
-      'AWS_ENDPOINT_URL_EC2="ec2.local": expected an http:// or https:// URL, e.g. http://169.254.169.254',
+      'AWS_ENDPOINT_URL_EC2="ec2.local": expected an http:// or https:// URL, e.g. https://ec2.us-east-1.amazonaws.com',
+    );
+    const imds = configError(() =>
+      loadInitConfig([], { ...base, AWS_EC2_METADATA_SERVICE_ENDPOINT: "imds" }),
+    );
+    expect(imds.message).toBe(
+      'AWS_EC2_METADATA_SERVICE_ENDPOINT="imds": expected an http:// or https:// URL, e.g. http://169.254.169.254',
     );
   });
 
@@ -278,6 +292,125 @@ describe("configuration from environment and flags", () => {
     }
   });
 
+  it.each([
+    [
+      ["--allowed-cidrs"],
+      "--allowed-cidrs=(unset): given without a value; write --allowed-cidrs=VALUE or --allowed-cidrs VALUE (the value follows the flag; see --help)",
+    ],
+    [
+      ["--timeout-ms", "--log-level", "debug"],
+      "--timeout-ms=(unset): given without a value; write --timeout-ms=120000 or --timeout-ms 120000 (the value follows the flag; see --help)",
+    ],
+    [
+      ["--log-level=debug", "--interfaces"],
+      "--interfaces=(unset): given without a value; write --interfaces=VALUE or --interfaces VALUE (the value follows the flag; see --help)",
+    ],
+  ])('refuses a flag given without its value (%j), never reading it as "true"', (argv, message) => {
+    const error = configError(() => loadInitConfig(argv, base));
+    expect(error.exitCode).toBe(ExitCode.config);
+    expect(error.message).toBe(message);
+  });
+
+  it("takes a boolean flag alone as true, last or before another flag", () => {
+    expect(loadSidecarConfig(["--release-on-exit"], base).releaseOnExit).toBe(true);
+    expect(loadSidecarConfig(["--release-on-exit", "--log-level=warn"], base).releaseOnExit).toBe(true);
+    expect(loadSidecarConfig(["--release-on-exit=false"], base).releaseOnExit).toBe(false);
+  });
+
+  it.each([
+    ["IPMGR_INTERFACES", " , ", "net1,net2 or net*", "every interface not excluded is managed"],
+    ["IPMGR_INTERFACES", ",", "net1,net2 or net*", "every interface not excluded is managed"],
+    ["IPMGR_INTERFACES", "  ", "net1,net2 or net*", "every interface not excluded is managed"],
+    ["IPMGR_EXCLUDE_INTERFACES", " , ,", "net1,net2 or net*", "only lo is excluded"],
+    [
+      "IPMGR_ELASTIC_IPS",
+      " , ",
+      "198.51.100.80=eipalloc-0123456789abcdef0",
+      "no Elastic IP follows an address",
+    ],
+  ])(
+    "refuses %s=%j, separators only, instead of taking it as empty (exit 2)",
+    (variable, value, example, empty) => {
+      const error = configError(() => loadSidecarConfig([], { ...base, [variable]: value }));
+      expect(error.exitCode).toBe(ExitCode.config);
+      expect(error.message).toBe(
+        `${variable}=${JSON.stringify(value)}: holds only separators and no item; write the items, e.g. ${example}, or leave it empty (${empty})`,
+      );
+    },
+  );
+
+  it("refuses IPMGR_ALLOWED_CIDRS of separators only, as it refuses an empty list", () => {
+    const error = configError(() => loadInitConfig([], { IPMGR_ALLOWED_CIDRS: " , " }));
+    expect(error.message).toBe(
+      'IPMGR_ALLOWED_CIDRS=" , ": expected at least one CIDR, e.g. 198.51.100.64/27,2001:db8:1::/64',
+    );
+  });
+
+  it('refuses IPMGR_BRIDGE_DEVICE_INDEXES of separators only; empty stays "the tag decides"', () => {
+    const env = { ...base, NODE_NAME: "node-1" };
+    expect(loadBridgeConfig([], { ...env, IPMGR_BRIDGE_DEVICE_INDEXES: "" }).deviceIndexes).toEqual([]);
+    const error = configError(() => loadBridgeConfig([], { ...env, IPMGR_BRIDGE_DEVICE_INDEXES: " ,, " }));
+    expect(error.message).toBe(
+      'IPMGR_BRIDGE_DEVICE_INDEXES=" ,, ": holds only separators and no item; write the items, e.g. 1,2, or leave it empty (the no_manage tag decides)',
+    );
+  });
+
+  it("refuses a first backoff delay above its cap (IPMGR_EC2_RETRY_BASE_MS=6000 with the 5000 ms cap), in every command", () => {
+    const env = { ...base, NODE_NAME: "node-1", IPMGR_EC2_RETRY_BASE_MS: "6000" };
+    const sentence =
+      'IPMGR_EC2_RETRY_BASE_MS="6000": must be at most IPMGR_EC2_RETRY_MAX_MS (5000 ms), the cap of every backoff delay; lower it, or raise IPMGR_EC2_RETRY_MAX_MS';
+    for (const load of [loadInitConfig, loadSidecarConfig, loadDoctorConfig, loadBridgeConfig]) {
+      const error = configError(() => load([], env));
+      expect(error.exitCode).toBe(ExitCode.config);
+      expect(error.message).toBe(sentence);
+    }
+    expect(loadInitConfig([], { ...env, IPMGR_EC2_RETRY_MAX_MS: "6000" }).ec2RetryBaseMs).toBe(6000);
+    const bridge = configError(() =>
+      loadBridgeConfig(["--retry-base-ms", "9000"], { ...base, NODE_NAME: "node-1" }),
+    );
+    expect(bridge.message).toBe(
+      '--retry-base-ms="9000": must be at most IPMGR_BRIDGE_RETRY_MAX_MS (5000 ms), the cap of every backoff delay; lower it, or raise IPMGR_BRIDGE_RETRY_MAX_MS',
+    );
+  });
+
+  it("enforces the range --help and README document for every whole-number setting, at both ends", () => {
+    const tables = { ...initSettings, ...sidecarSettings };
+    const checked: string[] = [];
+    for (const setting of Object.values(tables)) {
+      const range = settingRange(setting);
+      if (range === undefined) continue;
+      checked.push(setting.env);
+      const unit = setting.unit === undefined ? "" : ` ${setting.unit}`;
+      expect(rangeText(setting)).toBe(`${range.min} to ${range.max}${unit}`);
+      const load = Object.values(sidecarSettings).includes(setting) ? loadSidecarConfig : loadInitConfig;
+      const env = (value: number) => ({
+        ...base,
+        IPMGR_EC2_RETRY_BASE_MS: "1",
+        IPMGR_EC2_RETRY_MAX_MS: "300000",
+        [setting.env]: String(value),
+      });
+      expect(() => load([], env(range.min))).not.toThrow();
+      expect(() => load([], env(range.max))).not.toThrow();
+      expect(configError(() => load([], env(range.max + 1))).message).toBe(
+        `${setting.env}="${range.max + 1}": must be at most ${range.max}${unit}`,
+      );
+      if (range.min > 0) {
+        expect(configError(() => load([], env(range.min - 1))).message).toBe(
+          `${setting.env}="${range.min - 1}": must be at least ${range.min}${unit}`,
+        );
+      }
+    }
+    expect(checked).toContain("IPMGR_EC2_RETRY_BASE_MS");
+    expect(checked).toContain("IPMGR_TIMEOUT_MS");
+  });
+
+  it("says a required variable's likely misspelling when one is set", () => {
+    const error = configError(() => loadInitConfig([], { IPMGR_ALLOWED_CIDR: "198.51.100.64/27" }));
+    expect(error.message).toMatch(
+      /^IPMGR_ALLOWED_CIDRS=\(unset\): required \(IPMGR_ALLOWED_CIDR is set: did you mean IPMGR_ALLOWED_CIDRS\?\): /,
+    );
+  });
+
   it("takes positional arguments as a mistake", () => {
     expect(() => parseFlags(["init"])).toThrow(ConfigError);
   });
@@ -326,5 +459,85 @@ describe("configuration from environment and flags", () => {
     expect(own.map((env) => [env, rows(readme, env), rows(configuration, env)])).toEqual(
       own.map((env) => [env, 1, 1]),
     );
+  });
+});
+
+describe("IPMGR_* variables no command reads", () => {
+  it.each([
+    ["IPMGR_INTERFACE", "IPMGR_INTERFACES"],
+    ["IPMGR_TIMOUT_MS", "IPMGR_TIMEOUT_MS"],
+    ["IPMGR_RELEASE_ON_EXT", "IPMGR_RELEASE_ON_EXIT"],
+    ["IPMGR_RELASE_ON_EXIT", "IPMGR_RELEASE_ON_EXIT"],
+    ["IPMGR_ALLOWED_CIDR", "IPMGR_ALLOWED_CIDRS"],
+    ["IPMGR_LOGLEVEL", "IPMGR_LOG_LEVEL"],
+    ["ipmgr_http_port", "IPMGR_HTTP_PORT"],
+  ])("finds %s's nearest known name, %s", (name, known) => {
+    expect(nearestName(name, KNOWN_VARIABLES)).toBe(known);
+  });
+
+  it("suggests nothing for a name unlike any", () => {
+    expect(nearestName("IPMGR_COLOUR", KNOWN_VARIABLES)).toBeUndefined();
+    expect(nearestName("--frobnicate", ["--json", "--allowed-cidrs"])).toBeUndefined();
+  });
+
+  it("measures edit distance as insertions, deletions and substitutions", () => {
+    expect(editDistance("", "")).toBe(0);
+    expect(editDistance("abc", "")).toBe(3);
+    expect(editDistance("kitten", "sitting")).toBe(3);
+    expect(editDistance("IPMGR_TIMOUT_MS", "IPMGR_TIMEOUT_MS")).toBe(1);
+  });
+
+  it("lists each unknown IPMGR_* variable once, sorted, and leaves known ones and other prefixes alone", () => {
+    const env = {
+      IPMGR_TIMOUT_MS: "5000",
+      IPMGR_INTERFACE: "net1",
+      IPMGR_POLL_INTERVAL_MS: "50",
+      IPMGR_COLOUR: "blue",
+      IPMGR_BENCH_SCENARIOS: "split",
+      AWS_REGION: "us-east-1",
+      MY_IPMGR_X: "1",
+    };
+    expect(unknownVariables(env)).toEqual([
+      { name: "IPMGR_COLOUR", suggestion: undefined },
+      { name: "IPMGR_INTERFACE", suggestion: "IPMGR_INTERFACES" },
+      { name: "IPMGR_TIMOUT_MS", suggestion: "IPMGR_TIMEOUT_MS" },
+    ]);
+    expect(unknownVariables(env).map(unknownVariableSentence)).toEqual([
+      "IPMGR_COLOUR is not a variable of multus-ipmgr and changes nothing; check its spelling against README.md, Configuration, or remove it",
+      "IPMGR_INTERFACE is not a variable of multus-ipmgr and changes nothing; did you mean IPMGR_INTERFACES?",
+      "IPMGR_TIMOUT_MS is not a variable of multus-ipmgr and changes nothing; did you mean IPMGR_TIMEOUT_MS?",
+    ]);
+  });
+
+  it("warns once per unknown variable, with the suggestion as a field", () => {
+    const lines: [Record<string, unknown>, string][] = [];
+    warnUnknownVariables({ IPMGR_TIMOUT_MS: "1", IPMGR_TIMEOUT_MS: "2" }, (f, m) => lines.push([f, m]));
+    expect(lines).toEqual([
+      [
+        { variable: "IPMGR_TIMOUT_MS", didYouMean: "IPMGR_TIMEOUT_MS" },
+        "IPMGR_TIMOUT_MS is not a variable of multus-ipmgr and changes nothing; did you mean IPMGR_TIMEOUT_MS?",
+      ],
+    ]);
+  });
+
+  it("knows exactly the IPMGR_* variables of every command's settings, the simulator's and the tooling's", () => {
+    const fromTables = new Set(
+      [initSettings, sidecarSettings, doctorSettings, bridgeSettings]
+        .flatMap((table) => Object.values(table).map((s) => s.env))
+        .filter((name) => name.startsWith("IPMGR_")),
+    );
+    const fromSim = new Set(simUsage.match(/IPMGR_SIM_[A-Z0-9_]+/g) ?? []);
+    const tooling = [
+      "IPMGR_TEST_SKIP_BUILD",
+      "IPMGR_TEST_RUN_TAG",
+      "IPMGR_IMAGE",
+      "IPMGR_IMAGE_TEST_RUN",
+      "IPMGR_IMAGE_TEST_KEEP",
+    ];
+    const expected = [...fromTables, ...fromSim, ...tooling].sort();
+    expect(
+      [...KNOWN_VARIABLES].sort(),
+      "add a new setting's variable to KNOWN_VARIABLES in src/eni/process/known-variables.ts",
+    ).toEqual(expected);
   });
 });

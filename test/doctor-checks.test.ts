@@ -13,11 +13,13 @@ import { capacityChecks } from "../src/doctor/checks/capacity.js";
 import { imdsCheck } from "../src/doctor/checks/imds.js";
 import { eniMatchChecks, linkChecks } from "../src/doctor/checks/interfaces.js";
 import { ipCommandCheck } from "../src/doctor/checks/ip-command.js";
+import { onHostNetwork, rpFilterChecks } from "../src/doctor/checks/node-links.js";
 import { reservationChecks } from "../src/doctor/checks/reservations.js";
 import { cidrRelation, uncoveredParts } from "../src/doctor/cidr-coverage.js";
 import { SysfsLinks } from "../src/doctor/links.js";
 import type { MultusEni } from "../src/doctor/multus-enis.js";
 import { renderJson, renderText } from "../src/doctor/render.js";
+import { ProcRpFilter } from "../src/doctor/rp-filter.js";
 import { addressesPerEniOf } from "../src/eni/instance-limits.js";
 import { cidrContains, cidrSize, parseCidr } from "../src/eni/ip.js";
 import { plan } from "../src/eni/planner.js";
@@ -322,5 +324,62 @@ describe("SysfsLinks", () => {
     expect((await links.read("net2"))?.adminUp).toBe(false);
     expect(await links.read("net3")).toBeUndefined();
     expect(await links.read("../net1")).toBeUndefined();
+  });
+
+  it("reads each link's rp_filter from /proc/sys, all's too, and none for a link that has none", async () => {
+    root = makeTempDir("ipmgr-sysfs-");
+    link("all", { rp_filter: "1" });
+    link("ens6", { rp_filter: "2" });
+    const rp = new ProcRpFilter(root);
+    expect(await rp.read("all")).toBe(1);
+    expect(await rp.read("ens6")).toBe(2);
+    expect(await rp.read("ens7")).toBeUndefined();
+    expect(await rp.read("../all")).toBeUndefined();
+  });
+});
+
+describe("node links (pure)", () => {
+  const eni = (eniId: string, mac: string, deviceIndex: number): EniState => ({
+    eniId,
+    mac,
+    deviceIndex,
+    subnetId: "subnet-0a",
+    subnetIpv4Cidrs: ["198.51.100.0/26"],
+    subnetIpv6Cidrs: [],
+    primaryIpv4: undefined,
+    ipv4s: [],
+    ipv6s: [],
+  });
+  const info = (name: string, mac: string) => ({ name, adminUp: true, operState: "up", mtu: 1500, mac });
+
+  it("tells the node's namespace by the primary ENI's MAC on a link, never by a Multus ENI's", () => {
+    const enis = [eni("eni-0", "02:00:00:00:00:00", 0), eni("eni-1", "02:00:00:00:00:01", 1)];
+    expect(onHostNetwork([info("ens5", "02:00:00:00:00:00")], enis)).toBe(true);
+    // A pod: eth0 a veth of its own, net1 an ipvlan child carrying the Multus ENI's MAC.
+    expect(onHostNetwork([info("eth0", "0a:58:0a:00:00:05"), info("net1", "02:00:00:00:00:01")], enis)).toBe(
+      false,
+    );
+  });
+
+  it("takes the kernel's rule: the larger of the link's rp_filter and all's", () => {
+    const multus = [eni("eni-1", "02:00:00:00:00:01", 1)];
+    const links = [info("ens6", "02:00:00:00:00:01")];
+    const status = (own: number, all: number) =>
+      rpFilterChecks(
+        multus,
+        links,
+        new Map([
+          ["all", all],
+          ["ens6", own],
+        ]),
+      )[0]?.status;
+    expect([status(0, 0), status(2, 0), status(2, 1), status(0, 2), status(1, 0), status(0, 1)]).toEqual([
+      "ok",
+      "ok",
+      "ok",
+      "ok",
+      "problem",
+      "problem",
+    ]);
   });
 });

@@ -66,7 +66,11 @@ describe.skipIf(unavailable !== undefined)("multus-ipmgr doctor in a pod namespa
     );
     expect(report.checks.find((c) => c.name === "ip-command")?.status).toBe("ok");
     const actions = new Set((await l.calls()).map((c) => c.action));
-    expect([...actions].sort()).toEqual(["DescribeNetworkInterfaces", "GetSubnetCidrReservations"]);
+    expect([...actions].sort()).toEqual([
+      "DescribeNetworkInterfaces",
+      "DescribeSecurityGroups",
+      "GetSubnetCidrReservations",
+    ]);
   });
 
   it("reports the hop limit and a link that is down, and exits 10", async () => {

@@ -112,6 +112,7 @@ interface SetUp {
   source?: InterfaceSource;
   links?: LinkSource;
   ipCommand?: DoctorDeps["ipCommand"];
+  rpFilter?: DoctorDeps["rpFilter"];
   imdsEndpoint?: string;
   ec2Endpoint?: string;
   options?: Partial<DoctorOptions>;
@@ -138,6 +139,7 @@ async function doctor(world: World, setUp: SetUp = {}): Promise<CheckResult[]> {
     imdsProbe: new HttpImdsProbe({ endpoint: imdsEndpoint, timeoutMs: 300, clock: systemClock }),
     links: setUp.links ?? new ScriptedLinks(interfaces),
     ipCommand: setUp.ipCommand ?? IP_OK,
+    ...(setUp.rpFilter === undefined ? {} : { rpFilter: setUp.rpFilter }),
   };
   return runDoctor(deps, {
     allowedCidrs: RANGES,
@@ -182,6 +184,7 @@ describe("doctor against the simulator", () => {
       permission: ["ok", "ok", "skipped"],
       addresses: ["ok"],
       "eni-tag": ["ok"],
+      "security-group": ["ok"],
       capacity: ["ok"],
       "allowed-cidr": ["ok", "ok"],
       "address-overlap": ["ok", "ok"],
@@ -193,7 +196,11 @@ describe("doctor against the simulator", () => {
         "IPv6 1 of 15; room for 13 more IPv4 and 14 more IPv6.",
     );
     const actions = new Set(sim?.calls().map((c) => c.action));
-    expect([...actions].sort()).toEqual(["DescribeNetworkInterfaces", "GetSubnetCidrReservations"]);
+    expect([...actions].sort()).toEqual([
+      "DescribeNetworkInterfaces",
+      "DescribeSecurityGroups",
+      "GetSubnetCidrReservations",
+    ]);
     for (const call of sim?.calls() ?? []) expect(MUTATING).not.toContain(call.action);
   });
 
@@ -276,6 +283,208 @@ describe("doctor against the simulator", () => {
         "set AWS_REGION to us-east-1, or unset it (the region is then read from IMDS)",
       );
       expect(sim?.calls()).toEqual([]);
+    });
+  });
+
+  it("lists each IPMGR_* variable no command reads as a config problem, with the name it likely meant", async () => {
+    const results = await doctor(healthyWorld(), {
+      options: {
+        unknownVariables: [
+          { name: "IPMGR_COLOUR", suggestion: undefined },
+          { name: "IPMGR_TIMOUT_MS", suggestion: "IPMGR_TIMEOUT_MS" },
+        ],
+      },
+    });
+    expect(results.filter((r) => r.name === "config")).toEqual([
+      {
+        name: "config",
+        subject: "IPMGR_COLOUR",
+        status: "problem",
+        detail:
+          "IPMGR_COLOUR is not a variable of multus-ipmgr and changes nothing; check its spelling against README.md, Configuration, or remove it",
+        fix: "remove IPMGR_COLOUR from the container's env, or rename it to the variable you meant (README.md, Configuration)",
+      },
+      {
+        name: "config",
+        subject: "IPMGR_TIMOUT_MS",
+        status: "problem",
+        detail:
+          "IPMGR_TIMOUT_MS is not a variable of multus-ipmgr and changes nothing; did you mean IPMGR_TIMEOUT_MS?",
+        fix: "rename IPMGR_TIMOUT_MS to IPMGR_TIMEOUT_MS in the container's env",
+      },
+    ]);
+  });
+
+  describe("the node, from the bridge's host-network pod", () => {
+    /** The node's links: ens5 the primary ENI, ens6..ens8 its Multus ENIs, `change` editing them. */
+    class HostLinks implements LinkSource {
+      constructor(private readonly links: LinkInfo[]) {}
+      async names(): Promise<string[]> {
+        return this.links.map((l) => l.name).sort();
+      }
+      async read(name: string): Promise<LinkInfo | undefined> {
+        return this.links.find((l) => l.name === name);
+      }
+    }
+    const link = (name: string, mac: string, change: Partial<LinkInfo> = {}): LinkInfo => ({
+      name,
+      adminUp: true,
+      operState: "up",
+      mtu: 9001,
+      mac,
+      ...change,
+    });
+    const rp = (values: Record<string, number>) => ({ read: async (name: string) => values[name] });
+
+    it("finds each Multus ENI's link by MAC: up is ok, down or missing is a problem with the fix", async () => {
+      const results = await doctor(healthyWorld(), {
+        interfaces: [],
+        links: new HostLinks([
+          link("ens5", MAC.node1Eth0),
+          link("ens6", MAC.node1A1),
+          link("ens7", MAC.node1A2, { adminUp: false, operState: "down" }),
+          link("lo", "00:00:00:00:00:00"),
+        ]),
+        rpFilter: rp({ all: 0, ens5: 1, ens6: 0, ens7: 2 }),
+      });
+      const links = results.filter((r) => r.name === "node-link");
+      expect(links.map((r) => [r.subject, r.status])).toEqual([
+        [ENI.node1A1, "ok"],
+        [ENI.node1A2, "problem"],
+        [ENI.node1B1, "problem"],
+      ]);
+      expect(links[0]?.detail).toBe(`${ENI.node1A1} (ens6, device 1) is up (operstate up, MTU 9001).`);
+      expect(links[1]?.detail).toBe(
+        `${ENI.node1A2} (ens7, device 2) is administratively down: its pods' ipvlan interfaces have no carrier and carry nothing.`,
+      );
+      expect(links[1]?.fix).toMatch(/^ip link set dev ens7 up /);
+      expect(links[2]?.detail).toBe(
+        `no link of this node carries the MAC ${MAC.node1B1} of ${ENI.node1B1} (device 3): the ENI is attached, but the node has not brought it in.`,
+      );
+      const filters = results.filter((r) => r.name === "rp-filter");
+      expect(filters.map((r) => [r.subject, r.status, r.detail])).toEqual([
+        [
+          ENI.node1A1,
+          "ok",
+          `ens6 (${ENI.node1A1}): reverse-path filtering is off (net.ipv4.conf.ens6.rp_filter=0, net.ipv4.conf.all.rp_filter=0).`,
+        ],
+        [
+          ENI.node1A2,
+          "ok",
+          `ens7 (${ENI.node1A2}): reverse-path filtering is loose (net.ipv4.conf.ens7.rp_filter=2, net.ipv4.conf.all.rp_filter=0).`,
+        ],
+      ]);
+    });
+
+    it("reports strict reverse-path filtering, the link's own or all's, with the sysctl that turns it off", async () => {
+      const results = await doctor(healthyWorld(), {
+        interfaces: [],
+        links: new HostLinks([
+          link("ens5", MAC.node1Eth0),
+          link("ens6", MAC.node1A1),
+          link("ens7", MAC.node1A2),
+        ]),
+        rpFilter: rp({ all: 1, ens6: 0, ens7: 0 }),
+      });
+      const strict = results.filter((r) => r.name === "rp-filter");
+      expect(strict.map((r) => r.status)).toEqual(["problem", "problem"]);
+      expect(strict[0]?.detail).toBe(
+        `ens6 (${ENI.node1A1}) filters strictly (net.ipv4.conf.ens6.rp_filter=0, net.ipv4.conf.all.rp_filter=1; the kernel takes the larger): a packet arriving on it from an address the node routes another way is dropped.`,
+      );
+      expect(strict[0]?.fix).toBe(
+        "sysctl -w net.ipv4.conf.all.rp_filter=0 net.ipv4.conf.ens6.rp_filter=0, and the same in the node's user data (a file in /etc/sysctl.d/) for every boot",
+      );
+      const own = await doctor(healthyWorld(), {
+        interfaces: [],
+        links: new HostLinks([link("ens5", MAC.node1Eth0), link("ens6", MAC.node1A1)]),
+        rpFilter: rp({ all: 0, ens6: 1 }),
+      });
+      expect(own.find((r) => r.name === "rp-filter" && r.subject === ENI.node1A1)?.fix).toMatch(
+        /^sysctl -w net\.ipv4\.conf\.ens6\.rp_filter=0, /,
+      );
+    });
+
+    it("checks only ENIs tagged no_manage, and nothing of the node from a pod's namespace", async () => {
+      const untagged = await doctor(
+        healthyWorld((w) => {
+          eniOf(w, ENI.node1A2).tags = {};
+        }),
+        {
+          interfaces: [],
+          links: new HostLinks([link("ens5", MAC.node1Eth0), link("ens6", MAC.node1A1)]),
+          rpFilter: rp({ all: 0 }),
+        },
+      );
+      expect(untagged.filter((r) => r.name === "node-link").map((r) => r.subject)).toEqual([
+        ENI.node1A1,
+        ENI.node1B1,
+      ]);
+      await sim?.close();
+      const inPod = await doctor(healthyWorld(), { rpFilter: rp({ all: 1 }) });
+      expect(inPod.filter((r) => r.name === "node-link" || r.name === "rp-filter")).toEqual([]);
+    });
+  });
+
+  describe("security groups", () => {
+    const SG = "sg-00000000000000a11";
+    /** Node 1's Multus ENI in its own group, with `ingress` as its inbound rules. */
+    const withGroup = (ingress: unknown[]) =>
+      healthyWorld((w) => {
+        (w as Record<string, unknown>).securityGroups = [{ id: SG, name: "multus", ingress }];
+        (eniOf(w, ENI.node1A1) as WorldEni & { securityGroups?: string[] }).securityGroups = [SG];
+      });
+
+    it("passes the VPC's default group: AWS's rule admits all traffic from the group itself", async () => {
+      const result = only(await doctor(healthyWorld()), "security-group");
+      expect(result.status).toBe("ok");
+      expect(result.detail).toMatch(/admits all traffic from the group sg-/);
+    });
+
+    it("passes a group whose rule admits all traffic from the Multus subnet", async () => {
+      const result = only(
+        await doctor(withGroup([{ protocol: "-1", cidrs: ["198.51.100.0/24"] }])),
+        "security-group",
+      );
+      expect(result).toMatchObject({ status: "ok", subject: ENI.node1A1 });
+      expect(result.detail).toBe(
+        `${ENI.node1A1} (net1): ${SG} admits all traffic from 198.51.100.0/24 (the Multus subnet 198.51.100.0/26), so pods on other nodes reach this node's pods.`,
+      );
+    });
+
+    it("reports a group that admits nothing from the Multus side, with the authorize-security-group-ingress line", async () => {
+      const result = only(
+        await doctor(withGroup([{ protocol: "tcp", fromPort: 22, toPort: 22, cidrs: ["192.0.2.0/24"] }])),
+        "security-group",
+      );
+      expect(result.status).toBe("problem");
+      expect(result.detail).toBe(
+        `${ENI.node1A1} (net1): no inbound rule of ${SG} admits traffic from the Multus subnet (198.51.100.0/26 and 2001:db8:100:1::/64) or from the group itself: EC2 drops what pods on other nodes send to this node's pods.`,
+      );
+      expect(result.fix).toBe(
+        `aws ec2 authorize-security-group-ingress --group-id ${SG} --ip-permissions 'IpProtocol=-1,UserIdGroupPairs=[{GroupId=${SG},Description=multus-ipmgr pods}]' (every Multus ENI in ${SG}), or admit the Multus subnets with --cidr`,
+      );
+    });
+
+    it("warns when the Multus side is admitted for some protocols only", async () => {
+      const result = only(
+        await doctor(withGroup([{ protocol: "tcp", fromPort: 443, toPort: 443, groups: [SG] }])),
+        "security-group",
+      );
+      expect(result.status).toBe("warn");
+      expect(result.detail).toBe(
+        `${ENI.node1A1} (net1): its groups (${SG}) admit only tcp 443 from the group ${SG}: other pod traffic (a ping is ICMP) is dropped.`,
+      );
+    });
+
+    it("warns, and checks the rest, when ec2:DescribeSecurityGroups is denied", async () => {
+      const results = await doctor(faultyWorld({ deny: ["DescribeSecurityGroups"] }));
+      const result = only(results, "security-group");
+      expect(result.status).toBe("warn");
+      expect(result.detail).toMatch(
+        /^ec2:DescribeSecurityGroups is denied, so the groups of the Multus ENIs \(sg-/,
+      );
+      expect(result.fix).toContain("examples/iam-policy-pod.json");
+      expect(only(results, "capacity").status).toBe("ok");
     });
   });
 

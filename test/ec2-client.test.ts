@@ -129,7 +129,29 @@ describe("createEc2Api against the simulator", () => {
         ipv4s: eni("eni-0b").ipv4s,
         ipv6s: eni("eni-0b").ipv6s,
         tags: { "node.k8s.amazonaws.com/no_manage": "true" },
+        securityGroupIds: ["sg-1"],
       });
+    });
+
+    it("reads security groups with their inbound rules; an empty list makes no call", async () => {
+      expect(await ec2.describeSecurityGroups([])).toEqual([]);
+      expect(await ec2.describeSecurityGroups(["sg-1"])).toEqual([
+        {
+          groupId: "sg-1",
+          groupName: "default",
+          ingress: [
+            {
+              protocol: "-1",
+              fromPort: undefined,
+              toPort: undefined,
+              ipv4Cidrs: [],
+              ipv6Cidrs: [],
+              groupIds: ["sg-1"],
+              prefixListIds: [],
+            },
+          ],
+        },
+      ]);
     });
 
     it("filters by ENI id, MAC, address and subnet", async () => {

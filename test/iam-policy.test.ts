@@ -79,7 +79,7 @@ const TAGGED_MULTUS_ENI = { resource: "arn:aws:ec2:*:*:network-interface/*", con
 /**
  * How a policy must scope each action we know, per the Service Authorization Reference: the four address
  * calls accept the network-interface resource and the aws:ResourceTag condition key, so they are limited to
- * ENIs tagged no_manage; DescribeNetworkInterfaces, GetSubnetCidrReservations and
+ * ENIs tagged no_manage; DescribeNetworkInterfaces, DescribeSecurityGroups, GetSubnetCidrReservations and
  * DeleteSubnetCidrReservation accept no resource type ("*" only); CreateSubnetCidrReservation takes the
  * subnet; CreateTags, its dependent action, is limited to the new reservation at its creation.
  */
@@ -94,6 +94,7 @@ function requiredScope(
     case "UnassignIpv6Addresses":
       return TAGGED_MULTUS_ENI;
     case "DescribeNetworkInterfaces":
+    case "DescribeSecurityGroups":
     case "GetSubnetCidrReservations":
     case "DeleteSubnetCidrReservation":
       return ANY;

@@ -12,6 +12,7 @@ import {
   startMarker,
   updateReadme,
 } from "../scripts/config-reference.js";
+import { field } from "../src/eni/process/settings.js";
 import { bridgeSettings } from "../src/ipam-whereabouts-bridge/settings.js";
 import { simUsage } from "../src/sim/cli-args.js";
 
@@ -32,6 +33,14 @@ const sample: ConfigBlock = {
     { env: "B", flag: "--b", default: undefined, doc: "Required.", schema: z.string() },
     { env: "C", flag: "--c", default: undefined, optional: true, doc: "Optional.", schema: z.string() },
     { env: "D", flag: "--d", default: "", doc: "Empty default.", schema: z.string() },
+    {
+      env: "E_MS",
+      flag: "--e-ms",
+      default: "7",
+      unit: "ms",
+      doc: "Ranged.",
+      schema: field.milliseconds(5, 60),
+    },
   ],
   alsoReads: [],
 };
@@ -53,16 +62,17 @@ describe("README.md's configuration reference, generated from the settings table
     }
   });
 
-  it("renders variable, flag, default, unit and meaning, with the defaults spelt out and pipes escaped", () => {
+  it("renders variable, flag, default, range (or unit) and meaning, with the defaults spelt out and pipes escaped", () => {
     expect(renderBlock(sample).split("\n")).toEqual([
       `<!-- generated from a test by ${REGENERATE_COMMAND}: edit the settings, not this table -->`,
       "",
-      "| variable | flag | default | unit | meaning |",
+      "| variable | flag | default | range | meaning |",
       "| --- | --- | --- | --- | --- |",
       "| `A_MS` | `--a-ms` | `5` | ms | Either a \\| b. |",
       "| `B` | `--b` | required |  | Required. |",
       "| `C` | `--c` | unset |  | Optional. |",
       "| `D` | `--d` | empty |  | Empty default. |",
+      "| `E_MS` | `--e-ms` | `7` | 5 to 60 ms | Ranged. |",
     ]);
   });
 

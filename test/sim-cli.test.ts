@@ -61,7 +61,7 @@ describe("sim command-line arguments", () => {
     ],
     [
       ["--wrold", "w.yaml"],
-      'unknown flag "--wrold"; the flags are --world, --host, --ec2-port, --control-port, --imds-port-base, --kube-port, --kubeconfig, --verbose, --help.',
+      'unknown flag "--wrold"; did you mean --world? the flags are --world, --host, --ec2-port, --control-port, --imds-port-base, --kube-port, --kubeconfig, --verbose, --help.',
     ],
   ])("refuses %j with one sentence naming the flag, the value and the fix", (argv, message) => {
     expect(() => parseSimArgs(argv, {})).toThrow(message);

@@ -16,6 +16,7 @@ import {
   documentedAddressFilters,
   documentedInstanceFilters,
   documentedNetworkInterfaceFilters,
+  documentedSecurityGroupFilters,
   documentedSubnetFilters,
 } from "../src/sim/ec2/documented-filters.js";
 import { addressFilters } from "../src/sim/ec2/elastic-ip-view.js";
@@ -815,6 +816,7 @@ describe("the documented filter lists", () => {
     ["DescribeSubnetsRequest", documentedSubnetFilters, []],
     ["DescribeInstancesRequest", documentedInstanceFilters, []],
     ["DescribeAddressesRequest", documentedAddressFilters, []],
+    ["DescribeSecurityGroupsRequest", documentedSecurityGroupFilters, []],
   ])("match the doc comments of %s in the installed @aws-sdk/client-ec2", (shape, ours, newer) => {
     const sdk = sdkDocumentedFilters(shape);
     // Ours may list what newer SDK models document; every name the installed SDK documents is ours.

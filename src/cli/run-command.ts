@@ -1,4 +1,5 @@
 import { ExitCode } from "../eni/process/exit-codes.js";
+import { nearestName } from "../eni/process/nearest-name.js";
 
 /**
  * The CLI's dispatch, given its table of commands: --version, usage, an unknown command, then the command.
@@ -46,7 +47,9 @@ export async function runCommand(
   }
   const load = commands[name];
   if (load === undefined) {
-    process.stderr.write(`multus-ipmgr: unknown command ${JSON.stringify(name)}\n${USAGE}\n`);
+    const near = nearestName(name, Object.keys(commands));
+    const hint = near === undefined ? "" : `; did you mean ${near}?`;
+    process.stderr.write(`multus-ipmgr: unknown command ${JSON.stringify(name)}${hint}\n${USAGE}\n`);
     return ExitCode.config;
   }
   // `multus-ipmgr init --version` answers too, without loading the command.

@@ -4,27 +4,30 @@ import { systemClock } from "../eni/process/clock.js";
 import { printHelpIfAsked } from "../eni/process/command-run.js";
 import { imdsEndpointOf, interfaceSelection } from "../eni/process/config.js";
 import { ExitCode } from "../eni/process/exit-codes.js";
+import { unknownVariables } from "../eni/process/known-variables.js";
 import type { Logger } from "../eni/process/logger.js";
 import { reportFailure } from "../eni/process/report-failure.js";
-import { describeSettings } from "../eni/process/settings.js";
+import { commandHelp } from "../eni/process/settings.js";
 import { HttpImdsProbe } from "./imds-probe.js";
 import { IpMonitorProbe } from "./ip-command-probe.js";
 import { SysfsLinks } from "./links.js";
 import { renderJson, renderText } from "./render.js";
+import { ProcRpFilter } from "./rp-filter.js";
 import { type DoctorDeps, runDoctor } from "./run-doctor.js";
 import { type DoctorConfig, doctorSettings, loadDoctorConfig } from "./settings.js";
 
-const help = (): string => `usage: multus-ipmgr doctor [--json] [flags]
-
-Checks what init and the sidecar need, from inside the pod (kubectl exec -c <container> <pod> --
+const help = (): string =>
+  commandHelp(
+    "usage: multus-ipmgr doctor [--json] [flags]",
+    `Checks what init and the sidecar need, from inside the pod (kubectl exec -c <container> <pod> --
 multus-ipmgr doctor): IMDS and its hop limit, the instance, the pod's interfaces and their ENIs, the
-no_manage tag, free addresses per ENI, IAM permissions (DryRun where EC2 offers it), the allowed CIDRs
-against the subnets, subnet CIDR reservations, and the ip command. Changes nothing. Prints ok, warn,
-PROBLEM or skipped per check, with the fix; exits 10 when a check found a problem, 0 otherwise.
-
-flags (each also read from its environment variable):
-${describeSettings(doctorSettings)}
-`;
+no_manage tag, the ENIs' security groups, free addresses per ENI, IAM permissions (DryRun where EC2
+offers it), the allowed CIDRs against the subnets, subnet CIDR reservations, and the ip command. Run in
+the node's network namespace (the bridge's host-network pod), it also checks that each Multus ENI's link
+is up and that rp_filter is not strict on it. Changes nothing. Prints ok, warn, PROBLEM or skipped per
+check, with the fix; exits 10 when a check found a problem, 0 otherwise.`,
+    doctorSettings,
+  );
 
 /** Logs go to stderr: stdout carries the report, which tools parse with --json. */
 function stderrLogger(level: DoctorConfig["logLevel"]): Logger {
@@ -35,7 +38,7 @@ function stderrLogger(level: DoctorConfig["logLevel"]): Logger {
 }
 
 function buildDoctorDeps(config: DoctorConfig, logger: Logger): DoctorDeps {
-  const pod = buildPodDeps({ ...config, allowedCidrs: config.allowedCidrs ?? [] }, logger);
+  const pod = buildPodDeps(config, logger);
   return {
     ...pod,
     imdsProbe: new HttpImdsProbe({
@@ -44,6 +47,7 @@ function buildDoctorDeps(config: DoctorConfig, logger: Logger): DoctorDeps {
       clock: systemClock,
     }),
     links: new SysfsLinks(),
+    rpFilter: new ProcRpFilter(),
     ipCommand: new IpMonitorProbe({ clock: systemClock, logger }),
   };
 }
@@ -62,6 +66,7 @@ export async function main(argv: readonly string[]): Promise<number> {
       networkStatusFile: config.networkStatusFile,
       selection: interfaceSelection(config),
       addressEvents: config.addressEvents,
+      unknownVariables: unknownVariables(process.env),
     });
     const exitCode = results.some((r) => r.status === "problem") ? ExitCode.doctorProblem : ExitCode.ok;
     process.stdout.write(config.json ? renderJson(results, exitCode) : renderText(results, exitCode));

@@ -12,27 +12,37 @@ import type { Imds } from "../eni/imds.js";
 import { type InterfaceSelection, isManagedInterface } from "../eni/interface-selector.js";
 import { family } from "../eni/ip.js";
 import { plan } from "../eni/planner.js";
+import { type UnknownVariable, unknownVariableSentence } from "../eni/process/known-variables.js";
 import type { ReconcileDeps } from "../eni/reconcile.js";
-import type { Ec2NetworkInterface, Plan, PodInterface, SubnetCidrReservation } from "../eni/types.js";
-import { type CheckResult, errorSentence, problem, skipped } from "./check.js";
+import type {
+  Ec2NetworkInterface,
+  EniState,
+  Plan,
+  PodInterface,
+  SubnetCidrReservation,
+} from "../eni/types.js";
+import { type CheckResult, errorSentence, listText, problem, skipped, warn } from "./check.js";
 import { addressChecks } from "./checks/addresses.js";
 import { allowedCidrChecks, allowedInSubnets, multusSubnets, overlapChecks } from "./checks/allowed-cidrs.js";
 import { capacityChecks } from "./checks/capacity.js";
-import { eniTagChecks } from "./checks/eni-tags.js";
+import { eniTagChecks, NO_MANAGE_TAG } from "./checks/eni-tags.js";
 import { imdsCheck, instanceCheck } from "./checks/imds.js";
 import { eniMatchChecks, interfacesCheck, linkChecks } from "./checks/interfaces.js";
 import { type AddressEventsMode, ipCommandCheck } from "./checks/ip-command.js";
+import { nodeLinkChecks, onHostNetwork, rpFilterChecks } from "./checks/node-links.js";
 import {
   describePermissionCheck,
   reservationPermissionCheck,
   unprobeablePermissionCheck,
 } from "./checks/permissions.js";
 import { reservationChecks } from "./checks/reservations.js";
+import { securityGroupChecks } from "./checks/security-groups.js";
 import { IDENTITY_DOCUMENT_PATH, type InstanceIdentity, parseIdentityDocument } from "./identity.js";
 import type { ImdsProbe } from "./imds-probe.js";
 import type { IpCommandProbe } from "./ip-command-probe.js";
 import type { LinkInfo, LinkSource } from "./links.js";
 import { type MultusEni, multusEnisOf, secondaryEnisOf } from "./multus-enis.js";
+import type { RpFilterSource } from "./rp-filter.js";
 
 /** The raw IMDS getter (ImdsClient's): an absolute path's text, undefined on 404. */
 export interface ImdsReader {
@@ -45,6 +55,8 @@ export interface DoctorDeps extends ReconcileDeps {
   readonly imdsProbe: ImdsProbe;
   readonly links: LinkSource;
   readonly ipCommand: IpCommandProbe;
+  /** The IPv4 reverse-path filter, for the node checks on the host network; absent: those are skipped. */
+  readonly rpFilter?: RpFilterSource;
 }
 
 export interface DoctorOptions {
@@ -57,6 +69,8 @@ export interface DoctorOptions {
   readonly networkStatusFile: string;
   readonly selection: InterfaceSelection;
   readonly addressEvents: AddressEventsMode;
+  /** IPMGR_* variables of the environment that no command reads (known-variables.ts); default none. */
+  readonly unknownVariables?: readonly UnknownVariable[];
 }
 
 const SEE_IMDS = "not checked: IMDS issued no token (see imds).";
@@ -121,6 +135,18 @@ export async function runDoctor(deps: DoctorDeps, options: DoctorOptions): Promi
           fix: "run doctor in the container that runs init or the sidecar (kubectl exec -c <container>), or pass --allowed-cidrs",
         },
       ),
+    );
+  }
+
+  for (const unknown of options.unknownVariables ?? []) {
+    add(
+      problem("config", unknownVariableSentence(unknown), {
+        subject: unknown.name,
+        fix:
+          unknown.suggestion === undefined
+            ? `remove ${unknown.name} from the container's env, or rename it to the variable you meant (README.md, Configuration)`
+            : `rename ${unknown.name} to ${unknown.suggestion} in the container's env`,
+      }),
     );
   }
 
@@ -219,12 +245,19 @@ export async function runDoctor(deps: DoctorDeps, options: DoctorOptions): Promi
   }
 
   const tagBlocked = blocked(noMultus, noDescribe);
+  let described: Ec2NetworkInterface[] | undefined;
   if (tagBlocked !== undefined) add(skipped("eni-tag", tagBlocked));
   else {
-    const described = await attempt("eni-tag", add, () =>
+    described = await attempt("eni-tag", add, () =>
       deps.ec2.describeNetworkInterfaces({ eniIds: multus.map((m) => m.eni.eniId) }),
     );
     if (described !== undefined) add(...eniTagChecks(multus, described));
+  }
+  if (tagBlocked !== undefined) add(skipped("security-group", tagBlocked));
+  else if (described !== undefined) add(...(await securityGroupResults(deps, multus, described)));
+
+  if (enis !== undefined && allLinks !== undefined) {
+    add(...(await nodeResults(deps, enis, allLinks, noDescribe === undefined)));
   }
 
   const capacityBlocked = blocked(
@@ -278,6 +311,77 @@ export async function runDoctor(deps: DoctorDeps, options: DoctorOptions): Promi
   const ipCommand = watchesEvents ? await deps.ipCommand.probe() : undefined;
   add(ipCommandCheck(ipCommand, options.addressEvents, options.addressSource));
   return results;
+}
+
+/**
+ * The node checks, when doctor runs in the node's network namespace (the bridge's host-network pod): each
+ * Multus ENI's link up, and the reverse-path filter on it not strict. The Multus ENIs are the secondary ENIs
+ * tagged no_manage (one DescribeNetworkInterfaces), or every secondary ENI when EC2 cannot say. Nothing in a
+ * pod's namespace.
+ */
+async function nodeResults(
+  deps: DoctorDeps,
+  enis: readonly EniState[],
+  linkNames: readonly string[],
+  canDescribe: boolean,
+): Promise<CheckResult[]> {
+  const links = (await Promise.all(linkNames.map((name) => deps.links.read(name)))).filter(
+    (l): l is LinkInfo => l !== undefined,
+  );
+  if (!onHostNetwork(links, enis)) return [];
+  const secondary = enis.filter((e) => e.deviceIndex > 0);
+  let multus = secondary;
+  if (canDescribe && secondary.length > 0) {
+    try {
+      const described = await deps.ec2.describeNetworkInterfaces({ eniIds: secondary.map((e) => e.eniId) });
+      const tagged = new Set(described.filter((e) => e.tags[NO_MANAGE_TAG] === "true").map((e) => e.eniId));
+      multus = secondary.filter((e) => tagged.has(e.eniId));
+    } catch (error) {
+      if (!(error instanceof IpmgrError)) throw error;
+      deps.logger.warn({ err: error }, "could not read the ENIs' tags: checking every secondary ENI's link");
+    }
+  }
+  if (multus.length === 0) {
+    return [
+      skipped("node-link", `not checked: this node has no secondary ENI tagged ${NO_MANAGE_TAG}=true.`, {
+        fix: "attach a Multus ENI tagged no_manage (see Node prerequisites)",
+      }),
+    ];
+  }
+  const results = nodeLinkChecks(multus, links);
+  if (deps.rpFilter === undefined) return results;
+  const values = new Map<string, number | undefined>([["all", await deps.rpFilter.read("all")]]);
+  for (const link of links) values.set(link.name, await deps.rpFilter.read(link.name));
+  return [...results, ...rpFilterChecks(multus, links, values)];
+}
+
+/**
+ * The security-group check: one DescribeSecurityGroups for the groups of the Multus ENIs. A denied read is a
+ * warning (init and the sidecar do not need it), as for the reservations.
+ */
+async function securityGroupResults(
+  deps: DoctorDeps,
+  multus: readonly MultusEni[],
+  described: readonly Ec2NetworkInterface[],
+): Promise<CheckResult[]> {
+  const ids = [...new Set(described.flatMap((e) => e.securityGroupIds ?? []))].sort();
+  try {
+    return securityGroupChecks(multus, described, await deps.ec2.describeSecurityGroups(ids));
+  } catch (error) {
+    if (!(error instanceof Ec2Error)) throw error;
+    if (error.kind === "permission") {
+      return [
+        warn(
+          "security-group",
+          `ec2:DescribeSecurityGroups is denied, so the groups of the Multus ENIs (${listText(ids)}) cannot be checked: ${errorSentence(error)}`,
+          {
+            fix: "grant ec2:DescribeSecurityGroups (examples/iam-policy-pod.json has it), or read the rules with aws ec2 describe-security-groups --group-ids ...",
+          },
+        ),
+      ];
+    }
+    return [problem("security-group", errorSentence(error), { fix: ec2Fix(error) })];
+  }
 }
 
 /** The pod's links, to name them in a problem and to find managed links the interface read leaves out. */

@@ -4,11 +4,45 @@
  * a finding, not a reason to stop. In this module, not config.ts, so that init's bundle does not carry it.
  */
 import { podSettings, sidecarSettings } from "../eni/process/config.js";
-import { field, loadSettings, type SettingValues } from "../eni/process/settings.js";
+import { checkBackoffRange, field, loadSettings, type SettingValues } from "../eni/process/settings.js";
 
+const {
+  interfaces,
+  excludeInterfaces,
+  addressSource,
+  networkStatusFile,
+  region,
+  ec2Endpoint,
+  imdsEndpoint,
+  imdsEndpointMode,
+  imdsTimeoutMs,
+  ec2TimeoutMs,
+  ec2MaxAttempts,
+  ec2RetryBaseMs,
+  ec2RetryMaxMs,
+  logLevel,
+} = podSettings;
+
+/**
+ * Only what doctor reads, so that `doctor --help` offers nothing it ignores: not the termination log (doctor
+ * never writes it), the waits and confirmations of init, or the Elastic IPs.
+ */
 export const doctorSettings = {
-  ...podSettings,
   allowedCidrs: { ...podSettings.allowedCidrs, optional: true as const },
+  interfaces,
+  excludeInterfaces,
+  addressSource,
+  networkStatusFile,
+  region,
+  ec2Endpoint,
+  imdsEndpoint,
+  imdsEndpointMode,
+  imdsTimeoutMs,
+  ec2TimeoutMs,
+  ec2MaxAttempts,
+  ec2RetryBaseMs,
+  ec2RetryMaxMs,
+  logLevel,
   addressEvents: sidecarSettings.addressEvents,
   json: {
     env: "IPMGR_DOCTOR_JSON",
@@ -22,5 +56,13 @@ export const doctorSettings = {
 export type DoctorConfig = SettingValues<typeof doctorSettings>;
 
 export function loadDoctorConfig(argv: readonly string[], env: NodeJS.ProcessEnv): DoctorConfig {
-  return loadSettings(doctorSettings, argv, env);
+  const config = loadSettings(doctorSettings, argv, env);
+  checkBackoffRange(
+    ec2RetryBaseMs,
+    ec2RetryMaxMs,
+    { base: config.ec2RetryBaseMs, cap: config.ec2RetryMaxMs },
+    argv,
+    env,
+  );
+  return config;
 }

@@ -1,5 +1,11 @@
 import type { Ec2Error } from "./errors/ec2-error.js";
-import type { Ec2ElasticIp, Ec2NetworkInterface, Ec2Subnet, SubnetCidrReservation } from "./types.js";
+import type {
+  Ec2ElasticIp,
+  Ec2NetworkInterface,
+  Ec2SecurityGroup,
+  Ec2Subnet,
+  SubnetCidrReservation,
+} from "./types.js";
 
 /** Filters for DescribeNetworkInterfaces; each set field becomes one EC2 filter. */
 export interface NetworkInterfaceFilter {
@@ -60,6 +66,8 @@ export interface Ec2Api {
   describeSubnets(subnetIds: readonly string[]): Promise<Ec2Subnet[]>;
   /** IAM: ec2:DescribeSubnets. Every subnet of the VPC (filter `vpc-id`), following NextToken to the end. */
   describeVpcSubnets(vpcId: string): Promise<Ec2Subnet[]>;
+  /** IAM: ec2:DescribeSecurityGroups. The groups of `groupIds` with their inbound rules; none for an empty list. */
+  describeSecurityGroups(groupIds: readonly string[]): Promise<Ec2SecurityGroup[]>;
   /** IAM: ec2:GetSubnetCidrReservations. Both families. */
   getSubnetCidrReservations(subnetId: string): Promise<SubnetCidrReservation[]>;
   /** IAM: ec2:CreateSubnetCidrReservation. */

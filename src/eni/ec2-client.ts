@@ -20,6 +20,7 @@ import {
   DeleteSubnetCidrReservationCommand,
   DescribeAddressesCommand,
   DescribeNetworkInterfacesCommand,
+  DescribeSecurityGroupsCommand,
   DescribeSubnetsCommand,
   type DescribeSubnetsCommandInput,
   EC2Client,
@@ -28,6 +29,7 @@ import {
   GetSubnetCidrReservationsCommand,
   type NetworkInterface,
   type SubnetCidrReservation as SdkReservation,
+  type SecurityGroup,
   type Subnet,
   type Tag,
   UnassignIpv6AddressesCommand,
@@ -50,6 +52,7 @@ import type { RetryOptions } from "./retry.js";
 import type {
   Ec2ElasticIp,
   Ec2NetworkInterface,
+  Ec2SecurityGroup,
   Ec2Subnet,
   IpFamily,
   SubnetCidrReservation,
@@ -119,6 +122,29 @@ function toNetworkInterface(eni: NetworkInterface): Ec2NetworkInterface {
       a.Ipv6Address === undefined ? [] : [canonicalAddressText(a.Ipv6Address)],
     ),
     tags: tagsOf(eni.TagSet),
+    securityGroupIds: (eni.Groups ?? []).flatMap((g) => (g.GroupId === undefined ? [] : [g.GroupId])),
+  };
+}
+
+function toSecurityGroup(group: SecurityGroup): Ec2SecurityGroup {
+  return {
+    groupId: group.GroupId ?? "",
+    groupName: group.GroupName ?? "",
+    ingress: (group.IpPermissions ?? []).map((p) => ({
+      protocol: p.IpProtocol ?? "-1",
+      fromPort: p.FromPort,
+      toPort: p.ToPort,
+      ipv4Cidrs: (p.IpRanges ?? []).flatMap((r) =>
+        r.CidrIp === undefined ? [] : [canonicalAddressText(r.CidrIp)],
+      ),
+      ipv6Cidrs: (p.Ipv6Ranges ?? []).flatMap((r) =>
+        r.CidrIpv6 === undefined ? [] : [canonicalAddressText(r.CidrIpv6)],
+      ),
+      groupIds: (p.UserIdGroupPairs ?? []).flatMap((g) => (g.GroupId === undefined ? [] : [g.GroupId])),
+      prefixListIds: (p.PrefixListIds ?? []).flatMap((l) =>
+        l.PrefixListId === undefined ? [] : [l.PrefixListId],
+      ),
+    })),
   };
 }
 
@@ -319,6 +345,15 @@ class Ec2ApiClient implements Ec2Api {
         ),
       (page) => (page.Subnets ?? []).map(toSubnet),
     );
+  }
+
+  async describeSecurityGroups(groupIds: readonly string[]): Promise<Ec2SecurityGroup[]> {
+    if (groupIds.length === 0) return [];
+    const target = groupIds.join(", ");
+    const result = await this.instrument("DescribeSecurityGroups", { target }, (sendOptions) =>
+      this.client.send(new DescribeSecurityGroupsCommand({ GroupIds: [...groupIds] }), sendOptions),
+    );
+    return (result.SecurityGroups ?? []).map(toSecurityGroup);
   }
 
   async getSubnetCidrReservations(subnetId: string): Promise<SubnetCidrReservation[]> {

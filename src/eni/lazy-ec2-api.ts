@@ -5,7 +5,13 @@ import type {
   PermissionProbe,
   PermissionVerdict,
 } from "./ec2-api.js";
-import type { Ec2ElasticIp, Ec2NetworkInterface, Ec2Subnet, SubnetCidrReservation } from "./types.js";
+import type {
+  Ec2ElasticIp,
+  Ec2NetworkInterface,
+  Ec2SecurityGroup,
+  Ec2Subnet,
+  SubnetCidrReservation,
+} from "./types.js";
 
 /**
  * An Ec2Api that loads the real one on its first call, once (concurrent first calls share the load).
@@ -66,6 +72,10 @@ export class LazyEc2Api implements Ec2Api {
 
   async describeSubnets(subnetIds: readonly string[]): Promise<Ec2Subnet[]> {
     return (await this.api()).describeSubnets(subnetIds);
+  }
+
+  async describeSecurityGroups(groupIds: readonly string[]): Promise<Ec2SecurityGroup[]> {
+    return (await this.api()).describeSecurityGroups(groupIds);
   }
 
   async describeVpcSubnets(vpcId: string): Promise<Ec2Subnet[]> {

@@ -65,7 +65,8 @@ export function buildAwsClients(
  * loaded only on the first EC2 call, so a pod whose addresses are already in place never loads it.
  */
 export function buildPodDeps(
-  config: PodConfig,
+  config: AwsConfig &
+    Pick<PodConfig, "interfaces" | "excludeInterfaces" | "addressSource" | "networkStatusFile">,
   logger: Logger,
   options: { observer?: Ec2CallObserver; signal?: AbortSignal } = {},
 ): ReconcileDeps & { readonly ec2: LazyEc2Api; readonly imds: ImdsClient } {

@@ -157,6 +157,28 @@ export interface Ec2NetworkInterface {
   readonly ipv4s: readonly string[];
   readonly ipv6s: readonly string[];
   readonly tags: Readonly<Record<string, string>>;
+  /** The ids of the ENI's security groups (`groupSet`); absent where the reader did not learn them. */
+  readonly securityGroupIds?: readonly string[];
+}
+
+/** One inbound rule of a security group: what it admits, from where. */
+export interface SecurityGroupRule {
+  /** `-1` (every protocol), `tcp`, `udp`, `icmp`, `icmpv6` or a protocol number, as EC2 writes it. */
+  readonly protocol: string;
+  /** tcp and udp: the port range; ICMP: type and code (-1: any); undefined for every protocol. */
+  readonly fromPort: number | undefined;
+  readonly toPort: number | undefined;
+  /** Sources: IPv4 CIDRs, IPv6 CIDRs, security group ids, managed prefix list ids. */
+  readonly ipv4Cidrs: readonly string[];
+  readonly ipv6Cidrs: readonly string[];
+  readonly groupIds: readonly string[];
+  readonly prefixListIds: readonly string[];
+}
+
+export interface Ec2SecurityGroup {
+  readonly groupId: string;
+  readonly groupName: string;
+  readonly ingress: readonly SecurityGroupRule[];
 }
 
 export interface Ec2Subnet {

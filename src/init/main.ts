@@ -4,20 +4,20 @@ import { buildPodDeps } from "../eni/pod-deps.js";
 import { CommandRun, printHelpIfAsked } from "../eni/process/command-run.js";
 import { initSettings, loadInitConfig } from "../eni/process/config.js";
 import { ExitCode } from "../eni/process/exit-codes.js";
+import { warnUnknownVariables } from "../eni/process/known-variables.js";
 import { createLogger } from "../eni/process/logger.js";
-import { describeSettings } from "../eni/process/settings.js";
+import { commandHelp } from "../eni/process/settings.js";
 import { runInit } from "./run-init.js";
 
 /** Built only when asked for: no start-up work for a path rarely taken. */
-const help = (): string => `usage: multus-ipmgr init [flags]
-
-Assigns this pod's Multus addresses as secondary IPs of the worker ENIs that carry them (matched by MAC),
+const help = (): string =>
+  commandHelp(
+    "usage: multus-ipmgr init [flags]",
+    `Assigns this pod's Multus addresses as secondary IPs of the worker ENIs that carry them (matched by MAC),
 waits until EC2 holds them all, and exits 0. Exits non-zero with one sentence saying what is wrong
-otherwise; exit codes are listed in README.md.
-
-flags (each also read from its environment variable):
-${describeSettings(initSettings)}
-`;
+otherwise; exit codes are listed in README.md.`,
+    initSettings,
+  );
 
 /**
  * What a caller may put in place of an adapter. Only the code cache's training run uses it
@@ -45,6 +45,7 @@ export async function main(argv: readonly string[], seams: InitSeams = {}): Prom
     run.terminationLog = config.terminationLog;
     const logger = createLogger(config.logLevel, { command: "init" });
     run.logger = logger;
+    warnUnknownVariables(process.env, (fields, message) => logger.warn(fields, message));
     const deadline = AbortSignal.timeout(config.timeoutMs);
     const signal = AbortSignal.any([controller.signal, deadline]);
     const built = buildPodDeps(config, logger, { signal });

@@ -4,9 +4,10 @@ import { buildAwsClients } from "../eni/pod-deps.js";
 import { systemClock } from "../eni/process/clock.js";
 import { CommandRun, printHelpIfAsked } from "../eni/process/command-run.js";
 import { ExitCode } from "../eni/process/exit-codes.js";
+import { warnUnknownVariables } from "../eni/process/known-variables.js";
 import { createLogger, type Logger } from "../eni/process/logger.js";
 import { type RunningHttpServer, startHttpServer } from "../eni/process/probe-server.js";
-import { describeSettings } from "../eni/process/settings.js";
+import { commandHelp } from "../eni/process/settings.js";
 import { untilFirstSignal } from "../eni/process/shutdown-signals.js";
 import { Bridge } from "./bridge.js";
 import type { KubeApi } from "./kube-api.js";
@@ -16,18 +17,17 @@ import { PodEventReporter } from "./pod-events.js";
 import { ReservationKeeper } from "./reservation-keeper.js";
 import { type BridgeConfig, bridgeSettings, loadBridgeConfig } from "./settings.js";
 
-const help = (): string => `usage: multus-ipmgr bridge [flags]
-
-Runs on every node (a DaemonSet): watches the node's pods, the NetworkAttachmentDefinitions and whereabouts'
+const help = (): string =>
+  commandHelp(
+    "usage: multus-ipmgr bridge [flags]",
+    `Runs on every node (a DaemonSet): watches the node's pods, the NetworkAttachmentDefinitions and whereabouts'
 pools, and keeps the node's Multus ENIs holding exactly the Multus addresses of its pods, in waves of at
 most one EC2 call per ENI and family. Releases addresses of whereabouts ranges that no pod of the node has
 carried for the grace period. Pods annotated multus-ipmgr.io/managed: "false", or running the sidecar, are
 left to themselves. Serves /healthz, /readyz and /metrics. SIGTERM/SIGINT: finishes the EC2 call in progress
-and exits 0; past IPMGR_SHUTDOWN_GRACE_MS the calls are aborted and it exits 8.
-
-flags (each also read from its environment variable):
-${describeSettings(bridgeSettings)}
-`;
+and exits 0; past IPMGR_SHUTDOWN_GRACE_MS the calls are aborted and it exits 8.`,
+    bridgeSettings,
+  );
 
 /** The instance type's addresses per ENI (IMDS `instance-type`, the table doctor uses); undefined if unknown. */
 async function addressesPerEni(imds: ImdsClient, logger: Logger): Promise<number | undefined> {
@@ -116,6 +116,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     run.terminationLog = config.terminationLog;
     const log = createLogger(config.logLevel, { command: "bridge", node: config.nodeName });
     run.logger = log;
+    warnUnknownVariables(process.env, (fields, message) => log.warn(fields, message));
     const clock = systemClock;
     const metrics = new BridgeMetrics();
     // Aborted when the shutdown grace runs out: cuts the EC2 and IMDS calls in flight, and their retries.

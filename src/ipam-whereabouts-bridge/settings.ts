@@ -4,7 +4,14 @@
  */
 import * as z from "zod/mini";
 import { podSettings, sidecarSettings } from "../eni/process/config.js";
-import { field, loadSettings, type Setting, type SettingValues } from "../eni/process/settings.js";
+import {
+  checkBackoffRange,
+  field,
+  listItems,
+  loadSettings,
+  type Setting,
+  type SettingValues,
+} from "../eni/process/settings.js";
 
 function setting<T>(s: Setting<T>): Setting<T> {
   return s;
@@ -14,10 +21,11 @@ function setting<T>(s: Setting<T>): Setting<T> {
 const deviceIndexes = z.pipe(
   z.string(),
   z.transform((text, ctx) => {
-    const items = text
-      .split(",")
-      .map((x) => x.trim())
-      .filter((x) => x.length > 0);
+    const items = listItems(text, "1,2", "the no_manage tag decides");
+    if (!Array.isArray(items)) {
+      ctx.issues.push({ input: text, code: "custom", message: items.problem });
+      return z.NEVER;
+    }
     for (const item of items) {
       if (!/^\d{1,2}$/.test(item) || Number(item) < 1) {
         ctx.issues.push({
@@ -140,7 +148,7 @@ export const bridgeSettings = {
     flag: "--retry-base-ms",
     default: "1000",
     unit: "ms",
-    doc: "First delay before a failed wave (EC2 throttled or unavailable after its retries, IMDS failing) is run again whole; doubles per failure.",
+    doc: "First delay before a failed wave (EC2 throttled or unavailable after its retries, IMDS failing) is run again whole; doubles per failure. At most IPMGR_BRIDGE_RETRY_MAX_MS.",
     schema: field.milliseconds(1, 600_000),
   }),
   retryMaxMs: setting({
@@ -219,5 +227,15 @@ export const bridgeSettings = {
 export type BridgeConfig = SettingValues<typeof bridgeSettings>;
 
 export function loadBridgeConfig(argv: readonly string[], env: NodeJS.ProcessEnv): BridgeConfig {
-  return loadSettings(bridgeSettings, argv, env);
+  const config = loadSettings(bridgeSettings, argv, env);
+  const { retryBaseMs, retryMaxMs } = bridgeSettings;
+  checkBackoffRange(retryBaseMs, retryMaxMs, { base: config.retryBaseMs, cap: config.retryMaxMs }, argv, env);
+  checkBackoffRange(
+    ec2RetryBaseMs,
+    ec2RetryMaxMs,
+    { base: config.ec2RetryBaseMs, cap: config.ec2RetryMaxMs },
+    argv,
+    env,
+  );
+  return config;
 }

@@ -3,8 +3,9 @@ import { buildPodDeps } from "../eni/pod-deps.js";
 import { CommandRun, printHelpIfAsked } from "../eni/process/command-run.js";
 import { loadSidecarConfig, type SidecarConfig, sidecarSettings } from "../eni/process/config.js";
 import { ExitCode } from "../eni/process/exit-codes.js";
+import { warnUnknownVariables } from "../eni/process/known-variables.js";
 import { createLogger } from "../eni/process/logger.js";
-import { describeSettings } from "../eni/process/settings.js";
+import { commandHelp } from "../eni/process/settings.js";
 import { untilFirstSignal } from "../eni/process/shutdown-signals.js";
 import { fullCollector } from "../eni/process/v8-footprint.js";
 import { startAddressEvents } from "./address-events-mode.js";
@@ -15,18 +16,17 @@ import { Sidecar } from "./sidecar.js";
 const settings = sidecarSettings;
 
 /** Built only when asked for: no start-up work for a path rarely taken. */
-const help = (): string => `usage: multus-ipmgr sidecar [flags]
-
-Does what init does (assigns this pod's Multus addresses to the worker ENIs that carry them), then keeps
+const help = (): string =>
+  commandHelp(
+    "usage: multus-ipmgr sidecar [flags]",
+    `Does what init does (assigns this pod's Multus addresses to the worker ENIs that carry them), then keeps
 them there: an address added to a managed interface (a floating IP taken over from the other pod) is moved
 to our ENI within a fraction of a second, one removed is released. Serves /healthz, /readyz and /metrics.
 SIGTERM/SIGINT: finishes the EC2 call in progress and exits 0; if it outlasts IPMGR_SHUTDOWN_GRACE_MS, the
 call is aborted and the sidecar exits 8 within about a second of the grace. A second signal exits at once
-(143/130).
-
-flags (each also read from its environment variable):
-${describeSettings(settings)}
-`;
+(143/130).`,
+    settings,
+  );
 
 /** Entrypoint of `multus-ipmgr sidecar`: config, adapters, signals, then the Sidecar. */
 export async function main(argv: readonly string[]): Promise<number> {
@@ -40,6 +40,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     run.terminationLog = config.terminationLog;
     const log = createLogger(config.logLevel, { command: "sidecar" });
     run.logger = log;
+    warnUnknownVariables(process.env, (fields, message) => log.warn(fields, message));
     const metrics = new SidecarMetrics();
     const idleCollect = fullCollector();
     // Aborted when the shutdown grace runs out: cuts the EC2 and IMDS calls in flight, and their retries.

@@ -1,4 +1,5 @@
 import { tryCanonical } from "../eni/ip.js";
+import { nearestName } from "../eni/process/nearest-name.js";
 import { UsageError } from "./errors/usage-error.js";
 
 /** The parsed flags of `multus-ipmgr sim`. */
@@ -48,6 +49,11 @@ const flags: Readonly<Record<string, string>> = {
   "--kubeconfig": "IPMGR_SIM_KUBECONFIG",
 };
 
+function didYouMean(name: string): string {
+  const near = nearestName(name, [...Object.keys(flags), "--verbose", "--help"]);
+  return near === undefined ? "" : `did you mean ${near}? `;
+}
+
 function port(flag: string, text: string | undefined): number {
   if (text === undefined || text === "") return 0;
   const value = Number(text);
@@ -79,7 +85,7 @@ export function parseSimArgs(
     if (flags[name] === undefined) {
       throw new UsageError(
         name,
-        `unknown flag ${JSON.stringify(arg)}; the flags are ${[...Object.keys(flags), "--verbose", "--help"].join(", ")}.`,
+        `unknown flag ${JSON.stringify(arg)}; ${didYouMean(name)}the flags are ${[...Object.keys(flags), "--verbose", "--help"].join(", ")}.`,
       );
     }
     let value: string | undefined;

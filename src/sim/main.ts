@@ -1,3 +1,4 @@
+import { unknownVariableSentence, unknownVariables } from "../eni/process/known-variables.js";
 import { checkImdsPorts, checkKubeFlags, listenUsageError, parseSimArgs, simUsage } from "./cli-args.js";
 import { UsageError } from "./errors/usage-error.js";
 import { WorldError } from "./errors/world-error.js";
@@ -53,6 +54,10 @@ export async function main(argv: readonly string[], output: SimOutput = processO
     return 0;
   }
   const { args } = parsed;
+  // Stderr, as every line but the ready line.
+  for (const unknown of unknownVariables(process.env)) {
+    output.stderr(`multus-ipmgr sim: warning: ${unknownVariableSentence(unknown)}\n`);
+  }
   let handle: SimulatorHandle;
   try {
     const world = await loadWorldFile(args.world);

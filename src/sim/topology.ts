@@ -1,7 +1,7 @@
 import { defaultSecurityGroupIdOf } from "./aws-names.js";
 import { type Cidr, mustParseCidr } from "./ip-math.js";
 import type { SimState } from "./sim-state.js";
-import { addressLimitOf, publicIpPoolOf, type World, zoneIdsOf } from "./world.js";
+import { addressLimitOf, type IngressRule, publicIpPoolOf, type World, zoneIdsOf } from "./world.js";
 
 /** The parts of the world that never change while the simulator runs. */
 export interface Topology {
@@ -17,6 +17,14 @@ export interface Topology {
   readonly httpTokens: "required" | "optional";
   /** Where AllocateAddress picks public IPs: a documentation range outside the VPC (publicIpPoolOf). */
   readonly publicIpPool: Cidr;
+  /** The VPC's default group first, then the world's, by id. */
+  readonly securityGroups: ReadonlyMap<string, TopologySecurityGroup>;
+}
+
+export interface TopologySecurityGroup extends SecurityGroupRef {
+  readonly description: string;
+  /** Inbound rules, in world order; each rule's sources in world order. */
+  readonly ingress: readonly IngressRule[];
 }
 
 export interface SecurityGroupRef {
@@ -117,8 +125,26 @@ export function topologyOf(world: World): Topology {
     id: world.vpc.defaultSecurityGroupId ?? defaultSecurityGroupIdOf(world.vpc.id),
     name: "default",
   };
-  const groups = new Map<string, SecurityGroupRef>([[defaultGroup.id, defaultGroup]]);
-  for (const group of world.securityGroups ?? []) groups.set(group.id, { id: group.id, name: group.name });
+  // AWS gives the default group one inbound rule: all traffic from members of the group itself.
+  const selfRule: IngressRule = { protocol: "-1", cidrs: [], ipv6Cidrs: [], groups: [defaultGroup.id] };
+  const groups = new Map<string, TopologySecurityGroup>([
+    [
+      defaultGroup.id,
+      {
+        ...defaultGroup,
+        description: "default VPC security group",
+        ingress: world.vpc.defaultSecurityGroupIngress ?? [selfRule],
+      },
+    ],
+  ]);
+  for (const group of world.securityGroups ?? []) {
+    groups.set(group.id, {
+      id: group.id,
+      name: group.name,
+      description: group.description ?? group.name,
+      ingress: group.ingress,
+    });
+  }
 
   const instances = new Map<string, TopologyInstance>();
   const enis = new Map<string, TopologyEni>();
@@ -146,9 +172,10 @@ export function topologyOf(world: World): Topology {
       enis.set(eni.id, {
         id: eni.id,
         description: eni.description ?? "",
-        securityGroups: (eni.securityGroups ?? [defaultGroup.id]).map(
-          (id) => groups.get(id) ?? { id, name: "" },
-        ),
+        securityGroups: (eni.securityGroups ?? [defaultGroup.id]).map((id) => {
+          const group = groups.get(id);
+          return { id, name: group?.name ?? "" };
+        }),
         sourceDestCheck: eni.sourceDestCheck ?? true,
         interfaceType: eni.interfaceType ?? "interface",
         requesterId: eni.requesterId,
@@ -171,6 +198,7 @@ export function topologyOf(world: World): Topology {
     enis,
     httpTokens: world.imds.httpTokens,
     publicIpPool: publicIpPoolOf(mustParseCidr(world.vpc.cidr)),
+    securityGroups: groups,
   };
 }
 

@@ -110,6 +110,31 @@ const isoTime = z.string().transform((text, ctx) => {
 
 const tags = z.record(z.string().min(1), tagValue);
 
+/**
+ * One inbound rule of a security group, as AWS CLI users write it: a protocol (`-1` for all, `tcp`, `udp`,
+ * `icmp`, `icmpv6`, or a protocol number), ports for tcp and udp (ICMP: type and code, -1 for any), and the
+ * sources it admits: IPv4 and IPv6 CIDRs and security groups (by id).
+ */
+const ingressRuleSchema = z.strictObject({
+  protocol: z
+    .union([z.string(), z.number()])
+    .transform(String)
+    .pipe(
+      z
+        .string()
+        .regex(
+          /^(-1|tcp|udp|icmp|icmpv6|\d{1,3})$/,
+          "must be -1 (all), tcp, udp, icmp, icmpv6 or a protocol number",
+        ),
+    ),
+  fromPort: z.number().int().min(-1).max(65535).optional(),
+  toPort: z.number().int().min(-1).max(65535).optional(),
+  cidrs: z.array(cidr(4)).default([]),
+  ipv6Cidrs: z.array(cidr(6)).default([]),
+  groups: z.array(id("sg")).default([]),
+  description: z.string().max(255).optional(),
+});
+
 const worldObjectSchema = z.strictObject({
   region: z.string().regex(/^[a-z]{2}(-[a-z]+)+-\d+$/, "must be an AWS region such as us-east-1"),
   accountId: z
@@ -123,9 +148,25 @@ const worldObjectSchema = z.strictObject({
     ipv6Cidr: cidr(6).optional(),
     /** The id of the VPC's security group named `default`; default `sg-` and the VPC id's suffix. */
     defaultSecurityGroupId: id("sg").optional(),
+    /**
+     * The default group's inbound rules. Default: the one AWS gives it, all traffic from the group itself.
+     */
+    defaultSecurityGroupIngress: z.array(ingressRuleSchema).optional(),
   }),
-  /** Security groups beside the VPC's default one, for the ENIs' `securityGroups`. */
-  securityGroups: z.array(z.strictObject({ id: id("sg"), name: z.string().min(1).max(255) })).optional(),
+  /**
+   * Security groups beside the VPC's default one, for the ENIs' `securityGroups`. `ingress`: their inbound
+   * rules; default none, as a new group has.
+   */
+  securityGroups: z
+    .array(
+      z.strictObject({
+        id: id("sg"),
+        name: z.string().min(1).max(255),
+        description: z.string().max(255).optional(),
+        ingress: z.array(ingressRuleSchema).default([]),
+      }),
+    )
+    .optional(),
   subnets: z
     .array(
       z.strictObject({
@@ -201,6 +242,7 @@ const worldObjectSchema = z.strictObject({
 });
 
 type WorldShape = z.output<typeof worldObjectSchema>;
+export type IngressRule = z.output<typeof ingressRuleSchema>;
 
 type Problem = (path: (string | number)[], message: string) => void;
 
@@ -246,6 +288,30 @@ function checkSecurityGroups(world: WorldShape, problem: Problem): Set<string> {
     }
     ids.add(group.id);
     names.add(group.name);
+  });
+  const checkRules = (rules: readonly IngressRule[] | undefined, at: (string | number)[]): void => {
+    rules?.forEach((rule, r) => {
+      rule.groups.forEach((group, g) => {
+        if (!ids.has(group)) problem([...at, r, "groups", g], `unknown security group ${group}`);
+      });
+      const ported = rule.protocol === "tcp" || rule.protocol === "udp";
+      if (
+        ported &&
+        (rule.fromPort === undefined || rule.toPort === undefined || rule.fromPort > rule.toPort)
+      ) {
+        problem([...at, r], `a ${rule.protocol} rule needs fromPort and toPort, fromPort at most toPort`);
+      }
+      if (rule.protocol === "-1" && (rule.fromPort !== undefined || rule.toPort !== undefined)) {
+        problem([...at, r], "a rule for all protocols (-1) has no ports");
+      }
+      if (rule.cidrs.length + rule.ipv6Cidrs.length + rule.groups.length === 0) {
+        problem([...at, r], "a rule admits traffic from cidrs, ipv6Cidrs or groups: give at least one");
+      }
+    });
+  };
+  checkRules(world.vpc.defaultSecurityGroupIngress, ["vpc", "defaultSecurityGroupIngress"]);
+  world.securityGroups?.forEach((group, i) => {
+    checkRules(group.ingress, ["securityGroups", i, "ingress"]);
   });
   return ids;
 }

@@ -3,7 +3,15 @@ import type { InterfaceSelection } from "../interface-selector.js";
 import { anyCidrContains, canonicalCidr, family, hasHostBits, parseCidr, tryCanonical } from "../ip.js";
 import type { ElasticIpMapping } from "../types.js";
 import { LOG_LEVELS } from "./logger.js";
-import { field, loadSettings, type Setting, type SettingValues, settingError } from "./settings.js";
+import {
+  checkBackoffRange,
+  field,
+  listItems,
+  loadSettings,
+  type Setting,
+  type SettingValues,
+  settingError,
+} from "./settings.js";
 
 /** Why one item of IPMGR_ALLOWED_CIDRS is refused, with the fix; undefined when it is a pod range. */
 function cidrProblem(item: string): string | undefined {
@@ -40,24 +48,26 @@ function interfacePatternProblem(item: string): string | undefined {
   );
 }
 
-/** A comma-separated list of interface names and `prefix*` patterns. */
-const interfaceList = z.pipe(
-  z.string(),
-  z.transform((text, ctx) => {
-    const items = text
-      .split(",")
-      .map((x) => x.trim())
-      .filter((x) => x.length > 0);
-    for (const item of items) {
-      const problem = interfacePatternProblem(item);
-      if (problem !== undefined) {
-        ctx.issues.push({ input: text, code: "custom", message: problem });
+/** A comma-separated list of interface names and `prefix*` patterns; `emptyMeans` as in listItems. */
+const interfaceList = (emptyMeans: string) =>
+  z.pipe(
+    z.string(),
+    z.transform((text, ctx) => {
+      const items = listItems(text, "net1,net2 or net*", emptyMeans);
+      if (!Array.isArray(items)) {
+        ctx.issues.push({ input: text, code: "custom", message: items.problem });
         return z.NEVER;
       }
-    }
-    return items;
-  }),
-);
+      for (const item of items) {
+        const problem = interfacePatternProblem(item);
+        if (problem !== undefined) {
+          ctx.issues.push({ input: text, code: "custom", message: problem });
+          return z.NEVER;
+        }
+      }
+      return items;
+    }),
+  );
 
 /** AWS region names: us-east-1, eu-west-3, us-gov-west-1, cn-north-1, il-central-1, ... */
 const awsRegion = z
@@ -67,10 +77,8 @@ const awsRegion = z
 const cidrList = z.pipe(
   z.string(),
   z.transform((text, ctx) => {
-    const items = text
-      .split(",")
-      .map((x) => x.trim())
-      .filter((x) => x.length > 0);
+    const split = listItems(text, "198.51.100.64/27", "");
+    const items = Array.isArray(split) ? split : [];
     if (items.length === 0) {
       ctx.issues.push({
         input: text,
@@ -128,8 +136,9 @@ const elasticIpList = z.pipe(
       ctx.issues.push({ input: text, code: "custom", message });
       return z.NEVER;
     };
-    for (const item of text.split(",").map((x) => x.trim())) {
-      if (item === "") continue;
+    const items = listItems(text, ELASTIC_IP_EXAMPLE, "no Elastic IP follows an address");
+    if (!Array.isArray(items)) return fail(items.problem);
+    for (const item of items) {
       const mapping = elasticIpItem(item);
       if (typeof mapping === "string") return fail(mapping);
       const sameAddress = out.find((m) => m.address === mapping.address);
@@ -168,14 +177,14 @@ export const podSettings = {
     flag: "--interfaces",
     default: "",
     doc: "Comma-separated interface names to manage (a trailing * matches a prefix, e.g. net*). Empty: every interface not excluded.",
-    schema: interfaceList,
+    schema: interfaceList("every interface not excluded is managed"),
   }),
   excludeInterfaces: setting({
     env: "IPMGR_EXCLUDE_INTERFACES",
     flag: "--exclude-interfaces",
     default: "lo,eth0",
     doc: "Comma-separated interface names never managed (a trailing * matches a prefix). eth0 belongs to the VPC CNI. lo is never managed, whatever this says.",
-    schema: interfaceList,
+    schema: interfaceList("only lo is excluded"),
   }),
   addressSource: setting({
     env: "IPMGR_ADDRESS_SOURCE",
@@ -205,7 +214,7 @@ export const podSettings = {
     default: undefined,
     optional: true,
     doc: "EC2 endpoint URL, e.g. the simulator's. Unset: the SDK's regional endpoint (it also honours AWS_ENDPOINT_URL).",
-    schema: field.url(),
+    schema: field.url("https://ec2.us-east-1.amazonaws.com"),
   }),
   imdsEndpoint: setting({
     env: "AWS_EC2_METADATA_SERVICE_ENDPOINT",
@@ -213,7 +222,7 @@ export const podSettings = {
     default: undefined,
     optional: true,
     doc: "Instance metadata endpoint (IMDSv2). Unset: chosen by AWS_EC2_METADATA_SERVICE_ENDPOINT_MODE.",
-    schema: field.url(),
+    schema: field.url("http://169.254.169.254"),
   }),
   imdsEndpointMode: setting({
     env: "AWS_EC2_METADATA_SERVICE_ENDPOINT_MODE",
@@ -250,7 +259,7 @@ export const podSettings = {
     flag: "--ec2-retry-base-ms",
     default: "200",
     unit: "ms",
-    doc: "First backoff delay; doubles per attempt, with full jitter.",
+    doc: "First backoff delay; doubles per attempt, with full jitter. At most IPMGR_EC2_RETRY_MAX_MS.",
     schema: field.milliseconds(1, 60_000),
   }),
   ec2RetryMaxMs: setting({
@@ -420,8 +429,22 @@ export type PodConfig = SettingValues<typeof podSettings>;
 export type InitConfig = SettingValues<typeof initSettings>;
 export type SidecarConfig = SettingValues<typeof sidecarSettings>;
 
-/** Rules across settings. An Elastic IP can only follow an address multus-ipmgr moves. */
-function checkPodConfig(config: PodConfig, argv: readonly string[], env: NodeJS.ProcessEnv): void {
+/**
+ * Rules across settings: the first EC2 backoff delay is not above its cap, and an Elastic IP can only follow
+ * an address multus-ipmgr moves.
+ */
+export function checkPodConfig(
+  config: Pick<PodConfig, "elasticIps" | "allowedCidrs" | "ec2RetryBaseMs" | "ec2RetryMaxMs">,
+  argv: readonly string[],
+  env: NodeJS.ProcessEnv,
+): void {
+  checkBackoffRange(
+    podSettings.ec2RetryBaseMs,
+    podSettings.ec2RetryMaxMs,
+    { base: config.ec2RetryBaseMs, cap: config.ec2RetryMaxMs },
+    argv,
+    env,
+  );
   const outside = config.elasticIps.find((m) => !anyCidrContains(config.allowedCidrs, m.address));
   if (outside === undefined) return;
   throw settingError(
@@ -455,6 +478,8 @@ export function imdsEndpointOf(config: Pick<PodConfig, "imdsEndpoint" | "imdsEnd
   return config.imdsEndpoint ?? IMDS_ENDPOINT_BY_MODE[config.imdsEndpointMode];
 }
 
-export function interfaceSelection(config: PodConfig): InterfaceSelection {
+export function interfaceSelection(
+  config: Pick<PodConfig, "interfaces" | "excludeInterfaces">,
+): InterfaceSelection {
   return { include: config.interfaces, exclude: config.excludeInterfaces };
 }

@@ -2,6 +2,8 @@
 import * as z from "zod/mini";
 import { ConfigError } from "../errors/config-error.js";
 import { tryCanonical } from "../ip.js";
+import { misspellingOf } from "./known-variables.js";
+import { nearestName } from "./nearest-name.js";
 
 /**
  * One configuration value: read from an environment variable (the Kubernetes way), overridden by a flag.
@@ -29,9 +31,13 @@ export type SettingValues<S extends SettingTable> = {
   [K in keyof S]: S[K] extends Setting<infer T> ? (S[K]["optional"] extends true ? T | undefined : T) : never;
 };
 
-/** Splits `--name value` and `--name=value`; a bare `--name` followed by another flag means "true". */
-export function parseFlags(argv: readonly string[]): Map<string, string> {
-  const flags = new Map<string, string>();
+/**
+ * Splits `--name value` and `--name=value`. A flag with no value (last, or followed by another flag) maps
+ * to undefined: loadSettings takes it as "true" for a boolean (`--json`) and refuses it for any other
+ * setting, where it is a value forgotten, not the text "true".
+ */
+export function parseFlags(argv: readonly string[]): Map<string, string | undefined> {
+  const flags = new Map<string, string | undefined>();
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i] ?? "";
     if (!arg.startsWith("--")) {
@@ -48,7 +54,7 @@ export function parseFlags(argv: readonly string[]): Map<string, string> {
     }
     const next = argv[i + 1];
     if (next === undefined || next.startsWith("--")) {
-      flags.set(arg, "true");
+      flags.set(arg, undefined);
     } else {
       flags.set(arg, next);
       i++;
@@ -60,14 +66,16 @@ export function parseFlags(argv: readonly string[]): Map<string, string> {
 /** Where a setting's text comes from: its flag, else its variable, else its default; named as the user wrote it. */
 function sourceOf(
   setting: Setting<unknown>,
-  flags: ReadonlyMap<string, string>,
+  flags: ReadonlyMap<string, string | undefined>,
   env: Readonly<Record<string, string | undefined>>,
 ): { name: string; raw: string | undefined } {
-  const fromFlag = flags.get(setting.flag);
+  const given = flags.has(setting.flag);
+  // A bare flag reaches here only for a boolean (loadSettings refuses the others): it means true.
+  const fromFlag = given ? (flags.get(setting.flag) ?? "true") : undefined;
   const fromEnv = env[setting.env];
   const raw =
     fromFlag ?? (fromEnv === "" && setting.emptyIsValue !== true ? undefined : fromEnv) ?? setting.default;
-  return { name: fromFlag === undefined ? setting.env : setting.flag, raw };
+  return { name: given ? setting.flag : setting.env, raw };
 }
 
 /**
@@ -84,16 +92,56 @@ export function settingError<T>(
   return new ConfigError(name, raw, problemAndFix);
 }
 
+/**
+ * A first backoff delay above the cap of every delay, refused: the cap would silently win. Throws a
+ * ConfigError naming the base's flag or variable; `base` and `cap` are the two settings, `values` their
+ * loaded values.
+ */
+export function checkBackoffRange(
+  base: Setting<number>,
+  cap: Setting<number>,
+  values: { base: number; cap: number },
+  argv: readonly string[],
+  env: Readonly<Record<string, string | undefined>>,
+): void {
+  if (values.base <= values.cap) return;
+  throw settingError(
+    base,
+    argv,
+    env,
+    `must be at most ${cap.env} (${values.cap} ms), the cap of every backoff delay; lower it, or raise ${cap.env}`,
+  );
+}
+
+/** The fix for an unknown name: the nearest known one when there is one close enough, else where the list is. */
+function unknownFlagFix(flag: string, table: SettingTable): string {
+  const near = nearestName(
+    flag,
+    Object.values(table).map((s) => s.flag),
+  );
+  return near === undefined
+    ? "unknown flag; run with --help for the list"
+    : `unknown flag; did you mean ${near}? (--help lists them)`;
+}
+
 export function loadSettings<S extends SettingTable>(
   table: S,
   argv: readonly string[],
   env: Readonly<Record<string, string | undefined>>,
 ): SettingValues<S> {
   const flags = parseFlags(argv);
-  const known = new Set(Object.values(table).map((s) => s.flag));
-  for (const flag of flags.keys()) {
-    if (!known.has(flag))
-      throw new ConfigError(flag, flags.get(flag), "unknown flag; run with --help for the list");
+  const byFlag = new Map(Object.values(table).map((s) => [s.flag, s]));
+  for (const [flag, value] of flags) {
+    const setting = byFlag.get(flag);
+    if (setting === undefined) throw new ConfigError(flag, value, unknownFlagFix(flag, table));
+    if (value === undefined && !BOOLEANS.has(setting.schema)) {
+      const example = setting.default === undefined || setting.default === "" ? "VALUE" : setting.default;
+      throw new ConfigError(
+        flag,
+        undefined,
+        `given without a value; write ${flag}=${example} or ${flag} ${example} (the value follows the flag; see --help)`,
+      );
+    }
   }
   const out: Record<string, unknown> = {};
   for (const [key, setting] of Object.entries(table)) {
@@ -103,7 +151,9 @@ export function loadSettings<S extends SettingTable>(
         out[key] = undefined;
         continue;
       }
-      throw new ConfigError(setting.env, undefined, `required: ${setting.doc}`);
+      const misspelt = misspellingOf(setting.env, env);
+      const hint = misspelt === undefined ? "" : ` (${misspelt} is set: did you mean ${setting.env}?)`;
+      throw new ConfigError(setting.env, undefined, `required${hint}: ${setting.doc}`);
     }
     const parsed = setting.schema.safeParse(raw);
     if (!parsed.success) {
@@ -114,17 +164,85 @@ export function loadSettings<S extends SettingTable>(
   return out as SettingValues<S>;
 }
 
-/** The `--help` table: flag, variable, default and meaning of every setting. */
+/** The range a whole-number setting accepts (`field.milliseconds`, `field.integer`); undefined for others. */
+export function settingRange(setting: Setting<unknown>): { min: number; max: number } | undefined {
+  return RANGES.get(setting.schema);
+}
+
+/** "50 to 60000 ms", for help and README; undefined for a setting without a range. */
+export function rangeText(setting: Setting<unknown>): string | undefined {
+  const range = settingRange(setting);
+  if (range === undefined) return undefined;
+  return `${range.min} to ${range.max}${setting.unit === undefined ? "" : ` ${setting.unit}`}`;
+}
+
+/** Help lines are wrapped at this width (a terminal's 100 columns, as the usage text). */
+const HELP_WIDTH = 100;
+
+/** `text` as lines of at most `width` characters, each starting with `indent`; a longer word stays whole. */
+export function wrapText(text: string, indent: string, width = HELP_WIDTH): string {
+  const lines: string[] = [];
+  let line = "";
+  for (const word of text.split(/\s+/).filter((w) => w !== "")) {
+    if (line !== "" && indent.length + line.length + 1 + word.length > width) {
+      lines.push(indent + line);
+      line = word;
+    } else {
+      line = line === "" ? word : `${line} ${word}`;
+    }
+  }
+  if (line !== "") lines.push(indent + line);
+  return lines.join("\n");
+}
+
+/** The `--help` table: flag, variable, default, range and meaning of every setting, wrapped. */
 export function describeSettings(table: SettingTable): string {
   return Object.values(table)
     .map((s) => {
       const dflt =
         s.default === undefined ? (s.optional === true ? "(unset)" : "(required)") : s.default || '""';
-      const unit = s.unit === undefined ? "" : ` [${s.unit}]`;
-      return `  ${s.flag}  (${s.env}, default ${dflt})${unit}\n      ${s.doc}`;
+      const range = rangeText(s);
+      const unit = range !== undefined ? `, ${range}` : s.unit === undefined ? "" : `, in ${s.unit}`;
+      const details = `(${s.env}, default ${dflt}${unit})`;
+      const oneLine = `  ${s.flag}  ${details}`;
+      const head = oneLine.length <= HELP_WIDTH ? oneLine : `  ${s.flag}\n${wrapText(details, "      ")}`;
+      return `${head}\n${wrapText(s.doc, "      ")}`;
     })
     .join("\n");
 }
+
+/**
+ * The items of a comma-separated list, trimmed, empty ones dropped; or, for a text of separators and
+ * whitespace only (`" , "`), the sentence refusing it. An empty text is an empty list (the setting's
+ * "none"); one of separators only is a list whose items were lost (a template that filled nothing in), and
+ * taking it as empty would change what is managed. `example`: a list of the right kind; `emptyMeans`: what
+ * the empty value does.
+ */
+export function listItems(text: string, example: string, emptyMeans: string): string[] | { problem: string } {
+  const items = text
+    .split(",")
+    .map((x) => x.trim())
+    .filter((x) => x.length > 0);
+  if (items.length === 0 && text !== "") {
+    return {
+      problem: `holds only separators and no item; write the items, e.g. ${example}, or leave it empty (${emptyMeans})`,
+    };
+  }
+  return items;
+}
+
+/**
+ * A command's `--help`: its usage line, what it does (one paragraph, wrapped here), and its flags. Every
+ * line fits HELP_WIDTH columns, except a word longer than that.
+ */
+export function commandHelp(usage: string, about: string, table: SettingTable): string {
+  return `${usage}\n\n${wrapText(about, "")}\n\nflags (each also read from its environment variable):\n${describeSettings(table)}\n`;
+}
+
+/** Schemas of field.milliseconds and field.integer, with the range each accepts. */
+const RANGES = new WeakMap<object, { min: number; max: number }>();
+/** Schemas of field.boolean: their flags may stand alone, meaning true. */
+const BOOLEANS = new WeakSet<object>();
 
 // Field schemas, with messages that say what is expected.
 function wholeNumber(min: number, max: number, unit: string) {
@@ -147,26 +265,39 @@ function wholeNumber(min: number, max: number, unit: string) {
   );
 }
 
+function ranged<T extends object>(schema: T, min: number, max: number): T {
+  RANGES.set(schema, { min, max });
+  return schema;
+}
+
+function booleanSchema<T extends object>(schema: T): T {
+  BOOLEANS.add(schema);
+  return schema;
+}
+
 export const field = {
-  milliseconds: (min: number, max: number) => wholeNumber(min, max, "ms"),
-  integer: (min: number, max: number) => wholeNumber(min, max, ""),
+  milliseconds: (min: number, max: number) => ranged(wholeNumber(min, max, "ms"), min, max),
+  integer: (min: number, max: number) => ranged(wholeNumber(min, max, ""), min, max),
   boolean: () =>
-    z.pipe(
-      z.string(),
-      z.transform((s, ctx) => {
-        if (s === "true") return true;
-        if (s === "false") return false;
-        ctx.issues.push({ code: "custom", message: "expected true or false", input: s });
-        return z.NEVER;
-      }),
+    booleanSchema(
+      z.pipe(
+        z.string(),
+        z.transform((s, ctx) => {
+          if (s === "true") return true;
+          if (s === "false") return false;
+          ctx.issues.push({ code: "custom", message: "expected true or false", input: s });
+          return z.NEVER;
+        }),
+      ),
     ),
-  url: () =>
+  /** `example`: a URL of the kind the setting wants, for the message (an EC2 endpoint is not IMDS's). */
+  url: (example: string) =>
     z
       .string()
       .check(
         z.refine(
           (s) => URL.canParse(s) && /^https?:$/.test(new URL(s).protocol),
-          "expected an http:// or https:// URL, e.g. http://169.254.169.254",
+          `expected an http:// or https:// URL, e.g. ${example}`,
         ),
       ),
   enumOf: <const T extends readonly [string, ...string[]]>(values: T) =>

@@ -7,6 +7,7 @@ import { associateAddress } from "./associate-address.js";
 import { describeAddresses } from "./describe-addresses.js";
 import { describeInstances } from "./describe-instances.js";
 import { describeNetworkInterfaces } from "./describe-network-interfaces.js";
+import { describeSecurityGroups } from "./describe-security-groups.js";
 import { describeSubnets } from "./describe-subnets.js";
 import { disassociateAddress } from "./disassociate-address.js";
 import type { Ec2Handler } from "./ec2-context.js";
@@ -75,6 +76,11 @@ export const actions: Readonly<Record<string, ActionSpec>> = {
     bucket: describeBucket("DescribeInstances", "InstanceId"),
   },
   DescribeSubnets: { handler: describeSubnets, dryRun: true, bucket: fixed("DescribeSubnets", 100, 20) },
+  DescribeSecurityGroups: {
+    handler: describeSecurityGroups,
+    dryRun: true,
+    bucket: fixed("DescribeSecurityGroups", 100, 20),
+  },
   CreateSubnetCidrReservation: {
     handler: createSubnetCidrReservation,
     dryRun: true,

@@ -3,7 +3,7 @@
  * `tag:KEY`, aliases included ("You can also use availabilityZone as the filter name").
  *
  * Source: the doc comments on `Filters` of DescribeNetworkInterfacesRequest, DescribeSubnetsRequest and
- * DescribeInstancesRequest (and DescribeAddressesRequest) in @aws-sdk/client-ec2 3.914.0 (the version
+ * DescribeInstancesRequest (and DescribeAddressesRequest, DescribeSecurityGroupsRequest) in @aws-sdk/client-ec2 3.914.0 (the version
  * package.json pins, dist-types/models/models_3.d.ts to models_5.d.ts), the same text as the EC2 API Reference
  * pages API_DescribeNetworkInterfaces, API_DescribeSubnets, API_DescribeInstances and API_DescribeAddresses. DescribeNetworkInterfaces'
  * `availability-zone-id` is documented from @aws-sdk/client-ec2 3.1169.0 on; the lists are otherwise equal.
@@ -240,4 +240,32 @@ export const documentedAddressFilters: readonly string[] = [
   "public-ip",
   "tag:",
   "tag-key",
+];
+
+export const documentedSecurityGroupFilters: readonly string[] = [
+  "description",
+  "egress.ip-permission.cidr",
+  "egress.ip-permission.from-port",
+  "egress.ip-permission.group-id",
+  "egress.ip-permission.group-name",
+  "egress.ip-permission.ipv6-cidr",
+  "egress.ip-permission.prefix-list-id",
+  "egress.ip-permission.protocol",
+  "egress.ip-permission.to-port",
+  "egress.ip-permission.user-id",
+  "group-id",
+  "group-name",
+  "ip-permission.cidr",
+  "ip-permission.from-port",
+  "ip-permission.group-id",
+  "ip-permission.group-name",
+  "ip-permission.ipv6-cidr",
+  "ip-permission.prefix-list-id",
+  "ip-permission.protocol",
+  "ip-permission.to-port",
+  "ip-permission.user-id",
+  "owner-id",
+  "tag:",
+  "tag-key",
+  "vpc-id",
 ];
