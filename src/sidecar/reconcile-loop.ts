@@ -179,6 +179,12 @@ export class ReconcileLoop implements ProbeStatus {
     this.#wake?.abort();
   }
 
+  /** Reconcile at the next turn of the loop (releases carried over from a previous run wait there). */
+  requestReconcile(): void {
+    this.#reconcileNow = true;
+    this.#wake?.abort();
+  }
+
   /** Startup (init) placed these addresses: they count as held, so that losing one later is drift. */
   seed(plan: Plan): void {
     const held = new Set(plan.placements.map((p) => p.address));
@@ -391,7 +397,7 @@ export class ReconcileLoop implements ProbeStatus {
     );
     if (changeMs !== undefined) metrics.changeToAssigned(changeMs);
     for (const address of repairs) {
-      this.#episodes.repaired(address);
+      this.#episodes.repaired(address, acceptedAt);
       metrics.driftRepair();
     }
     if (mutatingCalls > 0) {
