@@ -86,7 +86,7 @@ describe.skipIf(unavailable !== undefined)("the sidecar's state file across a re
     await eventually(async () => !(await holds(l, ENI.node1A1, FLOAT4)), "released after the restart");
     await eventually(() => pendingIn(file)?.length === 0, "the state file emptied");
     expect(second.logged(/^releases left pending by the previous run/)).toMatchObject([
-      { releasing: [FLOAT4], carriedAgain: [] },
+      { releasing: [FLOAT4], onThePodAgain: [] },
     ]);
     expect((await l.eni(ENI.node1A1)).ipv4s).toEqual(["198.51.100.11", "198.51.100.70"]);
   });
@@ -100,7 +100,7 @@ describe.skipIf(unavailable !== undefined)("the sidecar's state file across a re
     await eventually(() => ready(l, "a"), "ready after the restart");
     await eventually(() => pendingIn(file)?.length === 0, "the state file emptied");
     expect(second.logged(/^releases left pending by the previous run/)).toMatchObject([
-      { releasing: [], carriedAgain: [FLOAT4] },
+      { releasing: [], onThePodAgain: [FLOAT4] },
     ]);
     // Well past the settle time, and a few drift checks: still ours, never unassigned.
     await new Promise((r) => setTimeout(r, 1_000));

@@ -226,10 +226,10 @@ export class Sidecar {
     const journal = this.#o.releaseJournal;
     if (journal === undefined) return [];
     const carried = this.watcher.carryOver(journal.pending);
-    const carriedAgain = journal.pending.filter((a) => !carried.includes(a));
+    const onThePodAgain = journal.pending.filter((a) => !carried.includes(a));
     if (journal.pending.length > 0) {
       this.#o.deps.logger.info(
-        { file: journal.journal.path, releasing: carried, carriedAgain },
+        { file: journal.journal.path, releasing: carried, onThePodAgain },
         "releases left pending by the previous run: made once settled, from our ENI only; none of an address the pod carries again",
       );
     }
