@@ -111,10 +111,10 @@ describe("DriftEpisodes", () => {
     expect(d.size).toBe(0);
   });
 
-  it("a rival gone quiet is corrected within 5 s once it has been quiet longer than its last interval", () => {
+  it("a rival gone quiet is corrected within one of its intervals once quiet longer than it: within 5 s for steals every 1 to 4 s", () => {
     fc.assert(
       fc.property(
-        fc.integer({ min: 1_000, max: 5_000 }),
+        fc.integer({ min: 1_000, max: 20_000 }),
         fc.integer({ min: 10_000, max: 120_000 }),
         fc.integer({ min: 0, max: 499 }),
         fc.double({ min: 0, max: 0.999, noNaN: true }),
@@ -142,7 +142,10 @@ describe("DriftEpisodes", () => {
           }
           // Quiet for longer than its interval from lastSteal + every: back within 5 s of that, plus one look.
           expect(back).toBeDefined();
-          expect((back ?? 0) - (lastSteal + every)).toBeLessThanOrEqual(5_500);
+          const late = (back ?? 0) - (lastSteal + every);
+          // Our looks come every 500 ms: the interval we measure is up to one look longer than the rival's.
+          expect(late).toBeLessThanOrEqual(every + 1_500);
+          if (every <= 4_000) expect(late).toBeLessThanOrEqual(5_500);
         },
       ),
     );
