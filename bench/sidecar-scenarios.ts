@@ -4,6 +4,10 @@
  * episode check, 250 ms release settle):
  * - split brain of 10 / 30 / 90 s (IPMGR_BENCH_SPLIT_SECONDS), then the side holding the address lets go
  *   (`ip addr del`): time until the survivor's ENI alone holds it, and the moves during the split brain;
+ * - a rival outside the pair (a stale script) assigns the address to node 2's ENI every
+ *   IPMGR_BENCH_STEAL_EVERY_MS (default 3000) for IPMGR_BENCH_STEAL_SECONDS (default 30), then stops: time
+ *   from the rival being quiet for longer than its interval (last steal + the interval) to A's ENI holding
+ *   the address again, and from the last steal;
  * - failover with EC2's reads lagging 2 s (simulator staleReadsMs), IPv4 then IPv6: `ip addr add` on the
  *   standby to the simulator recording the accepted assign, p50 of IPMGR_BENCH_LAG_MOVES (default 10) each;
  *   and over all those moves, the old holders' failed reconciles and their releases EC2 refused;
@@ -14,9 +18,9 @@
  * - a failover onto a full ENI (node 2's holds its primary, 8 other addresses and pod B's own): the EC2 calls
  *   over IPMGR_BENCH_FULL_SECONDS (default 90) after EC2's first refusal, then the time from `ip addr del` of
  *   pod B's own address (room made) to B's ENI holding the floating address.
- * IPMGR_BENCH_SCENARIOS (default `split,lag,outage,sigterm,full`) picks some of them.
+ * IPMGR_BENCH_SCENARIOS (default `split,quiet,lag,outage,sigterm,full`) picks some of them.
  */
-import { Lab, type SimCallView } from "../test/helpers/netns.js";
+import { ip, Lab, type SimCallView } from "../test/helpers/netns.js";
 import { ENI, floatingPairWorld, MAC, NODE1, NODE2 } from "../test/helpers/worlds.js";
 import { type BenchResult, percentile } from "./result.js";
 
@@ -29,7 +33,11 @@ const SPLITS = (process.env.IPMGR_BENCH_SPLIT_SECONDS ?? "10,30,90").split(",").
 const LAG_MOVES = Number(process.env.IPMGR_BENCH_LAG_MOVES ?? 10);
 const OUTAGE_SECONDS = Number(process.env.IPMGR_BENCH_OUTAGE_SECONDS ?? 120);
 const FULL_SECONDS = Number(process.env.IPMGR_BENCH_FULL_SECONDS ?? 90);
-const SCENARIOS = new Set((process.env.IPMGR_BENCH_SCENARIOS ?? "split,lag,outage,sigterm,full").split(","));
+const STEAL_EVERY_MS = Number(process.env.IPMGR_BENCH_STEAL_EVERY_MS ?? 3_000);
+const STEAL_SECONDS = Number(process.env.IPMGR_BENCH_STEAL_SECONDS ?? 30);
+const SCENARIOS = new Set(
+  (process.env.IPMGR_BENCH_SCENARIOS ?? "split,quiet,lag,outage,sigterm,full").split(","),
+);
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -133,6 +141,91 @@ async function splitBrain(seconds: number): Promise<BenchResult[]> {
         unit: "calls",
         target: seconds === 30 ? "<= 6" : "informational",
         ok: seconds !== 30 || moves <= 6,
+      },
+    ];
+  } finally {
+    await lab.close();
+  }
+}
+
+/**
+ * What a stale script (or an operator) outside the pair does: assign the address to `eniId` with
+ * AllowReassignment every `everyMs` for `seconds`, through the simulator's EC2, from the simulator's
+ * namespace as another node's tooling would. One process for the whole run, so that the cadence holds on a
+ * busy machine. Resolves with the clock time of the last steal EC2 accepted.
+ */
+async function stealRepeatedly(
+  lab: Lab,
+  address: string,
+  eniId: string,
+  everyMs: number,
+  seconds: number,
+): Promise<number> {
+  const script = `
+    const [endpoint, body, every, seconds] = process.argv.slice(1);
+    const stopAt = Date.now() + Number(seconds) * 1000;
+    let last = 0;
+    for (let next = Date.now(); next < stopAt; next += Number(every)) {
+      await new Promise((r) => setTimeout(r, Math.max(0, next - Date.now())));
+      const r = await fetch(endpoint, { method: "POST",
+        headers: { "content-type": "application/x-www-form-urlencoded" }, body });
+      if (!r.ok) { process.stderr.write(r.status + " " + (await r.text())); process.exit(1); }
+      last = Date.now();
+    }
+    process.stdout.write(String(last));`;
+  const body = new URLSearchParams({
+    Action: "AssignPrivateIpAddresses",
+    Version: "2016-11-15",
+    NetworkInterfaceId: eniId,
+    "PrivateIpAddress.1": address,
+    AllowReassignment: "true",
+  }).toString();
+  const out = await ip(
+    "netns",
+    "exec",
+    lab.simNs,
+    process.execPath,
+    "--input-type=module",
+    "-e",
+    script,
+    lab.sim.ec2,
+    body,
+    String(everyMs),
+    String(seconds),
+  );
+  return Number(out.trim());
+}
+
+/** A rival outside the pair steals the address every few seconds, then goes quiet: until A holds it again. */
+async function quietRival(): Promise<BenchResult[]> {
+  const { lab } = await pairLab(FLOAT4, 25);
+  try {
+    // B does not carry the address: its ENI is the rival's here, and B's sidecar leaves it alone.
+    const lastSteal = await stealRepeatedly(lab, FLOAT4, ENI_OF.b, STEAL_EVERY_MS, STEAL_SECONDS);
+    await until(
+      async () => {
+        const now = await holders(lab, FLOAT4);
+        return now.length === 1 && now[0] === "a";
+      },
+      "A holds the address again after the rival went quiet",
+      180_000,
+    );
+    const heldAt = Date.now();
+    const sinceQuiet = heldAt - (lastSteal + STEAL_EVERY_MS);
+    return [
+      {
+        name: `sidecar rival quiet → owner holds (steals every ${STEAL_EVERY_MS / 1000} s for ${STEAL_SECONDS} s): from quiet longer than its interval to A's ENI holding it`,
+        value: Math.max(0, sinceQuiet) / 1000,
+        unit: "s",
+        target: "<= 5 s",
+        ok: sinceQuiet <= 5_000,
+      },
+      {
+        name: "sidecar rival quiet: from the last steal to A's ENI holding it",
+        value: (heldAt - lastSteal) / 1000,
+        unit: "s",
+        target: "informational",
+        ok: true,
       },
     ];
   } finally {
@@ -335,6 +428,7 @@ async function failoverOntoFullEni(): Promise<BenchResult[]> {
 export async function benchSidecarScenarios(): Promise<BenchResult[]> {
   const results: BenchResult[] = [];
   if (SCENARIOS.has("split")) for (const seconds of SPLITS) results.push(...(await splitBrain(seconds)));
+  if (SCENARIOS.has("quiet")) results.push(...(await quietRival()));
   if (SCENARIOS.has("lag")) results.push(...(await lagging()));
   if (SCENARIOS.has("outage")) results.push(...(await outage()));
   if (SCENARIOS.has("sigterm")) {

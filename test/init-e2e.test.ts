@@ -306,6 +306,60 @@ describe.skipIf(unavailable !== undefined)("multus-ipmgr init in a pod namespace
     expect((await l.eni(ENI.node1A1)).ipv4s).not.toContain("198.51.100.41");
   });
 
+  it("exits 2 at once when the network-status file does not exist, naming it and the volume to add", async () => {
+    const l = await start(pod([{ name: "net1", mac: MAC.node1A1, addresses: ["198.51.100.40/26"] }]));
+    podinfo = makeTempDir("ipmgr-podinfo-");
+    const path = join(podinfo, "annotations");
+    // A wait longer than the test's own timeout: only an immediate refusal passes.
+    const result = await init({
+      IPMGR_ADDRESS_SOURCE: "network-status",
+      IPMGR_NETWORK_STATUS_FILE: path,
+      IPMGR_WAIT_FOR_ADDRESSES_MS: "600000",
+      IPMGR_TIMEOUT_MS: "900000",
+    });
+    expect(result.code).toBe(2);
+    expect(result.stderr).toBe(
+      `multus-ipmgr init: ${path}: the file does not exist, and the downward API writes it before any ` +
+        "container starts; add a downwardAPI volume with the item {path: annotations, fieldRef: {fieldPath: " +
+        `metadata.annotations}} and mount it at ${podinfo} (as examples/deployment-init-network-status.yaml ` +
+        "does), or point IPMGR_NETWORK_STATUS_FILE at the file where it is mounted, or set " +
+        "IPMGR_ADDRESS_SOURCE=interfaces\n",
+    );
+    expect(await l.calls()).toEqual([]);
+  });
+
+  it("skips a Multus network without addresses (no IPAM) or with a link-local one only, and assigns the rest", async () => {
+    const l = await start(
+      pod([
+        { name: "net1", mac: MAC.node1A1, addresses: ["198.51.100.40/26"] },
+        { name: "net2", mac: MAC.node1A1, addresses: ["fe80::2/64"] },
+      ]),
+    );
+    // net3 is an L2 attachment without an address: this pod's interface list does not even show it.
+    const path = annotationsFile([
+      { name: "cnf/ipvlan", interface: "net1", ips: ["198.51.100.40"], mac: MAC.node1A1 },
+      { name: "cnf/l2-link-local", interface: "net2", ips: ["fe80::2"], mac: MAC.node1A1 },
+      { name: "cnf/l2", interface: "net3", mac: "02:aa:00:00:0a:33" },
+    ]);
+    const result = await init({
+      IPMGR_ADDRESS_SOURCE: "network-status",
+      IPMGR_NETWORK_STATUS_FILE: path,
+      IPMGR_WAIT_FOR_ADDRESSES_MS: "600000",
+      IPMGR_TIMEOUT_MS: "900000",
+      IPMGR_LOG_LEVEL: "debug",
+    });
+    expect(result.code).toBe(0);
+    expect((await l.eni(ENI.node1A1)).ipv4s).toContain("198.51.100.40");
+    const skipped = result.stdout
+      .split("\n")
+      .filter((line) => line.includes("has no unicast address"))
+      .map((line) => JSON.parse(line) as { level: number; interface: string });
+    expect(skipped.map((line) => [line.level, line.interface])).toEqual([
+      [20, "net2"],
+      [20, "net3"],
+    ]);
+  });
+
   it("exits 2 with the variable's name when the configuration is bad", async () => {
     const l = await start(pod([{ name: "net1", mac: MAC.node1A1, addresses: ["198.51.100.40/26"] }]));
     const result = await l.run("pod", ["init"], l.env("pod", { IPMGR_ALLOWED_CIDRS: "pods" }));

@@ -1,5 +1,6 @@
 import { writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
+import { pino } from "pino";
 import { afterEach, describe, expect, it } from "vitest";
 import { NetworkStatusError } from "../src/eni/errors/network-status-error.js";
 import {
@@ -157,6 +158,38 @@ describe("Multus network-status", () => {
     expect(parseNetworkStatus(json, context())).toEqual([]);
   });
 
+  it.each<[string, unknown]>([
+    ["without ips (a network without IPAM, an L2 attachment)", { name: "cnf/l2", interface: "net3" }],
+    ["with an empty ips list", { name: "cnf/l2", interface: "net3", ips: [], mac: "02:aa:00:00:0a:03" }],
+    ["with a link-local IPv6 address only", { name: "cnf/l2", interface: "net3", ips: ["fe80::3/64"] }],
+    ["with a link-local IPv4 address only", { name: "cnf/l2", interface: "net1", ips: ["169.254.7.1"] }],
+  ])("skips an entry %s, on an interface the pod may not even list, and tells why", (_, l2) => {
+    const json = JSON.stringify([
+      { name: "cnf/ipvlan-a", interface: "net1", ips: ["198.51.100.70"], mac: "02:aa:00:00:0a:01" },
+      l2,
+    ]);
+    const skipped: unknown[] = [];
+    const interfaces = parseNetworkStatus(json, { ...context(), onSkipped: (e) => skipped.push(e) });
+    expect(interfaces).toEqual([{ name: "net1", mac: "02:aa:00:00:0a:01", addresses: ["198.51.100.70"] }]);
+    const entry = l2 as { interface: string; ips?: string[] };
+    expect(skipped).toEqual([
+      {
+        interfaceName: entry.interface,
+        entry: `network-status entry 1 ("cnf/l2", interface ${entry.interface})`,
+        addresses: (entry.ips ?? []).map((ip) => ip.split("/")[0]),
+      },
+    ]);
+  });
+
+  it("still refuses an address-less entry's bad address, and keeps a link-local address beside a unicast one", () => {
+    const bad = JSON.stringify([{ interface: "net3", ips: ["fe80::3", "nope"] }]);
+    expect(refusal(bad)).toContain('"ips" lists "nope", not an IP address');
+    const both = JSON.stringify([
+      { interface: "net1", mac: "02:aa:00:00:0a:01", ips: ["fe80::1", "198.51.100.70"] },
+    ]);
+    expect(parseNetworkStatus(both, context())[0]?.addresses).toEqual(["198.51.100.70", "fe80::1"]);
+  });
+
   it("refuses an entry naming an interface the pod does not have, naming it and the pod's interfaces", () => {
     const json = JSON.stringify([
       { name: "cnf/ipvlan-a", interface: "net3", ips: ["198.51.100.70"], mac: "02:aa:00:00:0a:01" },
@@ -207,10 +240,50 @@ describe("NetworkStatusSource", () => {
     );
   });
 
-  it("reports nothing yet while the file or its annotation is missing", async () => {
+  it("reports nothing yet while the annotation is missing from the file (kubelet refreshes it late)", async () => {
     const path = fileWith('kubernetes.io/config.seen="x"\n');
     expect(await new NetworkStatusSource(path, selection, () => localInterfaces).read()).toEqual([]);
-    const missing = new NetworkStatusSource(join(dir ?? "", "none"), selection, () => localInterfaces);
-    expect(await missing.read()).toEqual([]);
+  });
+
+  it("refuses at once a file that does not exist, naming it and the downward API volume to add (exit 2)", async () => {
+    dir = makeTempDir("ipmgr-podinfo-");
+    for (const path of [join(dir, "annotations"), join(dir, "podinfo", "annotations")]) {
+      const missing = new NetworkStatusSource(path, selection, () => localInterfaces);
+      const error = await missing.read().then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(error).toBeInstanceOf(NetworkStatusError);
+      expect((error as NetworkStatusError).exitCode).toBe(ExitCode.config);
+      expect((error as Error).message).toBe(
+        `${path}: the file does not exist, and the downward API writes it before any container starts; add a ` +
+          "downwardAPI volume with the item {path: annotations, fieldRef: {fieldPath: metadata.annotations}} and " +
+          `mount it at ${dirname(path)} (as examples/deployment-init-network-status.yaml does), or point ` +
+          "IPMGR_NETWORK_STATUS_FILE at the file where it is mounted, or set IPMGR_ADDRESS_SOURCE=interfaces",
+      );
+    }
+  });
+
+  it("says once at debug level which entries it skipped for want of an address, not at every read", async () => {
+    const status = JSON.stringify([
+      { name: "cnf/ipvlan-a", interface: "net1", ips: ["198.51.100.70"], mac: "02:aa:00:00:0a:01" },
+      { name: "cnf/l2", interface: "net3" },
+    ]);
+    const path = fileWith(`k8s.v1.cni.cncf.io/network-status=${JSON.stringify(status)}\n`);
+    const lines: Record<string, unknown>[] = [];
+    const logger = pino({ level: "debug" }, { write: (line: string) => lines.push(JSON.parse(line)) });
+    const source = new NetworkStatusSource(path, selection, () => localInterfaces, logger);
+    for (let i = 0; i < 3; i++) {
+      expect(await source.read()).toEqual([
+        { name: "net1", mac: "02:aa:00:00:0a:01", addresses: ["198.51.100.70"] },
+      ]);
+    }
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatchObject({
+      level: 20,
+      interface: "net3",
+      addresses: [],
+      msg: 'network-status entry 1 ("cnf/l2", interface net3) has no unicast address (a network without IPAM, or link-local only): nothing to assign, skipped',
+    });
   });
 });

@@ -4,13 +4,15 @@
  * this test creates; and the IPMGR_ADDRESS_EVENTS mode selection.
  */
 import type { ChildProcess } from "node:child_process";
-import { execFile } from "node:child_process";
+import { execFile, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { EventEmitter } from "node:events";
+import { constants, mkdirSync } from "node:fs";
+import { join } from "node:path";
 import { PassThrough } from "node:stream";
 import { promisify } from "node:util";
 import { afterEach, describe, expect, it } from "vitest";
-import { IpMonitor, type SpawnMonitor } from "../src/eni/address-events.js";
+import { explainSpawnError, IpMonitor, type SpawnMonitor } from "../src/eni/address-events.js";
 import { AddressEventsUnavailableError } from "../src/eni/errors/address-events-unavailable-error.js";
 import { ConfigError } from "../src/eni/errors/config-error.js";
 import { systemClock } from "../src/eni/process/clock.js";
@@ -19,8 +21,16 @@ import { FakeClock } from "./helpers/fake-clock.js";
 import { captureLogger, captureRawLogger, silentLogger } from "./helpers/loggers.js";
 import { flush } from "./helpers/manual-clock.js";
 import { labUnavailableReason, NS_PREFIX } from "./helpers/netns.js";
+import { makeTempDir, removeTempDir } from "./helpers/temp-dirs.js";
 
 const run = promisify(execFile);
+
+/**
+ * What spawn answers for a command that is not on PATH: ENOENT, or EACCES when an entry of PATH cannot be
+ * searched by this user (a normal user whose shell kept root's PATH); then the entry is named.
+ */
+const MISSING =
+  /spawn ipmgr-test-no-such-command (ENOENT|EACCES \(the PATH entr(y|ies) \S.* cannot be searched by this user \(uid \d+\)\))/;
 
 /** A stand-in for the `ip` child: the test writes its output and decides when and how it ends. */
 class FakeChild extends EventEmitter {
@@ -179,10 +189,81 @@ describe("IpMonitor with real processes", () => {
       (e: unknown) => e,
     );
     expect(error).toBeInstanceOf(AddressEventsUnavailableError);
-    expect((error as Error).message).toBe(
-      'cannot watch address events with "ipmgr-test-no-such-command monitor": spawn ipmgr-test-no-such-command ENOENT',
+    expect((error as Error).message).toMatch(
+      new RegExp(
+        `^cannot watch address events with "ipmgr-test-no-such-command monitor": ${MISSING.source}$`,
+      ),
     );
     expect(monitor.live).toBe(false);
+  });
+
+  it.skipIf(process.getuid?.() !== 0)(
+    "reports a command that PATH hides from this user as unavailable too (EACCES; spawned as nobody, so root only)",
+    async () => {
+      const dir = makeTempDir("ipmgr-path-");
+      try {
+        const locked = join(dir, "locked");
+        mkdirSync(locked, { mode: 0o700 });
+        const monitor = new IpMonitor({
+          clock: systemClock,
+          logger: silentLogger(),
+          command: ["ipmgr-test-no-such-command", "monitor"],
+          spawn: (file, args) =>
+            spawn(file, args, {
+              uid: 65534,
+              gid: 65534,
+              env: { PATH: locked },
+              stdio: ["ignore", "pipe", "pipe"],
+            }),
+        });
+        const error = await monitor.start().then(
+          () => undefined,
+          (e: unknown) => e,
+        );
+        expect(error).toBeInstanceOf(AddressEventsUnavailableError);
+        expect((error as AddressEventsUnavailableError).reason).toMatch(
+          /^spawn ipmgr-test-no-such-command EACCES/,
+        );
+        expect(monitor.live).toBe(false);
+      } finally {
+        removeTempDir(dir);
+      }
+    },
+  );
+});
+
+describe("explainSpawnError", () => {
+  const eacces = () => Object.assign(new Error("spawn ip EACCES"), { code: "EACCES" });
+  /** A file system where `/root/bin` cannot be searched and `/opt/bin/ip` exists but may not be run. */
+  const fs = (path: string, mode: number): boolean => {
+    if (path === "/root/bin") return false;
+    if (path === "/opt/bin/ip") return mode === constants.F_OK;
+    return !path.endsWith("/ip");
+  };
+  const uid = process.getuid?.();
+
+  it("names the PATH entry that could not be searched", () => {
+    const explained = explainSpawnError(eacces(), "ip", "/root/bin:/usr/local/bin:/usr/bin", fs);
+    expect(explained.message).toBe(
+      `spawn ip EACCES (the PATH entry /root/bin cannot be searched by this user (uid ${uid}))`,
+    );
+    expect((explained as NodeJS.ErrnoException).code).toBe("EACCES");
+    expect(explained.cause).toBeInstanceOf(Error);
+  });
+
+  it("names a command found on PATH that may not be run", () => {
+    expect(explainSpawnError(eacces(), "ip", "/usr/bin:/opt/bin", fs).message).toBe(
+      `spawn ip EACCES (/opt/bin/ip on PATH may not be run by this user (uid ${uid}))`,
+    );
+  });
+
+  it("leaves ENOENT, a command with a slash, and an EACCES it cannot explain as they are", () => {
+    const enoent = Object.assign(new Error("spawn ip ENOENT"), { code: "ENOENT" });
+    expect(explainSpawnError(enoent, "ip", "/root/bin", fs)).toBe(enoent);
+    const withSlash = eacces();
+    expect(explainSpawnError(withSlash, "/root/bin/ip", "/root/bin", fs)).toBe(withSlash);
+    const unexplained = eacces();
+    expect(explainSpawnError(unexplained, "ip", "/usr/bin", fs)).toBe(unexplained);
   });
 
   it("reports a monitor that exits during the warm-up as unavailable, with its stderr", async () => {
@@ -259,7 +340,9 @@ describe("startAddressEvents (IPMGR_ADDRESS_EVENTS)", () => {
     expect(events).toBeUndefined();
     expect(lines).toHaveLength(1);
     expect(lines[0]?.addressEvents).toBe("poll");
-    expect(String(lines[0]?.msg)).toMatch(/^watching pod addresses by polling every 50 ms: .*ENOENT/);
+    expect(String(lines[0]?.msg)).toMatch(
+      new RegExp(`^watching pod addresses by polling every 50 ms: .*${MISSING.source}`),
+    );
   });
 
   it("auto uses ip monitor when it runs, and logs the mode once", async () => {
@@ -299,8 +382,10 @@ describe("startAddressEvents (IPMGR_ADDRESS_EVENTS)", () => {
       (e: unknown) => e,
     );
     expect(error).toBeInstanceOf(ConfigError);
-    expect((error as ConfigError).message).toBe(
-      'IPMGR_ADDRESS_EVENTS="ip-monitor": cannot run "ipmgr-test-no-such-command" (spawn ipmgr-test-no-such-command ENOENT). Install iproute2 in the image, or set IPMGR_ADDRESS_EVENTS=auto to poll when it is missing',
+    expect((error as ConfigError).message).toMatch(
+      new RegExp(
+        `^IPMGR_ADDRESS_EVENTS="ip-monitor": cannot run "ipmgr-test-no-such-command" \\(${MISSING.source}\\)\\. Install iproute2 in the image, or set IPMGR_ADDRESS_EVENTS=auto to poll when it is missing$`,
+      ),
     );
   });
 

@@ -577,6 +577,31 @@ describe("the sidecar against the simulator", () => {
     await eventually(() => logged(a, /^reconcile works again/).length === 1, "recovery logged");
   });
 
+  it("says a denied release recovered only once EC2 accepts it, and logs the denial once with its count", async () => {
+    const s = await simulator();
+    const a = await startPod(s, NODE1, MAC.node1A1, ["198.51.100.70", FLOAT4], {
+      releaseRetryBackoff: { baseMs: 100, maxMs: 200 },
+    });
+    s.setFaults({ deny: ["UnassignPrivateIpAddresses"] });
+    a.interfaces.remove(FLOAT4);
+    // Between the release's tries, steps that do not try it work: none of them is a recovery.
+    await eventually(
+      async () => (await metric(a, 'multus_ipmgr_reconciles_total{outcome="error"}')) >= 4,
+      "four denied releases",
+    );
+    expect(holds(s, ENI.node1A1, FLOAT4)).toBe(true);
+    expect(logged(a, /^reconcile works again/)).toHaveLength(0);
+    const failed = logged(a, /^reconcile failed/);
+    expect(failed).toHaveLength(1);
+    expect(failed[0]).toMatchObject({ level: 40, failures: 1 });
+    s.setFaults({ deny: [] });
+    await eventually(() => !holds(s, ENI.node1A1, FLOAT4), "released once allowed");
+    await eventually(() => logged(a, /^reconcile works again/).length === 1, "recovery logged");
+    const denials = await metric(a, 'multus_ipmgr_reconciles_total{outcome="error"}');
+    expect(logged(a, /^reconcile works again/)[0]).toMatchObject({ failures: denials });
+    expect(logged(a, /^reconcile failed/)).toHaveLength(1);
+  });
+
   it("reports not ready until startup has assigned the addresses, then ready", async () => {
     const s = await simulator();
     s.setFaults({ ec2LatencyMs: 400 });

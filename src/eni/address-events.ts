@@ -1,4 +1,6 @@
 import { type ChildProcess, spawn } from "node:child_process";
+import { accessSync, constants } from "node:fs";
+import { delimiter, join } from "node:path";
 import { type BackoffPolicy, backoffDelay } from "./backoff.js";
 import { AddressEventsUnavailableError } from "./errors/address-events-unavailable-error.js";
 import { linkedAbort } from "./linked-abort.js";
@@ -71,6 +73,54 @@ interface Running {
 type Launch =
   | { readonly kind: "live"; readonly run: Running }
   | { readonly kind: "failed"; readonly ended: Ended };
+
+/** Whether this process may do `mode` (fs.constants) on `path`; tests inject the answers. */
+export type AccessCheck = (path: string, mode: number) => boolean;
+
+const access: AccessCheck = (path, mode) => {
+  try {
+    accessSync(path, mode);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+/**
+ * A spawn that failed with EACCES, told in full. A command named without a slash is searched on PATH, and
+ * an entry this user may not search (a normal user whose shell kept root's PATH, with /root/bin on it) is
+ * skipped; if the command is found nowhere else, spawn answers EACCES, not ENOENT, and names no directory.
+ * This names the entries that could not be searched, or the file found that may not be run. Other errors,
+ * and an EACCES with nothing to add, come back as they are.
+ */
+export function explainSpawnError(
+  error: Error,
+  file: string,
+  path: string = process.env.PATH ?? "",
+  canAccess: AccessCheck = access,
+): Error {
+  if ((error as NodeJS.ErrnoException).code !== "EACCES" || file.includes("/")) return error;
+  const entries = path.split(delimiter).filter((entry) => entry !== "");
+  const unsearchable = entries.filter((entry) => !canAccess(entry, constants.X_OK));
+  const notRunnable = entries.filter(
+    (entry) =>
+      canAccess(entry, constants.X_OK) &&
+      canAccess(join(entry, file), constants.F_OK) &&
+      !canAccess(join(entry, file), constants.X_OK),
+  );
+  const who = process.getuid === undefined ? "this user" : `this user (uid ${process.getuid()})`;
+  const parts = [
+    ...(unsearchable.length === 0
+      ? []
+      : [
+          `the PATH ${unsearchable.length === 1 ? "entry" : "entries"} ${unsearchable.join(", ")} cannot be searched by ${who}`,
+        ]),
+    ...notRunnable.map((entry) => `${join(entry, file)} on PATH may not be run by ${who}`),
+  ];
+  if (parts.length === 0) return error;
+  const explained = new Error(`${error.message} (${parts.join("; ")})`, { cause: error });
+  return Object.assign(explained, { code: "EACCES" });
+}
 
 const defaultSpawn: SpawnMonitor = (file, args) => spawn(file, args, { stdio: ["ignore", "pipe", "pipe"] });
 
@@ -210,10 +260,11 @@ export class IpMonitor implements AddressEvents {
   async #launch(): Promise<Launch> {
     const [file, ...args] = this.#command;
     let child: ChildProcess;
+    const explain = (error: unknown): Error => explainSpawnError(asError(error), file ?? "");
     try {
       child = this.#spawn(file ?? "", args);
     } catch (error) {
-      return { kind: "failed", ended: { code: null, signal: null, error: asError(error), stderr: "" } };
+      return { kind: "failed", ended: { code: null, signal: null, error: explain(error), stderr: "" } };
     }
     // Never what keeps node alive: an exit of the command for any other reason runs the exit hook.
     child.unref();
@@ -225,7 +276,7 @@ export class IpMonitor implements AddressEvents {
       // "close", not "exit": by then stderr has been read to the end, and it says why `ip` gave up.
       child.once("close", (code, signal) => resolve({ code, signal, error: undefined, stderr }));
       // A failed spawn (ENOENT, EACCES) or kill; node may or may not also emit "close".
-      child.on("error", (error) => resolve({ code: null, signal: null, error, stderr }));
+      child.on("error", (error) => resolve({ code: null, signal: null, error: explain(error), stderr }));
     });
     // Any output means "something changed": a chunk, not a parsed line, is the event (a line split across
     // two chunks costs one extra, coalesced read). No node:readline, which would be loaded for this alone.

@@ -56,6 +56,8 @@ interface Episode {
   repairAt: number | undefined;
   /** A repair was made for the current loss; the next observation tells whether it stuck. */
   repairing: boolean;
+  /** When EC2 accepted our last repair in this episode. */
+  repairedAt: number | undefined;
   driftReported: boolean;
 }
 
@@ -152,6 +154,7 @@ export class DriftEpisodes {
         rival: undefined,
         repairAt: undefined,
         repairing: false,
+        repairedAt: undefined,
         driftReported: false,
       };
       this.#episodes.set(address, episode);
@@ -179,8 +182,7 @@ export class DriftEpisodes {
       episode.driftReported = true;
       return { kind: "drift", episode: view(episode) };
     }
-    const pace = (from: number): number =>
-      from + backoffDelay(this.#rules.backoff, Math.max(1, episode.moves), this.#rules.random);
+    const pace = (from: number): number => this.#repairAt(episode, from);
     if (!episode.rivalCounted) {
       episode.rivalCounted = true;
       if (holder !== undefined) episode.moves += 1;
@@ -192,6 +194,23 @@ export class DriftEpisodes {
     if (holder === undefined || episode.rival !== undefined) return undefined;
     episode.rival = holder;
     return { kind: "conflict", episode: view(episode) };
+  }
+
+  /**
+   * When a repair against a rival may be made, the loss seen at `from`: after the backoff of the moves seen,
+   * or sooner once the rival has gone quiet. A rival that took the address back `interval` after our last
+   * repair, and has not moved it for that long again since its take, has stopped (a script that stole it
+   * every few seconds, an operator's one-off assign): the address is taken back once the rival has been
+   * quiet for twice that interval, instead of waiting out a backoff grown to 60 s while it was active.
+   * Two sidecars of a pair still back off: each waits out the other's last wait twice over, so the stretches
+   * between moves still double (1, 1, 2, 4, 8, 16 s at least: at most 6 moves in a 30 s split brain).
+   */
+  #repairAt(episode: Episode, from: number): number {
+    const paced = from + backoffDelay(this.#rules.backoff, Math.max(1, episode.moves), this.#rules.random);
+    if (episode.repairedAt === undefined || episode.lostAt === undefined) return paced;
+    // Never shorter than the backoff's base: a read lagging our repair is no rival taking it back at once.
+    const interval = Math.max(episode.lostAt - episode.repairedAt, this.#rules.backoff.baseMs);
+    return Math.min(paced, from + 2 * interval);
   }
 
   /** Addresses whose repair may not be made at `now`: a rival holds them and the backoff has not passed. */
@@ -221,13 +240,14 @@ export class DriftEpisodes {
     return episode.repairAt !== undefined && now >= episode.repairAt;
   }
 
-  /** EC2 accepted our repair of `address`: one more move. */
-  repaired(address: string): void {
+  /** EC2 accepted our repair of `address` at `now`: one more move. */
+  repaired(address: string, now: number): void {
     const episode = this.#episodes.get(address);
     if (episode === undefined || episode.lostAt === undefined) return;
     episode.moves += 1;
     episode.repairs += 1;
     episode.repairing = true;
+    episode.repairedAt = now;
   }
 
   /** Ends the episodes of addresses no longer configured here. */

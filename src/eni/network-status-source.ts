@@ -1,9 +1,11 @@
 import { readFile } from "node:fs";
 import { networkInterfaces } from "node:os";
+import { basename, dirname } from "node:path";
 import { NetworkStatusError } from "./errors/network-status-error.js";
 import type { InterfaceSelection } from "./interface-selector.js";
 import type { InterfaceSource } from "./interface-source.js";
-import { extractNetworkStatusJson, parseNetworkStatus } from "./network-status.js";
+import { extractNetworkStatusJson, parseNetworkStatus, type SkippedEntry } from "./network-status.js";
+import type { Logger } from "./process/logger.js";
 import type { PodInterface } from "./types.js";
 
 /**
@@ -26,23 +28,45 @@ function readText(path: string): Promise<string> {
 }
 
 /**
+ * The fix for a file that is not there. The kubelet writes a downward API volume's files before any container
+ * starts, so a missing file is never a matter of waiting: the volume, or its mount, is not where the setting
+ * says.
+ */
+function mountFix(path: string): string {
+  return (
+    `add a downwardAPI volume with the item {path: ${basename(path)}, fieldRef: {fieldPath: metadata.annotations}} ` +
+    `and mount it at ${dirname(path)} (as examples/deployment-init-network-status.yaml does), or point ` +
+    "IPMGR_NETWORK_STATUS_FILE at the file where it is mounted, or set IPMGR_ADDRESS_SOURCE=interfaces"
+  );
+}
+
+/**
  * Reads addresses from the Multus network-status annotation in a downward API file. Until the annotation
- * appears in the file, it reports no interfaces (callers wait, bounded).
+ * appears in the file, it reports no interfaces (callers wait, bounded). A file that does not exist is a
+ * configuration error at once.
  */
 export class NetworkStatusSource implements InterfaceSource {
   readonly #path: string;
   readonly #selection: InterfaceSelection;
   readonly #localInterfaceNames: () => ReadonlySet<string>;
+  readonly #logger: Logger | undefined;
+  /** The entries skipped at the last read, so that the debug line comes once per change, not once per read. */
+  #skippedKey = "";
 
-  /** `localInterfaceNames`: the pod's interfaces, checked against the file's (tests inject a set). */
+  /**
+   * `localInterfaceNames`: the pod's interfaces, checked against the file's (tests inject a set).
+   * `logger`: where skipped entries (no unicast address) are said, at debug level.
+   */
   constructor(
     path: string,
     selection: InterfaceSelection,
     localInterfaceNames: () => ReadonlySet<string> = osInterfaceNames,
+    logger?: Logger,
   ) {
     this.#path = path;
     this.#selection = selection;
     this.#localInterfaceNames = localInterfaceNames;
+    this.#logger = logger;
   }
 
   async read(): Promise<PodInterface[]> {
@@ -51,7 +75,14 @@ export class NetworkStatusSource implements InterfaceSource {
       text = await readText(this.#path);
     } catch (cause) {
       const code = (cause as NodeJS.ErrnoException).code;
-      if (code === "ENOENT") return [];
+      if (code === "ENOENT" || code === "ENOTDIR") {
+        throw new NetworkStatusError(
+          this.#path,
+          "the file does not exist, and the downward API writes it before any container starts",
+          mountFix(this.#path),
+          { cause },
+        );
+      }
       throw new NetworkStatusError(
         this.#path,
         `the file cannot be read (${code ?? String(cause)})`,
@@ -73,10 +104,23 @@ export class NetworkStatusSource implements InterfaceSource {
       );
     }
     if (json === undefined) return [];
-    return parseNetworkStatus(json, {
+    const skipped: SkippedEntry[] = [];
+    const interfaces = parseNetworkStatus(json, {
       selection: this.#selection,
       source: this.#path,
       localInterfaces: this.#localInterfaceNames(),
+      onSkipped: (entry) => skipped.push(entry),
     });
+    const key = skipped.map((e) => `${e.entry} ${e.addresses.join(" ")}`).join("\n");
+    if (key !== this.#skippedKey) {
+      this.#skippedKey = key;
+      for (const entry of skipped) {
+        this.#logger?.debug(
+          { file: this.#path, interface: entry.interfaceName, addresses: entry.addresses },
+          `${entry.entry} has no unicast address (a network without IPAM, or link-local only): nothing to assign, skipped`,
+        );
+      }
+    }
+    return interfaces;
   }
 }

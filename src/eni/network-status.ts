@@ -1,6 +1,6 @@
 import { NetworkStatusError } from "./errors/network-status-error.js";
 import { type InterfaceSelection, isManagedInterface } from "./interface-selector.js";
-import { compareAddresses, tryCanonical } from "./ip.js";
+import { addressKind, compareAddresses, tryCanonical } from "./ip.js";
 import type { PodInterface } from "./types.js";
 
 /** Current and pre-3.x annotation names written by Multus. */
@@ -96,11 +96,26 @@ export interface NetworkStatusContext {
   readonly source: string;
   /** Names of the interfaces this pod has (we run in its network namespace). */
   readonly localInterfaces: ReadonlySet<string>;
+  /** Told of each selected entry left out because it has no address EC2 could hold (see SkippedEntry). */
+  readonly onSkipped?: (skipped: SkippedEntry) => void;
+}
+
+/**
+ * A selected entry without a unicast address: Multus omits `ips` for a network without IPAM (an L2
+ * attachment), and an interface may carry only a link-local address. Nothing there needs EC2.
+ */
+export interface SkippedEntry {
+  readonly interfaceName: string;
+  /** `network-status entry 2 ("cnf/l2", interface net3)`. */
+  readonly entry: string;
+  /** What the entry lists (canonical), none of it unicast; empty when it lists nothing. */
+  readonly addresses: readonly string[];
 }
 
 /**
  * Parses the network-status JSON into pod interfaces. Entries without an interface name (the default
- * network, usually), entries marked default and interfaces not selected are left out. A selected entry
+ * network, usually), entries marked default and interfaces not selected are left out, and so are selected
+ * entries without a unicast address (an L2 attachment: `onSkipped` is told). A selected entry with one
  * must have a MAC (ENIs are matched by MAC) and name an interface this pod has: an address on an interface
  * the pod does not have is carried by nothing here, and the file is not this pod's.
  * @throws NetworkStatusError (exit 2), one sentence naming the entry, the field and the fix.
@@ -125,6 +140,27 @@ export function parseNetworkStatus(json: string, context: NetworkStatusContext):
   for (const [index, entry] of entries.entries()) {
     if (entry.interface === undefined || entry.interface === "" || entry.default === true) continue;
     if (!isManagedInterface(selection, entry.interface)) continue;
+    const addresses = new Set<string>();
+    for (const ip of entry.ips ?? []) {
+      const address = tryCanonical(ip.split("/")[0] ?? ip);
+      if (address === undefined) {
+        throw new NetworkStatusError(
+          source,
+          `${describeEntry(index, entry)}: "ips" lists ${JSON.stringify(ip)}, not an IP address`,
+          MALFORMED_FIX,
+        );
+      }
+      addresses.add(address);
+    }
+    // Before the checks below: an L2 attachment may have no MAC, and no address by which to find it here.
+    if (![...addresses].some((a) => addressKind(a) === "unicast")) {
+      context.onSkipped?.({
+        interfaceName: entry.interface,
+        entry: describeEntry(index, entry),
+        addresses: [...addresses].sort(compareAddresses),
+      });
+      continue;
+    }
     if (!localInterfaces.has(entry.interface)) {
       const here = [...localInterfaces].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)).join(", ");
       throw new NetworkStatusError(
@@ -142,18 +178,6 @@ export function parseNetworkStatus(json: string, context: NetworkStatusContext):
         "set IPMGR_ADDRESS_SOURCE=interfaces to read the MAC from the interface itself, " +
           "or exclude the interface with IPMGR_EXCLUDE_INTERFACES",
       );
-    }
-    const addresses = new Set<string>();
-    for (const ip of entry.ips ?? []) {
-      const address = tryCanonical(ip.split("/")[0] ?? ip);
-      if (address === undefined) {
-        throw new NetworkStatusError(
-          source,
-          `${describeEntry(index, entry)}: "ips" lists ${JSON.stringify(ip)}, not an IP address`,
-          MALFORMED_FIX,
-        );
-      }
-      addresses.add(address);
     }
     result.push({
       name: entry.interface,

@@ -74,7 +74,7 @@ export function buildPodDeps(
   const selection = interfaceSelection(config);
   const interfaces =
     config.addressSource === "network-status"
-      ? new NetworkStatusSource(config.networkStatusFile, selection)
+      ? new NetworkStatusSource(config.networkStatusFile, selection, undefined, logger)
       : new OsInterfaceSource(selection);
   return { imds, ec2, interfaces, clock: systemClock, logger };
 }

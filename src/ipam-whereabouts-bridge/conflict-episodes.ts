@@ -179,7 +179,7 @@ export class ConflictEpisodes {
   assigned(eniId: string, addresses: readonly string[], now: number): void {
     for (const address of addresses) {
       const key = keyOf(eniId, address);
-      if (this.#episodes.repairDue(key, now)) this.#episodes.repaired(key);
+      if (this.#episodes.repairDue(key, now)) this.#episodes.repaired(key, now);
       this.#held.add(key);
     }
   }

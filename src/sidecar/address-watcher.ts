@@ -39,6 +39,11 @@ export interface AddressWatcherOptions {
    * the last read, a poll skips the full read. It must change whenever the source's answer may have.
    */
   readonly fingerprint?: () => string;
+  /**
+   * Told the released addresses whenever they change (IPMGR_STATE_FILE keeps them across a container
+   * restart). It must not throw.
+   */
+  readonly onReleasedChange?: (released: ReadonlySet<string>) => void;
 }
 
 /** One coalesced change, reported to the listener. */
@@ -91,6 +96,7 @@ export class AddressWatcher {
   readonly #settleMs: number;
   readonly #maxCoalesceMs: number;
   readonly #fingerprint: (() => string) | undefined;
+  readonly #onReleasedChange: ((released: ReadonlySet<string>) => void) | undefined;
   #lastFingerprint: string | undefined;
   #snapshot: readonly PodInterface[] = [];
   /** Reads begun so far, and which of them #snapshot came from: a read older than that is never reported. */
@@ -118,6 +124,7 @@ export class AddressWatcher {
     this.#settleMs = options.settleMs ?? DEFAULT_SETTLE_MS;
     this.#maxCoalesceMs = options.maxCoalesceMs ?? DEFAULT_MAX_COALESCE_MS;
     this.#fingerprint = options.fingerprint;
+    this.#onReleasedChange = options.onReleasedChange;
   }
 
   /** The poll period in effect now, in ms: the events' fallback period while they are live. */
@@ -166,9 +173,27 @@ export class AddressWatcher {
    * again) has a newer generation and stays.
    */
   acknowledgeReleased(token: ReleasedToken): void {
+    let changed = false;
     for (const [address, generation] of token) {
-      if (this.#released.get(address) === generation) this.#released.delete(address);
+      if (this.#released.get(address) !== generation) continue;
+      this.#released.delete(address);
+      changed = true;
     }
+    if (changed) this.#onReleasedChange?.(new Set(this.#released.keys()));
+  }
+
+  /**
+   * Addresses a previous run of this sidecar saw leave and had not released (IPMGR_STATE_FILE): released
+   * from now on like any other, unless the pod's interfaces carry them (the last snapshot, so call this after
+   * start()). Returns those taken; the others are forgotten.
+   */
+  carryOver(addresses: readonly string[]): string[] {
+    const present = addressesOf(this.#snapshot);
+    const taken = addresses.filter((a) => !present.has(a) && !this.#released.has(a));
+    this.#generation += 1;
+    for (const address of taken) this.#released.set(address, this.#generation);
+    this.#onReleasedChange?.(new Set(this.#released.keys()));
+    return taken;
   }
 
   /**
@@ -296,7 +321,9 @@ export class AddressWatcher {
     this.#generation += 1;
     const next = new Map<string, number>();
     for (const address of released) next.set(address, this.#released.get(address) ?? this.#generation);
+    const changed = next.size !== this.#released.size || [...next.keys()].some((a) => !this.#released.has(a));
     this.#released = next;
+    if (changed) this.#onReleasedChange?.(new Set(next.keys()));
     this.#snapshot = snapshot;
     this.#snapshotRead = read.seq;
     this.#key = key;

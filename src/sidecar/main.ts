@@ -11,6 +11,7 @@ import { fullCollector } from "../eni/process/v8-footprint.js";
 import { startAddressEvents } from "./address-events-mode.js";
 import { SidecarMetrics } from "./metrics.js";
 import { osInterfacesFingerprint } from "./os-fingerprint.js";
+import { ReleaseJournal } from "./release-journal.js";
 import { Sidecar } from "./sidecar.js";
 
 const settings = sidecarSettings;
@@ -41,6 +42,9 @@ export async function main(argv: readonly string[]): Promise<number> {
     const log = createLogger(config.logLevel, { command: "sidecar" });
     run.logger = log;
     warnUnknownVariables(process.env, (fields, message) => log.warn(fields, message));
+    // Before anything starts: a state file whose volume is missing is a configuration error (exit 2).
+    const releaseJournal =
+      config.stateFile === undefined ? undefined : ReleaseJournal.open(config.stateFile, log);
     const metrics = new SidecarMetrics();
     const idleCollect = fullCollector();
     // Aborted when the shutdown grace runs out: cuts the EC2 and IMDS calls in flight, and their retries.
@@ -73,6 +77,7 @@ export async function main(argv: readonly string[]): Promise<number> {
       http: { host: config.httpHost, port: config.httpPort },
       ...(config.addressSource === "interfaces" ? { fingerprint: osInterfacesFingerprint() } : {}),
       elasticIps: config.elasticIps,
+      ...(releaseJournal === undefined ? {} : { releaseJournal }),
     });
     sidecar = current;
     addressEvents = undefined; // the sidecar owns it now

@@ -92,6 +92,12 @@ export class PendingReleases {
     return done;
   }
 
+  /** Whether the release of `address` is still to be made: waiting to settle, or to be tried again. */
+  has(address: string): boolean {
+    const wanted = canonical(address);
+    return [...this.#goneSince.keys(), ...this.#refused.keys()].some((a) => canonical(a) === wanted);
+  }
+
   /** How many times in a row EC2 refused to release `address` (0 when it did not). */
   refusals(address: string): number {
     const key = [...this.#refused.keys()].find((a) => canonical(a) === canonical(address));

@@ -22,6 +22,7 @@ import type { ElasticIpFollower } from "./elastic-ip-follower.js";
 import type { SidecarMetrics } from "./metrics.js";
 import { PendingReleases, RELEASE_REFUSALS_BEFORE_WARNING } from "./pending-releases.js";
 import { type ReadinessView, readinessOf } from "./readiness.js";
+import { ReconcileFailures } from "./reconcile-failures.js";
 
 /** 1 s doubling to 60 s: drift repairs and failed reconciles. */
 const DEFAULT_BACKOFF: BackoffPolicy = { baseMs: 1_000, maxMs: 60_000 };
@@ -139,8 +140,10 @@ export class ReconcileLoop implements ProbeStatus {
 
   #failures = 0;
   #retryAt: number | undefined;
-  #failureKey: string | undefined;
-  #lastFailure: string | undefined;
+  /** The failure logged, open until what failed is done: not merely until the next step works. */
+  readonly #failureLog = new ReconcileFailures();
+  /** Addresses of the actions EC2 refused in the step in progress (set before it throws). */
+  #stepFailedAddresses: readonly string[] = [];
   #observeFailureKey: string | undefined;
   #holderFailureKey: string | undefined;
   #refusalKey = "";
@@ -173,6 +176,12 @@ export class ReconcileLoop implements ProbeStatus {
   notifyChange(detectedAt: number): void {
     this.#changePending = true;
     this.#changeTiming.seen(detectedAt);
+    this.#wake?.abort();
+  }
+
+  /** Reconcile at the next turn of the loop (releases carried over from a previous run wait there). */
+  requestReconcile(): void {
+    this.#reconcileNow = true;
     this.#wake?.abort();
   }
 
@@ -283,6 +292,7 @@ export class ReconcileLoop implements ProbeStatus {
     const measuredFrom = this.#changeTiming.stepStarts();
     this.#changePending = false;
     this.#reconcileNow = false;
+    this.#stepFailedAddresses = [];
     try {
       await this.#reconcile(signal, measuredFrom);
     } catch (error) {
@@ -292,24 +302,30 @@ export class ReconcileLoop implements ProbeStatus {
       const delay = backoffDelay(this.#failureBackoff, this.#failures, this.#random);
       this.#retryAt = clock.now() + delay;
       this.#o.metrics.reconcile("error");
-      this.#lastFailure = describeError(error);
-      const key = error instanceof Ec2Error ? `${error.operation}:${error.code}` : this.#lastFailure;
-      if (key !== this.#failureKey) {
-        this.#failureKey = key;
-        logger.error(
-          { err: error, failures: this.#failures, retryInMs: delay },
+      const description = describeError(error);
+      const key = error instanceof Ec2Error ? `${error.operation}:${error.code}` : description;
+      const failed = this.#failureLog.failed(key, description, this.#stepFailedAddresses);
+      if (failed.log) {
+        logger.warn(
+          {
+            err: error,
+            failures: failed.count,
+            retryInMs: delay,
+            ...(failed.previous === undefined
+              ? {}
+              : { previousError: failed.previous.description, previousFailures: failed.previous.count }),
+          },
           "reconcile failed; retrying with backoff (logged again only if the error changes)",
         );
       }
       return;
     }
-    if (this.#failures > 0) {
-      logger.info({ failures: this.#failures }, "reconcile works again");
+    const recovered = this.#failureLog.succeeded((address) => this.#outstanding(address));
+    if (recovered !== undefined) {
+      logger.info({ failures: recovered.count, error: recovered.description }, "reconcile works again");
     }
     this.#failures = 0;
     this.#retryAt = undefined;
-    this.#failureKey = undefined;
-    this.#lastFailure = undefined;
     const now = clock.now();
     this.#nextResyncAt = now + this.#o.resyncIntervalMs;
     this.#scheduleDriftCheck(now);
@@ -366,6 +382,7 @@ export class ReconcileLoop implements ProbeStatus {
       // One refused action must not keep the others unrouted: they were all tried, and what EC2 accepted stays
       // done. The step fails on the first refusal; the failure backoff retries it. Releases done are forgotten,
       // a failed release is kept for a later try.
+      this.#stepFailedAddresses = failures.flatMap((f) => f.action.addresses);
       const notReleased = failures.filter((f) => isRelease(f.action)).flatMap((f) => f.action.addresses);
       watcher.acknowledgeReleased(
         this.#releases.acted(token, released, [...refusedReleases, ...notReleased], deps.clock.now()),
@@ -380,7 +397,7 @@ export class ReconcileLoop implements ProbeStatus {
     );
     if (changeMs !== undefined) metrics.changeToAssigned(changeMs);
     for (const address of repairs) {
-      this.#episodes.repaired(address);
+      this.#episodes.repaired(address, acceptedAt);
       metrics.driftRepair();
     }
     if (mutatingCalls > 0) {
@@ -417,6 +434,19 @@ export class ReconcileLoop implements ProbeStatus {
     this.#setView({ plan: offline, present, held, observedAt: confirmedAt });
     metrics.reconcile(mutatingCalls > 0 ? "applied" : "noop");
     if (mutatingCalls > 0) this.#o.onWork?.();
+  }
+
+  /**
+   * Whether what a failed step tried on `address` is still to be done, after a step that worked: a release
+   * still pending, or an address configured here that our ENI does not hold (refused up front since, or held
+   * back). One that left the interface, or whose release is done or moot, is not.
+   */
+  #outstanding(address: string): boolean {
+    if (this.#releases.has(address)) return true;
+    const view = this.#view;
+    if (view === undefined) return false;
+    if (view.plan.refusals.some((r) => r.address === address)) return true;
+    return view.plan.placements.some((p) => p.address === address) && !view.held.has(address);
   }
 
   /** Observes; asks for a reconcile when something is out of place and may be repaired now. */
@@ -660,7 +690,9 @@ export class ReconcileLoop implements ProbeStatus {
     return {
       ok: true,
       lines:
-        this.#failures > 0 ? [`${this.#failures} failed reconcile(s) in a row: ${this.#lastFailure}`] : [],
+        this.#failures > 0
+          ? [`${this.#failures} failed reconcile(s) in a row: ${this.#failureLog.open?.description}`]
+          : [],
     };
   }
 
@@ -673,7 +705,7 @@ export class ReconcileLoop implements ProbeStatus {
       maxAgeMs: this.#o.driftCheckIntervalMs,
       configured: this.#o.watcher.snapshot(),
       episodes: this.#episodes,
-      lastFailure: this.#lastFailure,
+      lastFailure: this.#failureLog.open?.description,
     });
     const elasticIps = this.#o.elasticIps?.readiness(now);
     if (elasticIps === undefined) return addresses;

@@ -9,6 +9,7 @@ import { ElasticIpFollower } from "./elastic-ip-follower.js";
 import { IdleCollector } from "./idle-collector.js";
 import type { SidecarMetrics } from "./metrics.js";
 import { ReconcileLoop } from "./reconcile-loop.js";
+import type { ReleaseJournal } from "./release-journal.js";
 
 export interface SidecarOptions {
   readonly deps: ReconcileDeps;
@@ -62,6 +63,11 @@ export interface SidecarOptions {
   /** Pacing of Elastic IP re-checks and repeated associations; default 1 s doubling to 30 s. */
   readonly elasticIpBackoff?: BackoffPolicy;
   /**
+   * IPMGR_STATE_FILE: where pending releases are kept across a container restart, with what the previous
+   * run left pending (released at start unless the pod carries them again). Undefined: none kept.
+   */
+  readonly releaseJournal?: { readonly journal: ReleaseJournal; readonly pending: readonly string[] };
+  /**
    * Load the EC2 SDK right after startup rather than on the first EC2 call, so that the first failover does
    * not pay for parsing it (about 100 ms). Default true.
    */
@@ -108,6 +114,9 @@ export class Sidecar {
       ...(options.settleMs === undefined ? {} : { settleMs: options.settleMs }),
       ...(options.maxCoalesceMs === undefined ? {} : { maxCoalesceMs: options.maxCoalesceMs }),
       ...(options.fingerprint === undefined ? {} : { fingerprint: options.fingerprint }),
+      ...(options.releaseJournal === undefined
+        ? {}
+        : { onReleasedChange: (released) => options.releaseJournal?.journal.save(released) }),
     });
     // Every read of the interfaces in this process is the watcher's too: an address that startup, a drift
     // check or a resync read and assigned is one the watcher saw, and released once it is gone.
@@ -188,6 +197,7 @@ export class Sidecar {
     const deps = this.#deps;
     const signal = this.#stop.signal;
     await this.watcher.start((change) => this.loop.notifyChange(change.detectedAt));
+    const carried = this.#carryOverReleases();
     let init: Awaited<ReturnType<typeof runInit>>;
     try {
       init = await runInit(deps, {
@@ -206,8 +216,24 @@ export class Sidecar {
     }
     this.#initPlan = init.plan;
     this.loop.seed(init.plan);
+    if (carried.length > 0) this.loop.requestReconcile();
     if (this.#o.preloadEc2 ?? true) this.#preloadEc2();
     await this.loop.run(signal);
+  }
+
+  /** The releases a previous run of this container left pending (IPMGR_STATE_FILE), handed to the watcher. */
+  #carryOverReleases(): string[] {
+    const journal = this.#o.releaseJournal;
+    if (journal === undefined) return [];
+    const carried = this.watcher.carryOver(journal.pending);
+    const onThePodAgain = journal.pending.filter((a) => !carried.includes(a));
+    if (journal.pending.length > 0) {
+      this.#o.deps.logger.info(
+        { file: journal.journal.path, releasing: carried, onThePodAgain },
+        "releases left pending by the previous run: made once settled, from our ENI only; none of an address the pod carries again",
+      );
+    }
+    return carried;
   }
 
   #preloadEc2(): void {

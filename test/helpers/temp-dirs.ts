@@ -15,6 +15,8 @@ export const TEMP_DIR_PREFIXES = [
   "ipmgr-cli-",
   "ipmgr-sysfs-",
   "ipmgr-kube-",
+  "ipmgr-path-",
+  "ipmgr-state-",
 ] as const;
 export type TempDirPrefix = (typeof TEMP_DIR_PREFIXES)[number];
 

@@ -386,6 +386,14 @@ export const sidecarSettings = {
     doc: "How long an address must stay off our interfaces before it is released, so that a bounce (removed and added back) keeps it routed. A standby taking it over never waits for this.",
     schema: field.milliseconds(0, 60_000),
   }),
+  stateFile: setting({
+    env: "IPMGR_STATE_FILE",
+    flag: "--state-file",
+    default: undefined,
+    optional: true,
+    doc: "File in which the sidecar keeps the releases it has not made yet, on a volume that survives a container restart (an emptyDir): a sidecar killed inside the settle window makes them when it starts again. Unset: none kept.",
+    schema: field.text(),
+  }),
   episodeCheckIntervalMs: setting({
     env: "IPMGR_EPISODE_CHECK_INTERVAL_MS",
     flag: "--episode-check-interval-ms",
