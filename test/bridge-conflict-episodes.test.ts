@@ -42,7 +42,7 @@ describe("ConflictEpisodes", () => {
     expect(e.conflicts(0)).toEqual([]);
   });
 
-  it("reports another ENI taking back an address ours held as a conflict, and paces the repairs 1 s, 4 s, 16 s", () => {
+  it("reports another ENI taking back an address ours held as a conflict, and paces the repairs by the backoff, or sooner once the rival has been quiet for twice its last interval", () => {
     const e = episodes();
     expect(look(e, 0, "ours")).toBe(true);
     // Taken back: held back for 1 s (one move), reported with the fix.
@@ -56,17 +56,18 @@ describe("ConflictEpisodes", () => {
     ]);
     expect(look(e, 1_100, RIVAL)).toBe(true);
     e.assigned(OURS, [ADDRESS], 1_100);
-    // Our repair held, then taken again: three moves, 4 s.
+    // Our repair held, then taken again 0.9 s after it: three moves, 4 s of backoff, but the rival's last
+    // interval (at least the backoff's 1 s base) twice over comes first: 2 s.
     expect(look(e, 1_200, "ours")).toBe(true);
     expect(look(e, 2_000, RIVAL)).toBe(false);
-    expect(look(e, 5_900, RIVAL)).toBe(false);
-    expect(look(e, 6_000, RIVAL)).toBe(true);
-    e.assigned(OURS, [ADDRESS], 6_000);
-    // Taken again before IMDS showed our repair: five moves, 16 s.
+    expect(look(e, 3_900, RIVAL)).toBe(false);
+    expect(look(e, 4_000, RIVAL)).toBe(true);
+    e.assigned(OURS, [ADDRESS], 4_000);
+    // Taken again 2.5 s after our repair: five moves, 16 s of backoff, or 5 s once the rival stays quiet.
     expect(look(e, 6_500, RIVAL)).toBe(false);
-    expect(look(e, 22_400, RIVAL)).toBe(false);
-    expect(look(e, 22_500, RIVAL)).toBe(true);
-    expect(e.conflicts(22_500)).toHaveLength(1);
+    expect(look(e, 11_400, RIVAL)).toBe(false);
+    expect(look(e, 11_500, RIVAL)).toBe(true);
+    expect(e.conflicts(11_500)).toHaveLength(1);
   });
 
   it("repairs at once an address that no ENI holds any more, without a conflict", () => {

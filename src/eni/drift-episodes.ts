@@ -81,7 +81,8 @@ function view(e: Episode): EpisodeView {
  * The backoff paces repairs only against a rival that holds the address (split brain: another pod claims
  * it): the repair waits from the moment the loss was seen, by the backoff of the moves seen so far in the
  * episode. Every move counts, the rival's takes and our repairs, so two sidecars that both claim an address
- * wait 1 s, 4 s, 16 s, 60 s... between their own repairs: the pair converges on one holder for longer and
+ * wait 1 s, 4 s, 16 s, 60 s... between their own repairs (or twice the rival's last interval once it is
+ * quiet, see #repairAt: the stretches still double): the pair converges on one holder for longer and
  * longer stretches instead of trading the address in lockstep. An address that no ENI holds is repaired at
  * once, whatever the episode's history: nothing is fought over, and the address must be routed.
  * A holder that could not be read is treated as a rival, the cautious side.

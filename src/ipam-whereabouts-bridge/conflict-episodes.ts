@@ -6,7 +6,8 @@
  * assign that EC2 accepted) and holds no more, while another ENI does (one EC2 read, only for the addresses
  * lost). It is reported as a conflict (Event on the pod, metric, /readyz) on each node that sees it, and
  * taken back paced by the sidecar's drift episodes (src/eni/drift-episodes.ts): 1 s, 4 s, 16 s, up to 60 s
- * between repairs as the moves add up, at once when no ENI holds it. Pure state and one EC2 read; time comes
+ * between repairs as the moves add up, sooner once the other side has been quiet for twice its last
+ * interval, at once when no ENI holds it. Pure state and one EC2 read; time comes
  * in as arguments.
  */
 import type { BackoffPolicy } from "../eni/backoff.js";
