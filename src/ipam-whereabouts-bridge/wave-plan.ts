@@ -17,7 +17,7 @@
 import { compareAddresses } from "../eni/ip.js";
 import { isMove } from "../eni/plan-actions.js";
 import type { EniState, Placement, Plan, PlanAction } from "../eni/types.js";
-import type { PodRef, Release } from "./desired-state.js";
+import type { Release } from "./desired-state.js";
 
 export type BridgeRefusalReason =
   | "outside-allowed-cidrs"
@@ -281,17 +281,4 @@ export function overlayRecent(
     still.push(change);
   }
   return { enis: corrected, recent: still };
-}
-
-/** The pods a placement or refusal is about, by interface name. */
-export function podsOf(
-  interfaceNames: Iterable<string>,
-  podOfInterface: ReadonlyMap<string, PodRef>,
-): PodRef[] {
-  const seen = new Map<string, PodRef>();
-  for (const name of interfaceNames) {
-    const pod = podOfInterface.get(name);
-    if (pod !== undefined) seen.set(`${pod.namespace}/${pod.name}`, pod);
-  }
-  return [...seen.values()];
 }
