@@ -15,7 +15,7 @@
  * the memory expires.
  */
 import { compareAddresses } from "../eni/ip.js";
-import { isMove } from "../eni/plan-actions.js";
+import { isAssign, isMove } from "../eni/plan-actions.js";
 import type { EniState, Placement, Plan, PlanAction } from "../eni/types.js";
 import type { Release } from "./desired-state.js";
 
@@ -102,12 +102,10 @@ export function planWave(input: WaveInput): Wave {
   }
 
   const released = releaseActions(input.releases);
-  const candidates = plan.actions
-    .filter((a) => a.kind === "assign-ipv4" || a.kind === "assign-ipv6")
-    .map((action) => ({
-      action,
-      addresses: action.addresses.filter((a) => !refusedPlacement.has(`${action.eniId} ${a}`)),
-    }));
+  const candidates = plan.actions.filter(isAssign).map((action) => ({
+    action,
+    addresses: action.addresses.filter((a) => !refusedPlacement.has(`${action.eniId} ${a}`)),
+  }));
   const fitted = fitRooms({
     candidates,
     moves: plan.actions.filter(isMove),
