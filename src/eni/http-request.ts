@@ -59,8 +59,3 @@ export function httpRequest(
     req.end();
   });
 }
-
-/** Lets the process exit while idle keep-alive sockets remain (they are unref'd by the agent on free). */
-export function closeIdleHttpSockets(): void {
-  agent.destroy();
-}

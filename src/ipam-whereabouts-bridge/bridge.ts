@@ -595,7 +595,7 @@ export class Bridge {
     const heldBefore = new Set(enis.flatMap((e) => [...e.ipv4s, ...e.ipv6s].map((a) => `${e.eniId} ${a}`)));
     const assignedNow = new Set<string>();
     for (const action of done) {
-      if (action.kind === "assign-ipv4" || action.kind === "assign-ipv6") {
+      if (isAssign(action)) {
         for (const a of action.addresses) assignedNow.add(`${action.eniId} ${a}`);
       }
     }

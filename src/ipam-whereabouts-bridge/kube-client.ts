@@ -55,6 +55,33 @@ import type { WatchFault } from "./view-trust.js";
 export const DEFAULT_WATCH_SILENCE_MS = 90_000;
 /** A list unanswered this long is abandoned and retried, ms. */
 export const DEFAULT_LIST_TIMEOUT_MS = 60_000;
+/**
+ * The API server ends a watch request (`timeoutSeconds`) after at least this, s; the reflector resumes it
+ * from its resourceVersion. 5 to 10 minutes with the spread below, as client-go's reflector asks.
+ */
+export const WATCH_TIMEOUT_MIN_SECONDS = 300;
+/**
+ * Plus a random share of this, s, drawn once per process: the bridges of many nodes, started together by a
+ * DaemonSet rollout, do not all re-watch at the same moment.
+ */
+export const WATCH_TIMEOUT_SPREAD_SECONDS = 300;
+/**
+ * A request that is neither a list nor a watch (a Lease, an Event, a pod's uid) unanswered this long fails,
+ * ms. An API server answers these in milliseconds; 10 s fails a dead connection well within the Lease's renew
+ * deadline (two thirds of IPMGR_BRIDGE_LEASE_DURATION_MS, 60 s by default).
+ */
+export const REQUEST_TIMEOUT_MS = 10_000;
+/**
+ * The first delay before a failed list or watch is tried again, ms; it doubles up to
+ * IPMGR_BRIDGE_WATCH_RESTART_MAX_MS (whose documentation and lower bound say 250 ms). Short, because the view
+ * is distrusted, and releases held, until the watch is back.
+ */
+export const WATCH_RESTART_BASE_MS = 250;
+
+/** This process's watch timeout, s: WATCH_TIMEOUT_MIN_SECONDS plus a random whole share of the spread. */
+export function watchTimeoutSeconds(random: () => number = Math.random): number {
+  return WATCH_TIMEOUT_MIN_SECONDS + Math.floor(random() * WATCH_TIMEOUT_SPREAD_SECONDS);
+}
 
 export interface KubeClientOptions {
   /** A kubeconfig file; undefined: KUBECONFIG, ~/.kube/config, or the pod's service account (in cluster). */

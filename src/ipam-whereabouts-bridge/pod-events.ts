@@ -3,6 +3,17 @@ import type { Logger } from "../eni/process/logger.js";
 import type { KubeApi, PodEvent } from "./kube-api.js";
 import type { BridgeMetrics } from "./metrics.js";
 
+/**
+ * Events the bridge posts per second at most, after a burst (EVENT_BURST). A wave over a thousand pods
+ * must not flood the API server with Events, which are informative only.
+ */
+export const EVENTS_PER_SECOND = 5;
+/**
+ * Events posted at once before the rate applies: the problems of one wave (a few pods refused) are all
+ * posted at once. The same figure as client-go's per-object event spam filter (25).
+ */
+export const EVENT_BURST = 25;
+
 export interface PodEventOptions {
   /** The same event (pod, reason, message) is not posted again within this time, in ms. */
   readonly repeatIntervalMs: number;

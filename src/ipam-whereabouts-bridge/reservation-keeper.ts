@@ -85,7 +85,7 @@ export class ReservationKeeper {
     );
   }
 
-  /** The Lease; its `run` renews it on a timer of its own (main.ts starts it beside the passes). */
+  /** The Lease; its `run` renews it on a timer of its own (ReservationsLoop runs it beside the passes). */
   readonly lease: LeaseRenewer;
 
   get status(): ReservationStatus {

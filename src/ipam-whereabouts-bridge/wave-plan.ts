@@ -15,9 +15,9 @@
  * the memory expires.
  */
 import { compareAddresses } from "../eni/ip.js";
-import { isMove } from "../eni/plan-actions.js";
+import { isAssign, isMove } from "../eni/plan-actions.js";
 import type { EniState, Placement, Plan, PlanAction } from "../eni/types.js";
-import type { PodRef, Release } from "./desired-state.js";
+import type { Release } from "./desired-state.js";
 
 export type BridgeRefusalReason =
   | "outside-allowed-cidrs"
@@ -102,12 +102,10 @@ export function planWave(input: WaveInput): Wave {
   }
 
   const released = releaseActions(input.releases);
-  const candidates = plan.actions
-    .filter((a) => a.kind === "assign-ipv4" || a.kind === "assign-ipv6")
-    .map((action) => ({
-      action,
-      addresses: action.addresses.filter((a) => !refusedPlacement.has(`${action.eniId} ${a}`)),
-    }));
+  const candidates = plan.actions.filter(isAssign).map((action) => ({
+    action,
+    addresses: action.addresses.filter((a) => !refusedPlacement.has(`${action.eniId} ${a}`)),
+  }));
   const fitted = fitRooms({
     candidates,
     moves: plan.actions.filter(isMove),
@@ -281,17 +279,4 @@ export function overlayRecent(
     still.push(change);
   }
   return { enis: corrected, recent: still };
-}
-
-/** The pods a placement or refusal is about, by interface name. */
-export function podsOf(
-  interfaceNames: Iterable<string>,
-  podOfInterface: ReadonlyMap<string, PodRef>,
-): PodRef[] {
-  const seen = new Map<string, PodRef>();
-  for (const name of interfaceNames) {
-    const pod = podOfInterface.get(name);
-    if (pod !== undefined) seen.set(`${pod.namespace}/${pod.name}`, pod);
-  }
-  return [...seen.values()];
 }

@@ -2,7 +2,7 @@ import { type BackoffPolicy, backoffDelay } from "../eni/backoff.js";
 import { DriftEpisodes, type EpisodeEvent, type Holder } from "../eni/drift-episodes.js";
 import { Ec2Error } from "../eni/errors/ec2-error.js";
 import { family } from "../eni/ip.js";
-import { isRelease } from "../eni/plan-actions.js";
+import { isAssign, isRelease } from "../eni/plan-actions.js";
 import { plan as planOffline } from "../eni/planner.js";
 import type { ProbeResult, ProbeStatus } from "../eni/process/probe-server.js";
 import {
@@ -354,7 +354,7 @@ export class ReconcileLoop implements ProbeStatus {
 
     const repairs = new Set<string>();
     for (const action of planned.actions) {
-      if (action.kind !== "assign-ipv4" && action.kind !== "assign-ipv6") continue;
+      if (!isAssign(action)) continue;
       for (const address of action.addresses)
         if (this.#episodes.repairDue(address, now)) repairs.add(address);
     }

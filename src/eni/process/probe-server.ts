@@ -8,11 +8,6 @@ import type { Logger } from "./logger.js";
  * probes, /metrics for Prometheus.
  */
 
-/** Default port of the sidecar's HTTP server (IPMGR_HTTP_PORT). */
-export const DEFAULT_HTTP_PORT = 9180;
-/** Default listen address (IPMGR_HTTP_HOST): every IPv4 address, so that the kubelet's probes reach it. */
-export const DEFAULT_HTTP_HOST = "0.0.0.0";
-
 export interface ProbeResult {
   readonly ok: boolean;
   /** Human-readable lines: what is wrong, or what is fine. */

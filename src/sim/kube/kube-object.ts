@@ -46,11 +46,6 @@ export function kubeTime(ms: number): string {
   return `${new Date(Math.floor(ms / 1000) * 1000).toISOString().slice(0, 19)}Z`;
 }
 
-/** metav1.MicroTime: RFC 3339, UTC, microseconds. */
-export function kubeMicroTime(ms: number): string {
-  return `${new Date(ms).toISOString().slice(0, 23)}000Z`;
-}
-
 /** Deep equality of JSON values (key order ignored). */
 export function jsonEqual(a: unknown, b: unknown): boolean {
   if (a === b) return true;
