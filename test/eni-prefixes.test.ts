@@ -1,11 +1,17 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { confirmHeld, readEnis, readInstanceEnis } from "../src/eni/eni-discovery.js";
+import { AddressNotAllowedError } from "../src/eni/errors/address-not-allowed-error.js";
 import { Ec2Error } from "../src/eni/errors/ec2-error.js";
 import { TimeoutError } from "../src/eni/errors/timeout-error.js";
 import { plan } from "../src/eni/planner.js";
-import { type SimulatorHandle, startSimulator } from "../src/sim/index.js";
+import { systemClock } from "../src/eni/process/clock.js";
+import { runInit } from "../src/init/run-init.js";
+import { parseWorld, type SimulatorHandle, startSimulator } from "../src/sim/index.js";
 import { FakeClock } from "./helpers/fake-clock.js";
+import { silentLogger } from "./helpers/loggers.js";
+import { ScriptedInterfaces } from "./helpers/scripted-interfaces.js";
 import { ec2ApiFor, imdsFor, standardWorld } from "./helpers/sim-fixtures.js";
+import { ALLOWED_CIDRS, ENI, MAC, NODE1, twoNodeWorld } from "./helpers/worlds.js";
 
 /*
  * The core's prefix paths against the simulator, with real clients: the EC2 adapter (assign, unassign,
@@ -150,5 +156,46 @@ describe("IMDS and ENI discovery with prefixes", () => {
     expect(foreign.refusals.map((r) => [r.reason, r.detail.includes("eni-0b")])).toEqual([
       ["inside-prefix", true],
     ]);
+  });
+});
+
+describe("runInit with a prefix on the node (exit 6 or no call)", () => {
+  async function setUp(addresses: string[], mac: string) {
+    const s = await startSimulator(parseWorld(twoNodeWorld()));
+    sim = s;
+    // The prefix is node 1's second Multus ENI's: 198.51.100.32/28, inside the allowed 198.51.100.32/27.
+    await ec2ApiFor(s).assignIpv4Prefixes(ENI.node1A2, ["198.51.100.32/28"]);
+    const before = s.calls().length;
+    const deps = {
+      imds: imdsFor(s, NODE1),
+      ec2: ec2ApiFor(s),
+      interfaces: new ScriptedInterfaces([{ name: "net1", mac, addresses }]),
+      clock: systemClock,
+      logger: silentLogger(),
+    };
+    const run = runInit(deps, {
+      policy: { allowedCidrs: ALLOWED_CIDRS.split(",") },
+      waitForAddressesMs: 0,
+      confirm: { timeoutMs: 2000, intervalMs: 10 },
+    });
+    return { run, callsAfterSetUp: () => s.calls().slice(before) };
+  }
+
+  it("refuses an address inside another ENI's prefix: AddressNotAllowedError, exit 6, naming the ENI and the prefix, no call", async () => {
+    const { run, callsAfterSetUp } = await setUp(["198.51.100.40"], MAC.node1A1);
+    const error = await run.catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(AddressNotAllowedError);
+    expect((error as AddressNotAllowedError).exitCode).toBe(6);
+    const [refusal] = (error as AddressNotAllowedError).refusals;
+    expect(refusal?.reason).toBe("inside-prefix");
+    expect(refusal?.detail).toContain(`the prefix 198.51.100.32/28 that ENI ${ENI.node1A2}`);
+    expect(callsAfterSetUp()).toEqual([]);
+  });
+
+  it("starts a pod whose addresses lie inside its own ENI's prefix with no EC2 call", async () => {
+    const { run, callsAfterSetUp } = await setUp(["198.51.100.40", "198.51.100.41"], MAC.node1A2);
+    const result = await run;
+    expect(result.mutatingCalls).toBe(0);
+    expect(callsAfterSetUp()).toEqual([]);
   });
 });
