@@ -1,6 +1,7 @@
 import {
   AssignIpv6AddressesCommand,
   AssignPrivateIpAddressesCommand,
+  DescribeInstancesCommand,
   DescribeNetworkInterfacesCommand,
   type EC2Client,
   UnassignIpv6AddressesCommand,
@@ -105,6 +106,17 @@ describe("IPv4 prefixes: AssignPrivateIpAddresses with Ipv4Prefix.N / Ipv4Prefix
     );
     expect(described.NetworkInterfaces?.[0]?.Ipv4Prefixes).toEqual([{ Ipv4Prefix: "198.51.100.32/28" }]);
     expect(described.NetworkInterfaces?.[0]?.Ipv6Prefixes).toEqual([]);
+    const instances = await ec2.send(
+      new DescribeInstancesCommand({
+        Filters: [{ Name: "network-interface.ipv4-prefixes.ipv4-prefix", Values: ["198.51.100.32/28"] }],
+      }),
+    );
+    const nics = instances.Reservations?.flatMap((r) => r.Instances ?? []).flatMap(
+      (i) => i.NetworkInterfaces ?? [],
+    );
+    expect(nics?.find((n) => n.NetworkInterfaceId === "eni-0b")?.Ipv4Prefixes).toEqual([
+      { Ipv4Prefix: "198.51.100.32/28" },
+    ]);
   });
 
   it("treats a prefix the ENI already holds as assigned, without duplicating it", async () => {
