@@ -12,7 +12,6 @@ import {
 } from "../ip-math.js";
 import type { SimEni, SimState } from "../sim-state.js";
 import type { TopologyInstance, TopologySubnet } from "../topology.js";
-import { reservedBlocks } from "./free-addresses.js";
 
 /**
  * EC2's rules for delegated prefixes (user guide "Assign prefixes to network interfaces"): an IPv4 prefix is a
@@ -148,36 +147,37 @@ export function checkNamedPrefixes(
  */
 export function pickFreePrefixes(state: SimState, subnetId: string, block: Cidr, count: number): string[] {
   const family = block.family;
-  const size = 1n << BigInt((family === 4 ? 32 : 128) - PREFIX_LENGTH[family]);
-  const reservations = state.reservations.filter(
-    (r) => r.subnetId === subnetId && mustParseCidr(r.cidr).family === family,
-  );
-  const prefixType = reservations.filter((r) => r.type === "prefix").map((r) => mustParseCidr(r.cidr));
-  const all = reservedBlocks(state, subnetId, family);
-  const used = [...state.enis.flatMap((e) => (family === 4 ? e.ipv4s : e.ipv6s)).map(addressToBigInt)];
+  const length = PREFIX_LENGTH[family];
+  const size = 1n << BigInt((family === 4 ? 32 : 128) - length);
+  const reserved = state.reservations
+    .filter((r) => r.subnetId === subnetId)
+    .map((r) => ({ type: r.type, cidr: mustParseCidr(r.cidr) }))
+    .filter((r) => r.cidr.family === family);
+  const used = state.enis.flatMap((e) => (family === 4 ? e.ipv4s : e.ipv6s)).map(addressToBigInt);
   const taken = prefixBlocks(state, family);
-  const picks: string[] = [];
-  const free = (candidate: Cidr): boolean =>
-    !coversAwsReserved(block, candidate) &&
-    !used.some((a) => a >= candidate.base && a < candidate.base + candidate.size) &&
-    !taken.some((t) => cidrsOverlap(t, candidate)) &&
-    !picks.includes(candidate.text);
-  const scan = (within: Cidr, inside: (c: Cidr) => boolean): void => {
+  const picked = new Set<bigint>();
+  const overlaps = (base: bigint, other: Cidr): boolean =>
+    base < other.base + other.size && other.base < base + size;
+  const free = (base: bigint): boolean =>
+    !picked.has(base) &&
+    !coversAwsReserved(block, { family, base, prefix: length, size, text: "" }) &&
+    !used.some((a) => a >= base && a < base + size) &&
+    !taken.some((t) => overlaps(base, t));
+  // Candidates are the aligned blocks of `within`, in order; a /80 scan of a /64 stops once enough are found.
+  const scan = (within: Cidr, allowed: (base: bigint) => boolean): void => {
     for (
       let base = within.base;
-      base + size <= within.base + within.size && picks.length < count;
+      base + size <= within.base + within.size && picked.size < count;
       base += size
     ) {
-      const candidate = mustParseCidr(`${bigIntToAddress(base, family)}/${PREFIX_LENGTH[family]}`);
-      if (inside(candidate) && free(candidate)) picks.push(candidate.text);
+      if (allowed(base) && free(base)) picked.add(base);
     }
   };
-  for (const reservation of prefixType) {
-    if (reservation.prefix <= PREFIX_LENGTH[family]) scan(reservation, () => true);
+  for (const r of reserved) {
+    if (r.type === "prefix" && r.cidr.prefix <= length) scan(r.cidr, () => true);
   }
-  // A /80 scan over a /64 subnet would visit 65,536 blocks; stop once enough are found.
-  scan(block, (c) => !all.some((r) => cidrsOverlap(r, c)));
-  return picks;
+  scan(block, (base) => !reserved.some((r) => overlaps(base, r.cidr)));
+  return [...picked].map((base) => `${bigIntToAddress(base, family)}/${length}`);
 }
 
 /** The slots an ENI uses in one family: addresses plus prefixes (each prefix takes one). */
