@@ -425,9 +425,12 @@ describe("IMDS ipv4-prefix / ipv6-prefix and the world file", () => {
     expect(bad({ ipv4Prefixes: ["198.51.100.32/27"] })).toContain(
       "instances[0].enis[0].ipv4Prefixes[0]: 198.51.100.32/27 must be a /28, the only prefix length EC2 delegates",
     );
-    expect(bad({ ipv4Prefixes: ["198.51.100.0/28"] })).toContain(
-      "instances[0].enis[0].ipv4Prefixes[0]: 198.51.100.0/28 overlaps 198.51.100.10, held by eni-0a",
+    expect(bad({ secondaryIpv4s: ["198.51.100.40"], ipv4Prefixes: ["198.51.100.32/28"] })).toContain(
+      "instances[0].enis[0].ipv4Prefixes[0]: 198.51.100.32/28 overlaps 198.51.100.40, held by eni-0a",
     );
     expect(bad({ ipv4Prefixes: ["198.51.100.32/28"] }, { nitro: false })).toContain("is not Nitro");
+    expect(bad({ ipv4Prefixes: ["198.51.100.112/28"] })).toContain(
+      "198.51.100.112/28 holds addresses AWS reserves in 198.51.100.0/25 (the first four and the last)",
+    );
   });
 });

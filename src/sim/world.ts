@@ -7,6 +7,7 @@ import { partialFaultsSchema } from "./faults.js";
 import { addressesPerEniOf, knownInstanceTypes } from "./instance-limits.js";
 import {
   addressFamily,
+  bigIntToAddress,
   type Cidr,
   canonicalAddress,
   cidrContains,
@@ -450,6 +451,11 @@ function checkConsistency(world: WorldShape, ctx: z.RefinementCtx): void {
           problem(path, `${p} must be a /${length}, the only prefix length EC2 delegates`);
         } else if (home === undefined || !cidrWithin(block, home)) {
           problem(path, `${p} is outside subnet ${eni.subnet}${home === undefined ? "" : ` (${home.text})`}`);
+        } else if (
+          isAwsReserved(home, bigIntToAddress(block.base, block.family)) ||
+          isAwsReserved(home, bigIntToAddress(block.base + block.size - 1n, block.family))
+        ) {
+          problem(path, `${p} holds addresses AWS reserves in ${home.text} (the first four and the last)`);
         } else {
           prefixBlocks.push({ block, path });
         }
