@@ -104,7 +104,7 @@ describe("IMDS and ENI discovery with prefixes", () => {
     ]);
   });
 
-  it("confirmHeld takes an address inside the MAC's prefix as held, reading the prefix only when needed", async () => {
+  it("confirmHeld takes an address inside the MAC's prefix as held, beside one listed singly, without waiting", async () => {
     const s = await start();
     const clock = new FakeClock();
     await confirmHeld(
@@ -116,6 +116,24 @@ describe("IMDS and ENI discovery with prefixes", () => {
       { timeoutMs: 1000, intervalMs: 100, clock },
     );
     expect(clock.sleeps).toEqual([]);
+  });
+
+  it("confirmHeld waits for a prefix IMDS shows late (staleReadsMs), as for an address", async () => {
+    const clock = new FakeClock();
+    const s = await startSimulator(standardWorld(), { clock });
+    sim = s;
+    s.setFaults({ staleReadsMs: 2_000 });
+    await clock.sleep(5_000);
+    await ec2ApiFor(s).assignIpv4Prefixes("eni-0b", ["198.51.100.48/28"]);
+    const assignedAt = clock.now();
+    await confirmHeld(imdsFor(s, "i-1"), [{ mac: MAC_B, address: "198.51.100.50", family: 4 }], {
+      timeoutMs: 5_000,
+      intervalMs: 500,
+      clock,
+    });
+    const waited = clock.now() - assignedAt;
+    expect(waited).toBeGreaterThanOrEqual(2_000);
+    expect(waited).toBeLessThan(5_000);
   });
 
   it("confirmHeld still times out for an address inside another MAC's prefix", async () => {
