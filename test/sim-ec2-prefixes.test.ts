@@ -119,6 +119,21 @@ describe("IPv4 prefixes: AssignPrivateIpAddresses with Ipv4Prefix.N / Ipv4Prefix
     ]);
   });
 
+  it("the control API's GET /state shows each ENI's prefixes", async () => {
+    await start();
+    await assign4("eni-0b", { prefixes: ["198.51.100.32/28"] });
+    await assign6("eni-0b", { prefixes: ["2001:db8:0:0:1::/80"] });
+    const state = (await (await fetch(`${sim?.controlEndpoint}/state`)).json()) as {
+      enis: { eniId: string; ipv4Prefixes: string[]; ipv6Prefixes: string[] }[];
+    };
+    expect(state.enis.map((e) => [e.eniId, e.ipv4Prefixes, e.ipv6Prefixes])).toEqual([
+      ["eni-0a", [], []],
+      ["eni-0b", ["198.51.100.32/28"], ["2001:db8:0:0:1::/80"]],
+      ["eni-0c", [], []],
+      ["eni-0z", [], []],
+    ]);
+  });
+
   it("treats a prefix the ENI already holds as assigned, without duplicating it", async () => {
     await start();
     await assign4("eni-0b", { prefixes: ["198.51.100.32/28"] });
