@@ -128,6 +128,8 @@ describe("createEc2Api against the simulator", () => {
         primaryIpv4: eni("eni-0b").primaryIpv4,
         ipv4s: eni("eni-0b").ipv4s,
         ipv6s: eni("eni-0b").ipv6s,
+        ipv4Prefixes: [],
+        ipv6Prefixes: [],
         tags: { "node.k8s.amazonaws.com/no_manage": "true" },
         securityGroupIds: ["sg-1"],
       });

@@ -37,6 +37,8 @@ describe("ENI discovery from IMDS", () => {
         primaryIpv4: "198.51.100.10",
         ipv4s: ["198.51.100.10"],
         ipv6s: [],
+        ipv4Prefixes: [],
+        ipv6Prefixes: [],
       },
       {
         eniId: "eni-0b",
@@ -48,6 +50,8 @@ describe("ENI discovery from IMDS", () => {
         primaryIpv4: "198.51.100.20",
         ipv4s: ["198.51.100.20", "198.51.100.21"],
         ipv6s: ["2001:db8::21"],
+        ipv4Prefixes: [],
+        ipv6Prefixes: [],
       },
       {
         eniId: "eni-0c",
@@ -59,6 +63,8 @@ describe("ENI discovery from IMDS", () => {
         primaryIpv4: "198.51.100.140",
         ipv4s: ["198.51.100.140"],
         ipv6s: [],
+        ipv4Prefixes: [],
+        ipv6Prefixes: [],
       },
     ]);
   });

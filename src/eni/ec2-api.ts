@@ -60,6 +60,18 @@ export interface Ec2Api {
   assignIpv6(eniId: string, addresses: readonly string[]): Promise<void>;
   /** IAM: ec2:UnassignIpv6Addresses. */
   unassignIpv6(eniId: string, addresses: readonly string[]): Promise<void>;
+  /**
+   * IAM: ec2:AssignPrivateIpAddresses (the same action as for addresses, with `Ipv4Prefix.N`). Delegated
+   * IPv4 /28 prefixes, all or nothing (Nitro instances only). EC2 refuses a prefix that overlaps any address
+   * or prefix assigned in the subnet; one this ENI already holds counts as assigned.
+   */
+  assignIpv4Prefixes(eniId: string, prefixes: readonly string[]): Promise<void>;
+  /** IAM: ec2:UnassignPrivateIpAddresses (with `Ipv4Prefix.N`). One the ENI no longer holds counts as released. */
+  unassignIpv4Prefixes(eniId: string, prefixes: readonly string[]): Promise<void>;
+  /** IAM: ec2:AssignIpv6Addresses (with `Ipv6Prefix.N`). Delegated IPv6 /80 prefixes, as assignIpv4Prefixes. */
+  assignIpv6Prefixes(eniId: string, prefixes: readonly string[]): Promise<void>;
+  /** IAM: ec2:UnassignIpv6Addresses (with `Ipv6Prefix.N`). One the ENI no longer holds counts as released. */
+  unassignIpv6Prefixes(eniId: string, prefixes: readonly string[]): Promise<void>;
   /** IAM: ec2:DescribeNetworkInterfaces. Follows NextToken to the end. */
   describeNetworkInterfaces(filter: NetworkInterfaceFilter): Promise<Ec2NetworkInterface[]>;
   /** IAM: ec2:DescribeSubnets. */

@@ -121,6 +121,12 @@ function toNetworkInterface(eni: NetworkInterface): Ec2NetworkInterface {
     ipv6s: (eni.Ipv6Addresses ?? []).flatMap((a) =>
       a.Ipv6Address === undefined ? [] : [canonicalAddressText(a.Ipv6Address)],
     ),
+    ipv4Prefixes: (eni.Ipv4Prefixes ?? []).flatMap((p) =>
+      p.Ipv4Prefix === undefined ? [] : [canonicalAddressText(p.Ipv4Prefix)],
+    ),
+    ipv6Prefixes: (eni.Ipv6Prefixes ?? []).flatMap((p) =>
+      p.Ipv6Prefix === undefined ? [] : [canonicalAddressText(p.Ipv6Prefix)],
+    ),
     tags: tagsOf(eni.TagSet),
     securityGroupIds: (eni.Groups ?? []).flatMap((g) => (g.GroupId === undefined ? [] : [g.GroupId])),
   };
@@ -302,6 +308,74 @@ class Ec2ApiClient implements Ec2Api {
           sendOptions,
         ),
       ),
+    );
+  }
+
+  async assignIpv4Prefixes(eniId: string, prefixes: readonly string[]): Promise<void> {
+    await this.idempotent(
+      4,
+      "held",
+      eniId,
+      prefixes,
+      (subset) =>
+        this.instrument("AssignPrivateIpAddresses", { eniId, addresses: subset }, (sendOptions) =>
+          this.client.send(
+            new AssignPrivateIpAddressesCommand({ NetworkInterfaceId: eniId, Ipv4Prefixes: [...subset] }),
+            sendOptions,
+          ),
+        ),
+      "prefixes",
+    );
+  }
+
+  async unassignIpv4Prefixes(eniId: string, prefixes: readonly string[]): Promise<void> {
+    await this.idempotent(
+      4,
+      "released",
+      eniId,
+      prefixes,
+      (subset) =>
+        this.instrument("UnassignPrivateIpAddresses", { eniId, addresses: subset }, (sendOptions) =>
+          this.client.send(
+            new UnassignPrivateIpAddressesCommand({ NetworkInterfaceId: eniId, Ipv4Prefixes: [...subset] }),
+            sendOptions,
+          ),
+        ),
+      "prefixes",
+    );
+  }
+
+  async assignIpv6Prefixes(eniId: string, prefixes: readonly string[]): Promise<void> {
+    await this.idempotent(
+      6,
+      "held",
+      eniId,
+      prefixes,
+      (subset) =>
+        this.instrument("AssignIpv6Addresses", { eniId, addresses: subset }, (sendOptions) =>
+          this.client.send(
+            new AssignIpv6AddressesCommand({ NetworkInterfaceId: eniId, Ipv6Prefixes: [...subset] }),
+            sendOptions,
+          ),
+        ),
+      "prefixes",
+    );
+  }
+
+  async unassignIpv6Prefixes(eniId: string, prefixes: readonly string[]): Promise<void> {
+    await this.idempotent(
+      6,
+      "released",
+      eniId,
+      prefixes,
+      (subset) =>
+        this.instrument("UnassignIpv6Addresses", { eniId, addresses: subset }, (sendOptions) =>
+          this.client.send(
+            new UnassignIpv6AddressesCommand({ NetworkInterfaceId: eniId, Ipv6Prefixes: [...subset] }),
+            sendOptions,
+          ),
+        ),
+      "prefixes",
     );
   }
 
@@ -559,6 +633,7 @@ class Ec2ApiClient implements Ec2Api {
     eniId: string,
     addresses: readonly string[],
     call: (subset: readonly string[]) => Promise<unknown>,
+    kind: "addresses" | "prefixes" = "addresses",
   ): Promise<void> {
     const wanted = addresses.map(canonicalAddressText);
     if (wanted.length === 0) return;
@@ -567,11 +642,11 @@ class Ec2ApiClient implements Ec2Api {
       return;
     } catch (err) {
       if (!(err instanceof Ec2Error) || err.kind !== "refused") throw err;
-      const remaining = await this.stillToChange(family, want, eniId, wanted, err);
+      const remaining = await this.stillToChange(family, want, eniId, wanted, err, kind);
       if (remaining.length === 0) {
         this.logger.info(
           { eniId, addresses: wanted, code: err.code },
-          `EC2 refused the call but the ENI already has the addresses ${want}; treating it as done`,
+          `EC2 refused the call but the ENI already has the ${kind} ${want}; treating it as done`,
         );
         return;
       }
@@ -586,6 +661,7 @@ class Ec2ApiClient implements Ec2Api {
     eniId: string,
     wanted: readonly string[],
     refusal: Ec2Error,
+    kind: "addresses" | "prefixes",
   ): Promise<readonly string[]> {
     let enis: Ec2NetworkInterface[];
     try {
@@ -613,7 +689,13 @@ class Ec2ApiClient implements Ec2Api {
     }
     const eni = enis[0];
     if (eni === undefined) return wanted;
-    const held = new Set(family === 4 ? eni.ipv4s : eni.ipv6s);
+    const held = new Set(
+      kind === "prefixes"
+        ? ((family === 4 ? eni.ipv4Prefixes : eni.ipv6Prefixes) ?? [])
+        : family === 4
+          ? eni.ipv4s
+          : eni.ipv6s,
+    );
     return wanted.filter((a) => (want === "held" ? !held.has(a) : held.has(a)));
   }
 }

@@ -2,7 +2,7 @@
 
 import { TimeoutError } from "./errors/timeout-error.js";
 import type { Imds } from "./imds.js";
-import { tryCanonical } from "./ip.js";
+import { coveringPrefix, tryCanonical } from "./ip.js";
 import type { Clock } from "./process/clock.js";
 import type { EniState, IpFamily } from "./types.js";
 
@@ -20,8 +20,8 @@ export async function readEnis(imds: Imds, macs?: readonly string[]): Promise<En
 
 /**
  * Every ENI of the instance, read in full only where a pod interface needs it (`detailedMacs`). The others
- * get two reads, id and IPv4 addresses: enough to protect their primary addresses and to name them, at a
- * quarter of the IMDS requests (IMDS is rate limited per instance, and `init` start-up waits on it).
+ * get three reads, id, IPv4 addresses and IPv4 prefixes: enough to protect their primary addresses and
+ * prefixes and to name them, at a third of the IMDS requests (IMDS is rate limited per instance, and `init` start-up waits on it).
  */
 export async function readInstanceEnis(imds: Imds, detailedMacs: readonly string[]): Promise<EniState[]> {
   const attached = await imds.macs();
@@ -32,7 +32,12 @@ export async function readInstanceEnis(imds: Imds, detailedMacs: readonly string
 }
 
 async function readEniSummary(imds: Imds, mac: string): Promise<EniState> {
-  const [eniId, ipv4s] = await Promise.all([imds.interfaceId(mac), imds.localIpv4s(mac)]);
+  // The IPv4 prefixes too: a pod address inside one is another ENI's, and the planner refuses it up front.
+  const [eniId, ipv4s, ipv4Prefixes] = await Promise.all([
+    imds.interfaceId(mac),
+    imds.localIpv4s(mac),
+    imds.ipv4Prefixes(mac),
+  ]);
   return {
     eniId,
     mac,
@@ -43,12 +48,23 @@ async function readEniSummary(imds: Imds, mac: string): Promise<EniState> {
     primaryIpv4: ipv4s[0],
     ipv4s,
     ipv6s: [],
+    ipv4Prefixes,
     summary: true,
   };
 }
 
 async function readEni(imds: Imds, mac: string): Promise<EniState> {
-  const [eniId, deviceIndex, subnetId, subnetIpv4Cidrs, subnetIpv6Cidrs, ipv4s, ipv6s] = await Promise.all([
+  const [
+    eniId,
+    deviceIndex,
+    subnetId,
+    subnetIpv4Cidrs,
+    subnetIpv6Cidrs,
+    ipv4s,
+    ipv6s,
+    ipv4Prefixes,
+    ipv6Prefixes,
+  ] = await Promise.all([
     imds.interfaceId(mac),
     imds.deviceNumber(mac),
     imds.subnetId(mac),
@@ -56,6 +72,8 @@ async function readEni(imds: Imds, mac: string): Promise<EniState> {
     imds.subnetIpv6Cidrs(mac),
     imds.localIpv4s(mac),
     imds.ipv6s(mac),
+    imds.ipv4Prefixes(mac),
+    imds.ipv6Prefixes(mac),
   ]);
   return {
     eniId,
@@ -67,6 +85,8 @@ async function readEni(imds: Imds, mac: string): Promise<EniState> {
     primaryIpv4: ipv4s[0],
     ipv4s,
     ipv6s,
+    ipv4Prefixes,
+    ipv6Prefixes,
   };
 }
 
@@ -88,8 +108,9 @@ export interface ConfirmOptions {
 }
 
 /**
- * Polls IMDS `local-ipv4s`/`ipv6s` of each MAC until every expected address shows (IMDS reflects EC2
- * assignments asynchronously, typically within a few seconds). Throws TimeoutError naming what is missing.
+ * Polls IMDS `local-ipv4s`/`ipv6s` of each MAC until every expected address shows, or lies inside one of the
+ * MAC's `ipv4-prefix`/`ipv6-prefix` (IMDS reflects EC2 assignments asynchronously, typically within a few
+ * seconds). Throws TimeoutError naming what is missing.
  */
 export async function confirmHeld(
   imds: Imds,
@@ -116,7 +137,15 @@ export async function confirmHeld(
           want.ipv6.size > 0 ? imds.ipv6s(mac) : Promise.resolve([]),
         ]);
         const held = new Set([...ipv4s, ...ipv6s]);
-        return { mac, addresses: [...want.ipv4, ...want.ipv6].filter((a) => !held.has(a)) };
+        const absent = [...want.ipv4, ...want.ipv6].filter((a) => !held.has(a));
+        if (absent.length === 0) return { mac, addresses: absent };
+        // Not listed one by one: held all the same when a prefix of the ENI covers it (read only then).
+        const [v4, v6] = await Promise.all([
+          absent.some((a) => want.ipv4.has(a)) ? imds.ipv4Prefixes(mac) : Promise.resolve([]),
+          absent.some((a) => want.ipv6.has(a)) ? imds.ipv6Prefixes(mac) : Promise.resolve([]),
+        ]);
+        const prefixes = [...v4, ...v6];
+        return { mac, addresses: absent.filter((a) => coveringPrefix(prefixes, a) === undefined) };
       }),
     );
     const open = missing.filter((m) => m.addresses.length > 0);

@@ -176,6 +176,15 @@ export class ImdsClient implements Imds {
     return this.addressList(macPath(mac, "ipv6s"));
   }
 
+  // IMDS answers 404, not an empty list, for an ENI without prefixes, as for ipv6s.
+  ipv4Prefixes(mac: string): Promise<string[]> {
+    return this.addressList(macPath(mac, "ipv4-prefix"));
+  }
+
+  ipv6Prefixes(mac: string): Promise<string[]> {
+    return this.addressList(macPath(mac, "ipv6-prefix"));
+  }
+
   // The one place that decides what a 404 means: an item that must exist is an error, a list is empty.
   private async item(relativePath: string, missing: "error" | "empty"): Promise<string> {
     const path = META + relativePath;

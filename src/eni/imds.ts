@@ -26,4 +26,8 @@ export interface Imds {
   localIpv4s(mac: string): Promise<string[]>;
   /** `network/interfaces/macs/MAC/ipv6s`, canonical; empty on 404. */
   ipv6s(mac: string): Promise<string[]>;
+  /** `network/interfaces/macs/MAC/ipv4-prefix`: delegated /28 prefixes, canonical; empty on 404 (none). */
+  ipv4Prefixes(mac: string): Promise<string[]>;
+  /** `network/interfaces/macs/MAC/ipv6-prefix`: delegated /80 prefixes, canonical; empty on 404 (none). */
+  ipv6Prefixes(mac: string): Promise<string[]>;
 }

@@ -201,6 +201,22 @@ export function anyCidrContains(cidrs: readonly string[], address: string): bool
   return cidrs.some((cidr) => containsParsed(parseCidrInternal(cidr), parsed));
 }
 
+/**
+ * The length of a prefix EC2 delegates to an ENI (prefix delegation, Nitro instances): IPv4 /28 (16 addresses),
+ * IPv6 /80.
+ */
+export const DELEGATED_PREFIX_LENGTH: Readonly<Record<IpFamily, number>> = { 4: 28, 6: 80 };
+
+/**
+ * The first of `prefixes` (CIDR text, any length and family) that covers `address`, or undefined: traffic to an
+ * address inside a prefix an ENI holds is delivered to that ENI with no per-address assignment.
+ * @throws InvalidAddressError / InvalidCidrError on text that is not an address or CIDR.
+ */
+export function coveringPrefix(prefixes: readonly string[], address: string): string | undefined {
+  const parsed = parseOrThrow(address);
+  return prefixes.find((prefix) => containsParsed(parseCidrInternal(prefix), parsed));
+}
+
 /** Whether two blocks share at least one address; false across families. */
 export function cidrsOverlap(a: string, b: string): boolean {
   const x = parseCidrInternal(a);

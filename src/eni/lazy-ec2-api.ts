@@ -66,6 +66,22 @@ export class LazyEc2Api implements Ec2Api {
     return (await this.api()).unassignIpv6(eniId, addresses);
   }
 
+  async assignIpv4Prefixes(eniId: string, prefixes: readonly string[]): Promise<void> {
+    return (await this.api()).assignIpv4Prefixes(eniId, prefixes);
+  }
+
+  async unassignIpv4Prefixes(eniId: string, prefixes: readonly string[]): Promise<void> {
+    return (await this.api()).unassignIpv4Prefixes(eniId, prefixes);
+  }
+
+  async assignIpv6Prefixes(eniId: string, prefixes: readonly string[]): Promise<void> {
+    return (await this.api()).assignIpv6Prefixes(eniId, prefixes);
+  }
+
+  async unassignIpv6Prefixes(eniId: string, prefixes: readonly string[]): Promise<void> {
+    return (await this.api()).unassignIpv6Prefixes(eniId, prefixes);
+  }
+
   async describeNetworkInterfaces(filter: NetworkInterfaceFilter): Promise<Ec2NetworkInterface[]> {
     return (await this.api()).describeNetworkInterfaces(filter);
   }

@@ -10,8 +10,12 @@
  *   outside policy.allowedCidrs          -> refused `outside-allowed-cidrs`
  *   outside the ENI's subnet, or one of
  *   the five addresses AWS reserves      -> refused `outside-eni-subnet`
+ *   inside a prefix another of our ENIs
+ *   holds                                -> refused `inside-prefix` (naming that ENI and the prefix)
  *   also accepted for a different ENI    -> refused `address-conflict` on every claimant
  *   otherwise                            -> placed on the ENI whose MAC the interface carries
+ * Prefixes (prefix delegation): an address inside a prefix its own ENI holds is held, with no call; the planner
+ * never plans a single-address assign inside a prefix, and never assigns, moves or releases a prefix itself.
  * Non-unicast addresses are skipped before the MAC is looked at: an ipvlan interface always has an fe80::
  * address, and it says nothing about whether the interface is ours.
  */
@@ -23,6 +27,7 @@ import {
   canonicalCidr,
   cidrContains,
   compareAddresses,
+  coveringPrefix,
   family,
 } from "./ip.js";
 import type {
@@ -44,6 +49,8 @@ interface Eni {
   readonly primaryIpv4: string | undefined;
   readonly cidrs: { readonly 4: readonly string[]; readonly 6: readonly string[] };
   readonly held: { readonly 4: ReadonlySet<string>; readonly 6: ReadonlySet<string> };
+  /** Delegated prefixes, canonical: every address inside is routed to this ENI. */
+  readonly prefixes: { readonly 4: readonly string[]; readonly 6: readonly string[] };
 }
 
 interface Analysis {
@@ -75,7 +82,16 @@ function toEni(state: EniState): Eni {
     primaryIpv4: state.primaryIpv4 === undefined ? undefined : canonical(state.primaryIpv4),
     cidrs: { 4: state.subnetIpv4Cidrs.map(canonicalCidr), 6: state.subnetIpv6Cidrs.map(canonicalCidr) },
     held: { 4: new Set(state.ipv4s.map(canonical)), 6: new Set(state.ipv6s.map(canonical)) },
+    prefixes: {
+      4: (state.ipv4Prefixes ?? []).map(canonicalCidr),
+      6: (state.ipv6Prefixes ?? []).map(canonicalCidr),
+    },
   };
+}
+
+/** Whether the ENI holds `address`, singly or inside one of its prefixes. */
+function holds(eni: Eni, fam: IpFamily, address: string): boolean {
+  return eni.held[fam].has(address) || coveringPrefix(eni.prefixes[fam], address) !== undefined;
 }
 
 function compareInterfaces(a: PodInterface, b: PodInterface): number {
@@ -173,6 +189,22 @@ function analyze(input: PlanInput): Analysis {
         );
         continue;
       }
+      const prefixOwner = enis
+        .filter((other) => other.eniId !== eni.eniId)
+        .map((other) => ({ other, prefix: coveringPrefix(other.prefixes[fam], address) }))
+        .find((hit) => hit.prefix !== undefined);
+      if (prefixOwner !== undefined) {
+        const { other, prefix } = prefixOwner;
+        refuse(
+          address,
+          "inside-prefix",
+          `address ${address} on ${iface.name} lies inside the prefix ${prefix} that ENI ${other.eniId} ` +
+            `(MAC ${other.mac}) holds, so the VPC delivers it to that ENI, not to ENI ${eni.eniId} behind ` +
+            `${iface.name}; a prefix is never split or moved: take the address out of the IPAM range ` +
+            "(whereabouts: exclude), or give this interface a master whose ENI holds the prefix.",
+        );
+        continue;
+      }
       accepted.push({ address, family: fam, interfaceName: iface.name, eniId: eni.eniId, mac });
     }
   }
@@ -265,7 +297,8 @@ export function plan(input: PlanInput): Plan {
   for (const placement of analysis.placements) {
     const target = eniById(enis, placement.eniId);
     const fam = placement.family;
-    if (target.held[fam].has(placement.address)) {
+    // Inside a prefix of its own ENI: routed already, and EC2 refuses a single address there anyway.
+    if (holds(target, fam, placement.address)) {
       satisfied.add(placement.address);
       continue;
     }
@@ -300,6 +333,8 @@ export function plan(input: PlanInput): Plan {
     const fam = family(address);
     for (const eni of enis) {
       if (!podMacs.has(eni.mac)) continue;
+      // Inside a prefix: the prefix keeps routing it, and a prefix is never released here.
+      if (coveringPrefix(eni.prefixes[fam], address) !== undefined) continue;
       const held = eni.held[fam].has(address) || unconfirmed.get(address) === eni.eniId;
       if (held) (fam === 4 ? release4 : release6).add(eni.eniId, address);
     }
@@ -346,7 +381,12 @@ export function ipv6HolderLookupNeeded(input: PlanInput): string[] {
   const { enis, placements } = analyze(input);
   return sortedUnique(
     placements
-      .filter((p) => p.family === 6 && !enis.some((e) => e.held[6].has(p.address)))
+      .filter(
+        (p) =>
+          p.family === 6 &&
+          !enis.some((e) => e.held[6].has(p.address)) &&
+          !holds(eniById(enis, p.eniId), 6, p.address),
+      )
       .map((p) => p.address),
   );
 }

@@ -32,8 +32,15 @@ export interface EniState {
   /** Every IPv6 address the ENI holds. */
   readonly ipv6s: readonly string[];
   /**
-   * True when only the id and IPv4 addresses were read (an ENI no pod interface uses): device index, subnet
-   * and IPv6 addresses are then unknown, not empty. The planner never places an address on such an ENI.
+   * Delegated IPv4 prefixes (/28, canonical CIDR) the ENI holds: every address inside is routed to it. Absent
+   * means none known (readers built before prefixes; optional so that fixtures need not list it).
+   */
+  readonly ipv4Prefixes?: readonly string[];
+  /** Delegated IPv6 prefixes (/80, canonical CIDR) the ENI holds; absent as for ipv4Prefixes. */
+  readonly ipv6Prefixes?: readonly string[];
+  /**
+   * True when only the id, IPv4 addresses and IPv4 prefixes were read (an ENI no pod interface uses): device
+   * index, subnet, IPv6 addresses and IPv6 prefixes are then unknown, not empty. The planner never places an address on such an ENI.
    */
   readonly summary?: true;
 }
@@ -102,6 +109,11 @@ export type RefusalReason =
   /** The same address on interfaces of two different ENIs: it can be held by only one, so neither gets it. */
   | "address-conflict"
   /**
+   * The address lies inside a delegated prefix another ENI of this instance holds: the VPC routes it there,
+   * and a prefix is never split or moved.
+   */
+  | "inside-prefix"
+  /**
    * EC2 refused the address because its ENI holds as many addresses as the instance type allows
    * (`PrivateIpAddressLimitExceeded`). Only learned from EC2 (the sidecar), never planned from reads.
    */
@@ -156,6 +168,10 @@ export interface Ec2NetworkInterface {
   readonly primaryIpv4: string | undefined;
   readonly ipv4s: readonly string[];
   readonly ipv6s: readonly string[];
+  /** `ipv4PrefixSet`: delegated /28 prefixes, canonical. The adapter always sets it; optional for fixtures. */
+  readonly ipv4Prefixes?: readonly string[];
+  /** `ipv6PrefixSet`: delegated /80 prefixes, canonical. The adapter always sets it; optional for fixtures. */
+  readonly ipv6Prefixes?: readonly string[];
   readonly tags: Readonly<Record<string, string>>;
   /** The ids of the ENI's security groups (`groupSet`); absent where the reader did not learn them. */
   readonly securityGroupIds?: readonly string[];

@@ -25,6 +25,7 @@ export type BridgeRefusalReason =
   | "unknown-mac"
   | "eni-primary-address"
   | "address-conflict"
+  | "inside-prefix"
   | "not-multus-eni"
   | "eni-full";
 

@@ -16,6 +16,10 @@ export interface SimEni {
   ipv4s: string[];
   /** Canonical (lowercase, compressed) IPv6 addresses in assignment order. */
   ipv6s: string[];
+  /** Delegated IPv4 prefixes (/28, canonical CIDR) in assignment order; each takes one address slot. */
+  ipv4Prefixes: string[];
+  /** Delegated IPv6 prefixes (/80, canonical CIDR) in assignment order; each takes one address slot. */
+  ipv6Prefixes: string[];
   tags: Record<string, string>;
 }
 

@@ -59,8 +59,10 @@ export interface PrivateDnsNameOptions {
 export interface TopologyInstance {
   readonly id: string;
   readonly instanceType: string;
-  /** Addresses per ENI and family, the primary counted. */
+  /** Addresses per ENI and family, the primary counted; each delegated prefix takes one. */
   readonly addressLimit: number;
+  /** Built on the Nitro System, so it takes prefixes (prefix delegation). Default true. */
+  readonly nitro: boolean;
   /** The zone of the primary ENI's subnet. */
   readonly availabilityZone: string;
   readonly availabilityZoneId: string;
@@ -156,6 +158,7 @@ export function topologyOf(world: World): Topology {
       id: instance.id,
       instanceType: instance.instanceType,
       addressLimit: addressLimitOf(instance),
+      nitro: instance.nitro ?? true,
       availabilityZone: subnet?.availabilityZone ?? `${world.region}a`,
       availabilityZoneId: subnet?.availabilityZoneId ?? "",
       architecture: instance.architecture ?? "x86_64",
@@ -220,6 +223,8 @@ export function initialStateOf(world: World, nextId: (prefix: string) => string)
           primaryIpv4: eni.primaryIpv4 ?? null,
           ipv4s: [...(eni.primaryIpv4 === undefined ? [] : [eni.primaryIpv4]), ...eni.secondaryIpv4s],
           ipv6s: [...eni.ipv6s],
+          ipv4Prefixes: [...(eni.ipv4Prefixes ?? [])],
+          ipv6Prefixes: [...(eni.ipv6Prefixes ?? [])],
           tags: { ...eni.tags },
         })),
     ),

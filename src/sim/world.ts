@@ -7,6 +7,7 @@ import { kubeFaultFields, partialFaultsSchema } from "./faults.js";
 import { addressesPerEniOf, knownInstanceTypes } from "./instance-limits.js";
 import {
   addressFamily,
+  bigIntToAddress,
   type Cidr,
   canonicalAddress,
   cidrContains,
@@ -80,6 +81,10 @@ const eniSchema = z.strictObject({
   primaryIpv4: address(4).optional(),
   secondaryIpv4s: z.array(address(4)).default([]),
   ipv6s: z.array(address(6)).default([]),
+  /** Delegated IPv4 prefixes (/28) the ENI holds at start; Nitro instances only; each takes an address slot. */
+  ipv4Prefixes: z.array(cidr(4)).optional(),
+  /** Delegated IPv6 prefixes (/80) the ENI holds at start; Nitro instances only; each takes an address slot. */
+  ipv6Prefixes: z.array(cidr(6)).optional(),
   tags: z.record(z.string().min(1), tagValue).default({}),
   description: z.string().max(255).optional(),
   /** Ids listed under `securityGroups`, or the VPC's default group. */
@@ -202,6 +207,8 @@ const worldObjectSchema = z.strictObject({
         instanceType: z.string().min(1).default("m5.large"),
         /** Overrides the instance type's limit; counts the primary; also bounds IPv6 addresses. */
         ipv4AddressesPerEni: z.number().int().min(1).max(100).optional(),
+        /** Built on the Nitro System: takes delegated prefixes. Default true (false: prefixes are refused). */
+        nitro: z.boolean().optional(),
         architecture: z.enum(["x86_64", "arm64", "i386"]).optional(),
         imageId: id("ami").optional(),
         /** Also the attach time of its ENIs. Default 2024-01-01T00:00:00.000Z, IMDS's pendingTime. */
@@ -430,6 +437,7 @@ function checkConsistency(world: WorldShape, ctx: z.RefinementCtx): void {
   const eniIds = new Set<string>();
   const macs = new Set<string>();
   const addresses = new Map<string, string>();
+  const prefixBlocks: { block: Cidr; path: (string | number)[] }[] = [];
   world.instances.forEach((instance, i) => {
     if (instanceIds.has(instance.id)) problem(["instances", i, "id"], `duplicate instance id ${instance.id}`);
     instanceIds.add(instance.id);
@@ -484,7 +492,46 @@ function checkConsistency(world: WorldShape, ctx: z.RefinementCtx): void {
       eni.ipv6s.forEach((a, k) => {
         check(a, at("ipv6s", k), subnet.v6);
       });
-      if (limit !== undefined && (ipv4s.length > limit || eni.ipv6s.length > limit)) {
+      const prefixes = [
+        ...(eni.ipv4Prefixes ?? []).map((p, k) => ({
+          p,
+          path: at("ipv4Prefixes", k),
+          length: 28,
+          home: subnet.v4,
+        })),
+        ...(eni.ipv6Prefixes ?? []).map((p, k) => ({
+          p,
+          path: at("ipv6Prefixes", k),
+          length: 80,
+          home: subnet.v6,
+        })),
+      ];
+      for (const { p, path, length, home } of prefixes) {
+        const block = mustParseCidr(p);
+        if (instance.nitro === false) {
+          problem(
+            path,
+            `${p}: instance ${instance.id} is not Nitro (nitro: false), and only Nitro instances take prefixes`,
+          );
+        } else if (block.prefix !== length) {
+          problem(path, `${p} must be a /${length}, the only prefix length EC2 delegates`);
+        } else if (home === undefined || !cidrWithin(block, home)) {
+          problem(path, `${p} is outside subnet ${eni.subnet}${home === undefined ? "" : ` (${home.text})`}`);
+        } else if (
+          isAwsReserved(home, bigIntToAddress(block.base, block.family)) ||
+          isAwsReserved(home, bigIntToAddress(block.base + block.size - 1n, block.family))
+        ) {
+          problem(path, `${p} holds addresses AWS reserves in ${home.text} (the first four and the last)`);
+        } else {
+          prefixBlocks.push({ block, path });
+        }
+      }
+      if (
+        limit !== undefined &&
+        (ipv4s.length + (eni.ipv4Prefixes?.length ?? 0) > limit ||
+          eni.ipv6s.length + (eni.ipv6Prefixes?.length ?? 0) > limit)
+      ) {
+        // Each prefix counts as one address.
         problem(at(), `holds more addresses than the ${limit} per ENI of ${instance.instanceType}`);
       }
     });
@@ -497,6 +544,13 @@ function checkConsistency(world: WorldShape, ctx: z.RefinementCtx): void {
     }
   });
 
+  for (const [i, { block, path }] of prefixBlocks.entries()) {
+    const address = [...addresses.keys()].find((a) => cidrContains(block, a));
+    if (address !== undefined)
+      problem(path, `${block.text} overlaps ${address}, held by ${addresses.get(address)}`);
+    const other = prefixBlocks.slice(0, i).find((o) => cidrsOverlap(o.block, block));
+    if (other !== undefined) problem(path, `${block.text} overlaps the prefix ${other.block.text}`);
+  }
   checkElasticIps(world, problem, addresses);
 
   const reserved: { subnet: string; cidr: Cidr }[] = [];

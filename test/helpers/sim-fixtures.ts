@@ -20,6 +20,8 @@ export const fastRetry = { baseDelayMs: 5, maxDelayMs: 50 };
 interface EniExtras {
   secondaryIpv4s?: string[];
   ipv6s?: string[];
+  ipv4Prefixes?: string[];
+  ipv6Prefixes?: string[];
   tags?: Record<string, string>;
 }
 

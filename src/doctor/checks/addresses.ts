@@ -10,6 +10,8 @@ const REFUSAL_FIX: Readonly<Record<RefusalReason, string>> = {
     "take the address out of the IPAM range (whereabouts: exclude) and out of IPMGR_ALLOWED_CIDRS",
   "address-conflict":
     "give each Multus interface addresses of its own: one address can be held by one ENI only",
+  "inside-prefix":
+    "take the address out of the IPAM range, or use the master whose ENI holds the prefix: a prefix is never split",
   "unknown-mac": "see eni-match",
   "eni-full": "free addresses on the ENI or use a larger instance type; see the capacity check",
 };

@@ -5,6 +5,7 @@ import type { Ec2Handler } from "./ec2-context.js";
 import { followReassignment } from "./elastic-ip-associations.js";
 import { pickFree, reservedBlocks, usedAddresses } from "./free-addresses.js";
 import { canonicalAddresses, instanceOf, requireEni, subnetOf } from "./lookups.js";
+import { assignPrefixes, prefixBlocks, prefixHolding, prefixRequestOf, slotsUsed } from "./prefixes.js";
 
 /**
  * AssignPrivateIpAddresses. All or nothing: every address is checked against the draft before any moves.
@@ -16,7 +17,11 @@ import { canonicalAddresses, instanceOf, requireEni, subnetOf } from "./lookups.
  * - an Elastic IP associated with a reassigned address moves with it (documented), keeping its association id
  *   (undocumented);
  * - addresses inside a subnet CIDR reservation (either type) may be assigned by name; only automatic
- *   picks avoid them.
+ *   picks avoid them;
+ * - an address inside a delegated prefix (any ENI's, this one's included) is refused like an address in use,
+ *   with or without AllowReassignment: a prefix is never split;
+ * - addresses and prefixes in one request are refused with `InvalidParameterCombination`.
+ * Prefixes (`Ipv4Prefix.N` or `Ipv4PrefixCount`): see prefixes.ts.
  */
 export const assignPrivateIpAddresses: Ec2Handler = (ctx) => {
   const { params, topology } = ctx;
@@ -28,23 +33,51 @@ export const assignPrivateIpAddresses: Ec2Handler = (ctx) => {
       "The parameters PrivateIpAddress and SecondaryPrivateIpAddressCount cannot be used together",
     );
   }
+  const prefixes = prefixRequestOf(
+    params.list("Ipv4Prefix"),
+    params.get("Ipv4PrefixCount"),
+    () => params.int("Ipv4PrefixCount", 1, 1000),
+    4,
+    "Ipv4Prefix",
+    "Ipv4PrefixCount",
+  );
+  if (prefixes !== undefined && (requested.length > 0 || countText !== undefined)) {
+    throw new Ec2ApiError(
+      "InvalidParameterCombination",
+      "Private IP addresses and IPv4 prefixes cannot be assigned in the same request",
+    );
+  }
   const draft = ctx.store.draft();
   const eni = requireEni(params, draft);
-  if (requested.length === 0 && countText === undefined) {
+  if (requested.length === 0 && countText === undefined && prefixes === undefined) {
     throw new Ec2ApiError(
       "MissingParameter",
       "The request must contain the parameter PrivateIpAddress or SecondaryPrivateIpAddressCount",
     );
   }
   const subnet = subnetOf(topology, eni.subnetId);
-  const limit = instanceOf(topology, eni.instanceId).addressLimit;
+  const instance = instanceOf(topology, eni.instanceId);
+  const limit = instance.addressLimit;
+  const limitError = (): Ec2ApiError =>
+    new Ec2ApiError(
+      "PrivateIpAddressLimitExceeded",
+      `Number of private addresses will exceed limit. The limit is ${limit} per network interface.`,
+    );
   const exceedsLimit = (adding: number): Ec2ApiError | undefined =>
-    eni.ipv4s.length + adding > limit
-      ? new Ec2ApiError(
-          "PrivateIpAddressLimitExceeded",
-          `Number of private addresses will exceed limit. The limit is ${limit} per network interface.`,
-        )
-      : undefined;
+    slotsUsed(eni, 4) + adding > limit ? limitError() : undefined;
+
+  if (prefixes !== undefined) {
+    const assigned = assignPrefixes(draft, eni, instance, subnet, 4, prefixes, limitError);
+    ctx.store.commit(draft);
+    return (
+      leaf("networkInterfaceId", eni.eniId) +
+      itemSet("assignedPrivateIpAddressesSet", []) +
+      itemSet(
+        "assignedIpv4PrefixSet",
+        assigned.map((p) => leaf("ipv4Prefix", p)),
+      )
+    );
+  }
 
   let answered: string[];
   if (requested.length > 0) {
@@ -66,6 +99,9 @@ export const assignPrivateIpAddresses: Ec2Handler = (ctx) => {
     }
     const adding = addresses.filter((a) => !eni.ipv4s.includes(a));
     for (const address of adding) {
+      if (prefixHolding(draft, address) !== undefined) {
+        throw new Ec2ApiError("InvalidParameterValue", `Address ${address} is in use.`);
+      }
       const holder = draft.enis.find((e) => e.ipv4s.includes(address));
       if (holder === undefined) continue;
       if (holder.primaryIpv4 === address) {
@@ -88,7 +124,12 @@ export const assignPrivateIpAddresses: Ec2Handler = (ctx) => {
     const count = params.int("SecondaryPrivateIpAddressCount", 1, 1000) ?? 0;
     const tooMany = exceedsLimit(count);
     if (tooMany !== undefined) throw tooMany;
-    const picks = pickFree(subnet.cidr, usedAddresses(draft), reservedBlocks(draft, subnet.id, 4), count);
+    const picks = pickFree(
+      subnet.cidr,
+      usedAddresses(draft),
+      [...reservedBlocks(draft, subnet.id, 4), ...prefixBlocks(draft, 4)],
+      count,
+    );
     if (picks.length < count) {
       throw new Ec2ApiError(
         "InsufficientFreeAddressesInSubnet",

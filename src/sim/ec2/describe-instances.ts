@@ -69,7 +69,9 @@ const instanceEniFields: FilterFields<EniView> = {
   "addresses.private-dns-name": (v) => v.eni.ipv4s.map((a) => ipName(a, v.topology.region)),
   "attachment.network-card-index": () => ["0"],
   "group-name": (v) => v.attrs.securityGroups.map((g) => g.name),
+  "ipv4-prefixes.ipv4-prefix": (v) => v.eni.ipv4Prefixes,
   "ipv6-address": (v) => v.eni.ipv6s,
+  "ipv6-prefixes.ipv6-prefix": (v) => v.eni.ipv6Prefixes,
   // Primary IPv6 addresses are not modelled: isPrimaryIpv6 is false on every address.
   "ipv6-addresses.is-primary-ipv6": (v) => v.eni.ipv6s.map(() => "false"),
   "ipv6-native": (v) => flag(v.eni.primaryIpv4 === null),

@@ -31,6 +31,20 @@ function ipv6Set(view: EniView): string {
   );
 }
 
+/** Delegated prefixes: `ipv4PrefixSet/item/ipv4Prefix` and `ipv6PrefixSet/item/ipv6Prefix`. */
+function prefixSets(view: EniView): string {
+  return (
+    itemSet(
+      "ipv4PrefixSet",
+      view.eni.ipv4Prefixes.map((p) => leaf("ipv4Prefix", p)),
+    ) +
+    itemSet(
+      "ipv6PrefixSet",
+      view.eni.ipv6Prefixes.map((p) => leaf("ipv6Prefix", p)),
+    )
+  );
+}
+
 /** The members both forms share, in EC2's order. */
 function common(view: EniView): string {
   const { eni, attrs, topology } = view;
@@ -72,6 +86,7 @@ export function renderNetworkInterface(view: EniView): string {
     tagSet(eni.tags) +
     privateIpSet(view) +
     ipv6Set(view) +
+    prefixSets(view) +
     leaf("interfaceType", attrs.interfaceType) +
     leaf("ipv6Native", eni.primaryIpv4 === null)
   );
@@ -99,6 +114,7 @@ export function renderInstanceNetworkInterface(view: EniView): string {
     ) +
     privateIpSet(view) +
     ipv6Set(view) +
+    prefixSets(view) +
     leaf("interfaceType", attrs.interfaceType)
   );
 }

@@ -43,6 +43,8 @@ export function metadataTree(
     }
     if (eni.ipv4s.length > 0) tree.set(`${base}/local-ipv4s`, eni.ipv4s.join("\n"));
     if (eni.ipv6s.length > 0) tree.set(`${base}/ipv6s`, eni.ipv6s.join("\n"));
+    if (eni.ipv4Prefixes.length > 0) tree.set(`${base}/ipv4-prefix`, eni.ipv4Prefixes.join("\n"));
+    if (eni.ipv6Prefixes.length > 0) tree.set(`${base}/ipv6-prefix`, eni.ipv6Prefixes.join("\n"));
   }
   tree.set(
     "dynamic/instance-identity/document",
