@@ -19,9 +19,8 @@ import type { ProbeResult } from "../eni/process/probe-server.js";
 import { applyPlan, planFor } from "../eni/reconcile.js";
 import type { EniState, Plan, PlanAction } from "../eni/types.js";
 import { ConflictEpisodes, DEFAULT_EPISODE_CHECK_MS, DEFAULT_REPAIR_BACKOFF } from "./conflict-episodes.js";
-import { type DesiredState, desiredState, type PodRef, type Release, unusedKey } from "./desired-state.js";
+import { type DesiredState, desiredState, type PodRef } from "./desired-state.js";
 import type {
-  EventObjectKind,
   IpPoolInfo,
   KubeApi,
   NadInfo,
@@ -31,6 +30,7 @@ import type {
 } from "./kube-api.js";
 import type { BridgeMetrics, ReleaseHoldReason, WaveOutcome } from "./metrics.js";
 import type { PodEventReporter } from "./pod-events.js";
+import { ReleaseGuard } from "./release-guard.js";
 import type { SubnetView } from "./reservation-cover.js";
 import { type ViewTrust, viewTrust } from "./view-trust.js";
 import { type BridgeRefusal, overlayRecent, planWave, type RecentChange } from "./wave-plan.js";
@@ -89,13 +89,6 @@ export interface WaveReport {
 
 const WAKE = Symbol("wake");
 
-/** The Event reason for input the bridge cannot read, by the kind of object that holds it. */
-const PROBLEM_REASON: Readonly<Record<EventObjectKind, string>> = {
-  Pod: "NetworkStatusUnreadable",
-  NetworkAttachmentDefinition: "NetworkConfigUnreadable",
-  IPPool: "AllocationUnreadable",
-};
-
 interface Collections {
   readonly pods: WatchedCollection<PodInfo>;
   readonly nads: WatchedCollection<NadInfo>;
@@ -129,13 +122,8 @@ export class Bridge {
   #report: WaveReport | undefined;
   #running = false;
   #stopped = false;
-  #trusted = false;
-  #everTrusted = false;
-  #trustKey = "";
-  #holds = new Set<ReleaseHoldReason>();
   #lastGoodRanges = new Map<string, readonly WhereaboutsRange[]>();
-  #warnedProblems = new Set<string>();
-  #problemLines: string[] = [];
+  readonly #guard: ReleaseGuard;
 
   /** Addresses another ENI took back after ours held them (two pods on two nodes carrying one address). */
   readonly #episodes: ConflictEpisodes;
@@ -146,6 +134,7 @@ export class Bridge {
     private readonly options: BridgeOptions,
   ) {
     this.#episodes = new ConflictEpisodes({ backoff: options.repairBackoff ?? DEFAULT_REPAIR_BACKOFF });
+    this.#guard = new ReleaseGuard(deps);
   }
 
   /** Starts the four watches; resolves once each has listed once (or failed and is being retried). */
@@ -178,36 +167,14 @@ export class Bridge {
 
   /** A watch failed, relisted or works again: graces restart on a stale view, a wave runs when it is back. */
   #healthChanged(): void {
-    const trust = this.#trustNow();
-    const was = this.#trusted;
-    this.#noteTrust(trust);
-    if (trust.trusted && !was) this.changed();
+    if (this.#noteTrust(this.#trustNow())) this.changed();
   }
 
-  /** Records the trust, logs each change once, and restarts every grace while the view is stale. */
-  #noteTrust(trust: ViewTrust): void {
-    const { logger } = this.deps;
-    const was = this.#trusted;
-    this.#trusted = trust.trusted;
+  /** Records the trust (the guard logs each change once); every grace restarts while the view is stale. */
+  #noteTrust(trust: ViewTrust): boolean {
     if (!trust.trusted) this.#unusedSince = new Map();
-    const key = trust.reasons.join("\n");
-    if (!trust.trusted && key !== this.#trustKey) {
-      const faulted = Object.values(this.#collections ?? {}).some((c) => c.health().fault !== undefined);
-      if (this.#everTrusted || faulted) {
-        logger.warn(
-          { reasons: trust.reasons },
-          "the view of the cluster is stale: releases are held until every watch is back and heard from, and each release's grace restarts then",
-        );
-      }
-    }
-    if (trust.trusted && !was) {
-      if (this.#everTrusted) {
-        logger.info("the view of the cluster is trusted again; release graces restart now");
-      }
-      this.#everTrusted = true;
-    }
-    this.#trustKey = key;
-    this.deps.metrics.trust(trust.trusted, this.#holds);
+    const faulted = Object.values(this.#collections ?? {}).some((c) => c.health().fault !== undefined);
+    return this.#guard.noteTrust(trust, faulted);
   }
 
   /** A Kubernetes object changed: a wave runs after the window. */
@@ -399,7 +366,7 @@ export class Bridge {
       collections.reservations.list(),
     );
     this.#lastGoodRanges = desired.rangesByNad;
-    this.#reportProblems(desired);
+    this.#guard.reportProblems(desired);
     // A stale view knows nothing to be unused: no grace runs and nothing is released until it is trusted.
     const holds = new Set<ReleaseHoldReason>();
     if (!trust.trusted) holds.add("stale-view");
@@ -407,14 +374,20 @@ export class Bridge {
     this.#unusedSince = trust.trusted ? desired.unusedSince : new Map();
     let releases = holds.size === 0 ? desired.releases : [];
     if (releases.length > 0) {
-      const confirmed = await this.#confirmReleases(releases, desiredFrom, signal);
-      if (confirmed === undefined) {
+      const confirmation = await this.#guard.confirm(
+        releases,
+        () => this.#freshReading(desiredFrom, signal),
+        (error) => isAbort(error, signal),
+      );
+      if (confirmation === undefined) {
         holds.add("unconfirmed");
         releases = [];
-      } else releases = confirmed;
+      } else {
+        releases = confirmation.confirmed;
+        for (const key of confirmation.inUse) this.#unusedSince.delete(key);
+      }
     }
-    this.#holds = holds;
-    this.deps.metrics.trust(trust.trusted, holds);
+    this.#guard.hold(holds);
     this.#nextPendingAt =
       desired.pending.length === 0 ? undefined : Math.min(...desired.pending.map((p) => p.releaseAt));
     if (holds.has("unconfirmed") || (holds.has("unreadable-pod") && desired.releases.length > 0)) {
@@ -508,77 +481,24 @@ export class Bridge {
     return outcome;
   }
 
-  /**
-   * The releases a fresh list of pods, IPPools and reservations agrees on: a watch can lag (a connection
-   * that stalls without failing), and a release on a stale reading takes a live pod's address. Undefined
-   * when the fresh lists cannot be read: nothing is released then.
-   */
-  async #confirmReleases(
-    releases: readonly Release[],
+  /** The desired state from a fresh list of this node's pods, the IPPools and the reservations. */
+  async #freshReading(
     desiredFrom: (
       pods: readonly PodInfo[],
       ipPools: readonly IpPoolInfo[],
       reservations: readonly OverlappingReservationInfo[],
     ) => DesiredState,
     signal: AbortSignal,
-  ): Promise<Release[] | undefined> {
+  ): Promise<DesiredState> {
     const c = this.#collections;
-    if (c === undefined) return undefined;
-    let fresh: DesiredState;
-    try {
-      const [pods, ipPools, reservations] = await Promise.all([
-        c.pods.fetchNow(),
-        c.ipPools.fetchNow(),
-        c.reservations.fetchNow(),
-      ]);
-      signal.throwIfAborted();
-      fresh = desiredFrom(pods, ipPools, reservations);
-    } catch (error) {
-      if (isAbort(error, signal)) throw error;
-      this.deps.logger.warn(
-        { err: error, releases: releases.length },
-        "could not list pods, IPPools and reservations afresh to confirm releases; they are held and tried again shortly",
-      );
-      return undefined;
-    }
-    if (fresh.unreadablePods.length > 0) return undefined;
-    const agreed = new Set(fresh.releases.map((r) => unusedKey(r.eniId, r.address)));
-    const confirmed = releases.filter((r) => agreed.has(unusedKey(r.eniId, r.address)));
-    for (const r of releases) {
-      if (!agreed.has(unusedKey(r.eniId, r.address))) {
-        this.deps.logger.info(
-          { eniId: r.eniId, address: r.address },
-          "not released: a fresh list shows the address in use, which the watch has not delivered yet",
-        );
-        this.#unusedSince.delete(unusedKey(r.eniId, r.address));
-      }
-    }
-    return confirmed;
-  }
-
-  /** Each unreadable input: a warning once, an Event on its object, a /readyz line and the metric. */
-  #reportProblems(desired: DesiredState): void {
-    const { logger, events, metrics } = this.deps;
-    const keys = new Set<string>();
-    const counts: Record<string, number> = {};
-    const lines: string[] = [];
-    for (const problem of desired.problems) {
-      const object = `${problem.kind} ${problem.namespace}/${problem.name}`;
-      const key = `${object} ${problem.message}`;
-      keys.add(key);
-      counts[problem.kind] = (counts[problem.kind] ?? 0) + 1;
-      lines.push(`cannot read: ${problem.message}`);
-      if (!this.#warnedProblems.has(key)) logger.warn({ object }, problem.message);
-      events.report({
-        pod: { namespace: problem.namespace, name: problem.name, uid: problem.uid, kind: problem.kind },
-        type: "Warning",
-        reason: PROBLEM_REASON[problem.kind],
-        message: problem.message,
-      });
-    }
-    this.#warnedProblems = keys;
-    this.#problemLines = [...new Set(lines)];
-    metrics.inputProblems(counts);
+    if (c === undefined) throw new Error("internal: the bridge confirmed releases before start()");
+    const [pods, ipPools, reservations] = await Promise.all([
+      c.pods.fetchNow(),
+      c.ipPools.fetchNow(),
+      c.reservations.fetchNow(),
+    ]);
+    signal.throwIfAborted();
+    return desiredFrom(pods, ipPools, reservations);
   }
 
   #reportWave(
@@ -710,18 +630,8 @@ export class Bridge {
       return { ok: false, lines: ["the Kubernetes watches have not started"] };
     }
     const trust = this.#trustNow();
-    if (!trust.trusted) {
-      ok = false;
-      lines.push("the view of the cluster is stale; releases are held:");
-      for (const reason of trust.reasons) lines.push(`  ${reason}`);
-    }
-    if (this.#holds.has("unreadable-pod")) {
-      lines.push("releases are held: a live pod's network-status cannot be read (see below)");
-    }
-    if (this.#holds.has("unconfirmed")) {
-      lines.push("releases are held: the fresh list that confirms them failed; tried again shortly");
-    }
-    lines.push(...this.#problemLines);
+    if (!trust.trusted) ok = false;
+    lines.push(...this.#guard.lines(trust));
     const report = this.#report;
     if (report === undefined) {
       ok = false;

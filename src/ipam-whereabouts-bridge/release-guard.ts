@@ -1,0 +1,164 @@
+/**
+ * What stands between the bridge's desired state and a release: whether the view of the cluster can be
+ * trusted (view-trust.ts), input it cannot read, and a fresh list that must agree before an address goes.
+ * Keeps the holds and says each change once: a warning when the view goes stale or trusted again, one per
+ * unreadable object (with an Event on it), the metrics, and the lines /readyz shows.
+ */
+import type { Logger } from "../eni/process/logger.js";
+import type { DesiredState, Release } from "./desired-state.js";
+import { unusedKey } from "./desired-state.js";
+import type { EventObjectKind } from "./kube-api.js";
+import type { BridgeMetrics, ReleaseHoldReason } from "./metrics.js";
+import type { PodEventReporter } from "./pod-events.js";
+import type { ViewTrust } from "./view-trust.js";
+
+/** The Event reason for input the bridge cannot read, by the kind of object that holds it. */
+const PROBLEM_REASON: Readonly<Record<EventObjectKind, string>> = {
+  Pod: "NetworkStatusUnreadable",
+  NetworkAttachmentDefinition: "NetworkConfigUnreadable",
+  IPPool: "AllocationUnreadable",
+};
+
+export interface ReleaseGuardDeps {
+  readonly logger: Logger;
+  readonly metrics: BridgeMetrics;
+  readonly events: PodEventReporter;
+}
+
+/** A confirmation: the releases both readings agree on, and the (ENI, address) keys the fresh one keeps. */
+export interface Confirmation {
+  readonly confirmed: Release[];
+  /** `unusedKey`s of the releases the fresh reading finds in use: their graces start again. */
+  readonly inUse: string[];
+}
+
+export class ReleaseGuard {
+  #trusted = false;
+  #everTrusted = false;
+  #trustKey = "";
+  #holds = new Set<ReleaseHoldReason>();
+  #warnedProblems = new Set<string>();
+  #problemLines: string[] = [];
+
+  constructor(private readonly deps: ReleaseGuardDeps) {}
+
+  get trusted(): boolean {
+    return this.#trusted;
+  }
+
+  /**
+   * Records the trust and logs each change once (a stale view is logged only once the view has been trusted,
+   * or when a watch has failed: not while the first lists run). Returns whether the view has just become
+   * trusted again.
+   */
+  noteTrust(trust: ViewTrust, faulted: boolean): boolean {
+    const { logger } = this.deps;
+    const was = this.#trusted;
+    this.#trusted = trust.trusted;
+    const key = trust.reasons.join("\n");
+    if (!trust.trusted && key !== this.#trustKey && (this.#everTrusted || faulted)) {
+      logger.warn(
+        { reasons: trust.reasons },
+        "the view of the cluster is stale: releases are held until every watch is back and heard from, and each release's grace restarts then",
+      );
+    }
+    const returned = trust.trusted && !was;
+    if (returned) {
+      if (this.#everTrusted)
+        logger.info("the view of the cluster is trusted again; release graces restart now");
+      this.#everTrusted = true;
+    }
+    this.#trustKey = key;
+    this.deps.metrics.trust(trust.trusted, this.#holds);
+    return returned;
+  }
+
+  /** The reasons releases are held at this wave. */
+  hold(holds: ReadonlySet<ReleaseHoldReason>): void {
+    this.#holds = new Set(holds);
+    this.deps.metrics.trust(this.#trusted, this.#holds);
+  }
+
+  /** Each unreadable input: a warning once, an Event on its object, a /readyz line and the metric. */
+  reportProblems(desired: DesiredState): void {
+    const { logger, events, metrics } = this.deps;
+    const keys = new Set<string>();
+    const counts: Record<string, number> = {};
+    const lines: string[] = [];
+    for (const problem of desired.problems) {
+      const object = `${problem.kind} ${problem.namespace}/${problem.name}`;
+      const key = `${object} ${problem.message}`;
+      keys.add(key);
+      counts[problem.kind] = (counts[problem.kind] ?? 0) + 1;
+      lines.push(`cannot read: ${problem.message}`);
+      if (!this.#warnedProblems.has(key)) logger.warn({ object }, problem.message);
+      events.report({
+        pod: { namespace: problem.namespace, name: problem.name, uid: problem.uid, kind: problem.kind },
+        type: "Warning",
+        reason: PROBLEM_REASON[problem.kind],
+        message: problem.message,
+      });
+    }
+    this.#warnedProblems = keys;
+    this.#problemLines = [...new Set(lines)];
+    metrics.inputProblems(counts);
+  }
+
+  /**
+   * The releases a fresh reading (pods, IPPools and reservations listed again) agrees on: a watch can lag (a
+   * connection that stalls without failing), and a release on a stale reading takes a live pod's address.
+   * Undefined when the fresh reading failed or cannot read a live pod: nothing is released then.
+   */
+  async confirm(
+    releases: readonly Release[],
+    freshReading: () => Promise<DesiredState>,
+    isAbort: (error: unknown) => boolean,
+  ): Promise<Confirmation | undefined> {
+    const { logger } = this.deps;
+    let fresh: DesiredState;
+    try {
+      fresh = await freshReading();
+    } catch (error) {
+      if (isAbort(error)) throw error;
+      logger.warn(
+        { err: error, releases: releases.length },
+        "could not list pods, IPPools and reservations afresh to confirm releases; they are held and tried again shortly",
+      );
+      return undefined;
+    }
+    if (fresh.unreadablePods.length > 0) return undefined;
+    const agreed = new Set(fresh.releases.map((r) => unusedKey(r.eniId, r.address)));
+    const confirmed: Release[] = [];
+    const inUse: string[] = [];
+    for (const r of releases) {
+      const key = unusedKey(r.eniId, r.address);
+      if (agreed.has(key)) {
+        confirmed.push(r);
+        continue;
+      }
+      inUse.push(key);
+      logger.info(
+        { eniId: r.eniId, address: r.address },
+        "not released: a fresh list shows the address in use, which the watch has not delivered yet",
+      );
+    }
+    return { confirmed, inUse };
+  }
+
+  /** /readyz lines: why releases are held, and what cannot be read. */
+  lines(trust: ViewTrust): string[] {
+    const lines: string[] = [];
+    if (!trust.trusted) {
+      lines.push("the view of the cluster is stale; releases are held:");
+      for (const reason of trust.reasons) lines.push(`  ${reason}`);
+    }
+    if (this.#holds.has("unreadable-pod")) {
+      lines.push("releases are held: a live pod's network-status cannot be read (see below)");
+    }
+    if (this.#holds.has("unconfirmed")) {
+      lines.push("releases are held: the fresh list that confirms them failed; tried again shortly");
+    }
+    lines.push(...this.#problemLines);
+    return lines;
+  }
+}

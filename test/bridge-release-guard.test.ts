@@ -1,0 +1,91 @@
+import { describe, expect, it } from "vitest";
+import { createLogger } from "../src/eni/process/logger.js";
+import type { DesiredState, Release } from "../src/ipam-whereabouts-bridge/desired-state.js";
+import type { KubeApi } from "../src/ipam-whereabouts-bridge/kube-api.js";
+import { BridgeMetrics } from "../src/ipam-whereabouts-bridge/metrics.js";
+import { PodEventReporter } from "../src/ipam-whereabouts-bridge/pod-events.js";
+import { ReleaseGuard } from "../src/ipam-whereabouts-bridge/release-guard.js";
+
+const release = (address: string): Release => ({
+  eniId: "eni-0multus",
+  address,
+  family: 4,
+  reason: "unused",
+});
+
+/** Only the fields the guard reads. */
+const reading = (releases: Release[], unreadablePods: string[] = []): DesiredState =>
+  ({ releases, unreadablePods, problems: [] }) as unknown as DesiredState;
+
+function guard(): { guard: ReleaseGuard; metrics: BridgeMetrics } {
+  const metrics = new BridgeMetrics();
+  const logger = createLogger("silent");
+  const kube = { createEvent: async () => undefined } as unknown as KubeApi;
+  const events = new PodEventReporter(kube, { now: () => 0, sleep: async () => undefined }, logger, metrics, {
+    repeatIntervalMs: 1_000,
+    perSecond: 10,
+    burst: 10,
+  });
+  return { guard: new ReleaseGuard({ logger, metrics, events }), metrics };
+}
+
+const never = () => false;
+
+describe("ReleaseGuard", () => {
+  it("releases only what the fresh reading agrees on, and names what it finds in use", async () => {
+    const { guard: g } = guard();
+    const result = await g.confirm(
+      [release("198.51.100.199"), release("198.51.100.200")],
+      async () => reading([release("198.51.100.199")]),
+      never,
+    );
+    expect(result?.confirmed.map((r) => r.address)).toEqual(["198.51.100.199"]);
+    expect(result?.inUse).toEqual(["eni-0multus 198.51.100.200"]);
+  });
+
+  it("holds every release when the fresh reading fails or cannot read a live pod", async () => {
+    const { guard: g } = guard();
+    const failing = async (): Promise<DesiredState> => {
+      throw new Error("connect ECONNREFUSED");
+    };
+    expect(await g.confirm([release("198.51.100.199")], failing, never)).toBeUndefined();
+    expect(
+      await g.confirm(
+        [release("198.51.100.199")],
+        async () => reading([release("198.51.100.199")], ["cnf/a"]),
+        never,
+      ),
+    ).toBeUndefined();
+  });
+
+  it("lets an abort through", async () => {
+    const { guard: g } = guard();
+    const aborted = new Error("aborted");
+    await expect(
+      g.confirm(
+        [release("198.51.100.199")],
+        async () => {
+          throw aborted;
+        },
+        (error) => error === aborted,
+      ),
+    ).rejects.toBe(aborted);
+  });
+
+  it("says when the view comes back, and shows a stale view's reasons and the holds on /readyz and the metrics", async () => {
+    const { guard: g, metrics } = guard();
+    expect(g.noteTrust({ trusted: true, reasons: [] }, false)).toBe(true);
+    expect(g.noteTrust({ trusted: true, reasons: [] }, false)).toBe(false);
+    const stale = { trusted: false, reasons: ["the pods watch fails: refused"] };
+    expect(g.noteTrust(stale, true)).toBe(false);
+    g.hold(new Set(["stale-view"] as const));
+    expect(g.lines(stale)).toEqual([
+      "the view of the cluster is stale; releases are held:",
+      "  the pods watch fails: refused",
+    ]);
+    const text = await metrics.text();
+    expect(text).toContain("multus_ipmgr_bridge_view_trusted 0");
+    expect(text).toContain('multus_ipmgr_bridge_releases_held{reason="stale-view"} 1');
+    expect(g.noteTrust({ trusted: true, reasons: [] }, false)).toBe(true);
+  });
+});
