@@ -1,8 +1,8 @@
 import { Ec2ApiError } from "../errors/ec2-api-error.js";
 import { bigIntToAddress } from "../ip-math.js";
-import { leaf } from "../xml.js";
 import type { Ec2Handler } from "./ec2-context.js";
 import { tagsFromSpecifications } from "./tag-specifications.js";
+import { leaf } from "./xml.js";
 
 /** Parameters EC2 documents for AllocateAddress that choose another pool: refused, never ignored. */
 const unmodelled = ["Address", "PublicIpv4Pool", "CustomerOwnedIpv4Pool", "IpamPoolId"];

@@ -1,10 +1,10 @@
 import { Ec2ApiError } from "../errors/ec2-api-error.js";
 import { cidrContains, isAwsReserved } from "../ip-math.js";
-import { escapeXml, itemSet, leaf } from "../xml.js";
 import type { Ec2Handler } from "./ec2-context.js";
 import { pickFree, reservedBlocks, usedAddresses } from "./free-addresses.js";
 import { canonicalAddresses, instanceOf, requireEni, subnetOf } from "./lookups.js";
 import { assignPrefixes, prefixBlocks, prefixHolding, prefixRequestOf, slotsUsed } from "./prefixes.js";
+import { escapeXml, itemSet, leaf } from "./xml.js";
 
 /**
  * AssignIpv6Addresses, all or nothing. EC2 has no reassignment for IPv6: an address held by another ENI is

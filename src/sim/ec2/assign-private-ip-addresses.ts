@@ -1,11 +1,11 @@
 import { Ec2ApiError } from "../errors/ec2-api-error.js";
 import { cidrContains, isAwsReserved } from "../ip-math.js";
-import { itemSet, leaf } from "../xml.js";
 import type { Ec2Handler } from "./ec2-context.js";
 import { followReassignment } from "./elastic-ip-associations.js";
 import { pickFree, reservedBlocks, usedAddresses } from "./free-addresses.js";
 import { canonicalAddresses, instanceOf, requireEni, subnetOf } from "./lookups.js";
 import { assignPrefixes, prefixBlocks, prefixHolding, prefixRequestOf, slotsUsed } from "./prefixes.js";
+import { itemSet, leaf } from "./xml.js";
 
 /**
  * AssignPrivateIpAddresses. All or nothing: every address is checked against the draft before any moves.

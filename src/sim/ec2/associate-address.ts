@@ -1,10 +1,10 @@
 import { Ec2ApiError } from "../errors/ec2-api-error.js";
 import { canonicalAddress } from "../ip-math.js";
 import type { SimEni, SimState } from "../sim-state.js";
-import { leaf } from "../xml.js";
 import type { Ec2Context, Ec2Handler } from "./ec2-context.js";
 import { requireAllocation } from "./elastic-ip-view.js";
 import { checkEniId, eniNotFound } from "./lookups.js";
+import { leaf } from "./xml.js";
 
 /** The ENI named by `NetworkInterfaceId`, or the only ENI of `InstanceId`; exactly one of the two. */
 function targetEni(ctx: Ec2Context, state: SimState): SimEni {

@@ -1,9 +1,9 @@
 import { Ec2ApiError } from "../errors/ec2-api-error.js";
 import { canonicalAddress } from "../ip-math.js";
-import { itemSet } from "../xml.js";
 import type { Ec2Handler } from "./ec2-context.js";
 import { addressFilters, addressViewOf, checkAllocationId, renderAddress } from "./elastic-ip-view.js";
 import { applyFilters } from "./filters.js";
+import { itemSet } from "./xml.js";
 
 /**
  * DescribeAddresses: `AllocationId.N`, `PublicIp.N` and the filters of addressFilters; no paging (EC2 has

@@ -1,13 +1,13 @@
 import { ipName, resourceName } from "../aws-names.js";
 import { Ec2ApiError } from "../errors/ec2-api-error.js";
 import type { Topology, TopologyInstance } from "../topology.js";
-import { itemSet, leaf, node, tagSet } from "../xml.js";
 import { documentedInstanceFilters } from "./documented-filters.js";
 import type { Ec2Handler } from "./ec2-context.js";
 import { type EniView, eniViewOf, networkInterfaceFields, privateDnsNameOf } from "./eni-view.js";
 import { applyFilters, type FilterCatalogue, type FilterFields, flag } from "./filters.js";
 import { paginate } from "./paging.js";
 import { groupSet, renderInstanceNetworkInterface } from "./render-network-interface.js";
+import { itemSet, leaf, node, tagSet } from "./xml.js";
 
 export interface InstanceView {
   readonly instance: TopologyInstance;

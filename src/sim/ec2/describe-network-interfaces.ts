@@ -1,5 +1,4 @@
 import { Ec2ApiError } from "../errors/ec2-api-error.js";
-import { itemSet } from "../xml.js";
 import { documentedNetworkInterfaceFilters } from "./documented-filters.js";
 import type { Ec2Handler } from "./ec2-context.js";
 import { type EniView, eniViewOf, networkInterfaceFields } from "./eni-view.js";
@@ -7,6 +6,7 @@ import { applyFilters, type FilterCatalogue } from "./filters.js";
 import { checkEniId, eniNotFound } from "./lookups.js";
 import { paginate } from "./paging.js";
 import { renderNetworkInterface } from "./render-network-interface.js";
+import { itemSet } from "./xml.js";
 
 export const networkInterfaceFilters: FilterCatalogue<EniView> = {
   documented: documentedNetworkInterfaceFilters,

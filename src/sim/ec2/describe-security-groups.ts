@@ -1,11 +1,11 @@
 import { Ec2ApiError } from "../errors/ec2-api-error.js";
 import type { Topology, TopologySecurityGroup } from "../topology.js";
 import type { IngressRule } from "../world.js";
-import { itemSet, leaf, tagSet } from "../xml.js";
 import { documentedSecurityGroupFilters } from "./documented-filters.js";
 import type { Ec2Handler } from "./ec2-context.js";
 import { applyFilters, type FilterCatalogue, type FilterFields } from "./filters.js";
 import { paginate } from "./paging.js";
+import { itemSet, leaf, tagSet } from "./xml.js";
 
 /** One group as DescribeSecurityGroups sees it, with the world it belongs to. */
 interface GroupView {

@@ -2,11 +2,11 @@ import { Ec2ApiError } from "../errors/ec2-api-error.js";
 import { cidrContains } from "../ip-math.js";
 import type { SimState } from "../sim-state.js";
 import type { Topology, TopologySubnet } from "../topology.js";
-import { itemSet, leaf, node, tagSet } from "../xml.js";
 import { documentedSubnetFilters } from "./documented-filters.js";
 import type { Ec2Handler } from "./ec2-context.js";
 import { applyFilters, type FilterCatalogue, type FilterFields, flag } from "./filters.js";
 import { paginate } from "./paging.js";
+import { itemSet, leaf, node, tagSet } from "./xml.js";
 
 export interface SubnetView {
   readonly subnet: TopologySubnet;

@@ -1,6 +1,6 @@
 import { Ec2ApiError } from "../errors/ec2-api-error.js";
-import { leaf } from "../xml.js";
 import type { Ec2Handler } from "./ec2-context.js";
+import { leaf } from "./xml.js";
 
 /**
  * DisassociateAddress (VPC): `AssociationId`; the Elastic IP stays allocated. An unknown association id is

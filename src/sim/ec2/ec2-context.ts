@@ -1,7 +1,7 @@
-import type { QueryParams } from "../query-params.js";
 import type { SimState } from "../sim-state.js";
 import type { StateStore } from "../state-store.js";
 import type { Topology } from "../topology.js";
+import type { QueryParams } from "./query-params.js";
 
 /** What an EC2 action handler gets for one request. */
 export interface Ec2Context {

@@ -1,9 +1,9 @@
 import { Ec2ApiError } from "../errors/ec2-api-error.js";
 import type { SimAddress, SimState } from "../sim-state.js";
 import type { Topology } from "../topology.js";
-import { leaf, tagSet } from "../xml.js";
 import { documentedAddressFilters } from "./documented-filters.js";
 import type { FilterCatalogue } from "./filters.js";
+import { leaf, tagSet } from "./xml.js";
 
 /**
  * Real ids are `eipalloc-` and 8 or 17 hex digits; world files use readable ids such as `eipalloc-0web`, so

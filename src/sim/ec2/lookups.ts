@@ -1,8 +1,8 @@
 import { Ec2ApiError } from "../errors/ec2-api-error.js";
 import { addressFamily, canonicalAddress } from "../ip-math.js";
-import type { QueryParams } from "../query-params.js";
 import type { SimEni, SimState } from "../sim-state.js";
 import type { Topology, TopologyInstance, TopologySubnet } from "../topology.js";
+import type { QueryParams } from "./query-params.js";
 
 /**
  * Real ids are `eni-` and 8 or 17 hex digits; world files use readable ids such as `eni-0multus`, so the

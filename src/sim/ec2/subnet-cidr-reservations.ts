@@ -1,13 +1,13 @@
 import { Ec2ApiError } from "../errors/ec2-api-error.js";
 import { cidrsOverlap, cidrWithin, mustParseCidr, parseCidr } from "../ip-math.js";
-import type { QueryParams } from "../query-params.js";
 import type { SimReservation } from "../sim-state.js";
 import type { Topology, TopologySubnet } from "../topology.js";
-import { itemSet, leaf, node, tagSet } from "../xml.js";
 import type { Ec2Handler } from "./ec2-context.js";
 import { applyFilters, type FilterCatalogue, type FilterFields } from "./filters.js";
 import { paginate } from "./paging.js";
+import type { QueryParams } from "./query-params.js";
 import { tagsFromSpecifications } from "./tag-specifications.js";
+import { itemSet, leaf, node, tagSet } from "./xml.js";
 
 function requireSubnet(params: QueryParams, topology: Topology): TopologySubnet {
   const id = params.require("SubnetId");

@@ -1,8 +1,8 @@
 import { Ec2ApiError } from "../errors/ec2-api-error.js";
-import { escapeXml, itemSet, leaf } from "../xml.js";
 import type { Ec2Handler } from "./ec2-context.js";
 import { canonicalAddresses, requireEni } from "./lookups.js";
 import { unassignPrefixes } from "./prefixes.js";
+import { escapeXml, itemSet, leaf } from "./xml.js";
 
 /**
  * UnassignIpv6Addresses, all or nothing. Unconfirmed EC2 behaviour, decided here: an address the ENI does

@@ -1,9 +1,9 @@
 import { Ec2ApiError } from "../errors/ec2-api-error.js";
-import { leaf } from "../xml.js";
 import type { Ec2Handler } from "./ec2-context.js";
 import { dropAssociations } from "./elastic-ip-associations.js";
 import { canonicalAddresses, requireEni } from "./lookups.js";
 import { unassignPrefixes } from "./prefixes.js";
+import { leaf } from "./xml.js";
 
 /**
  * UnassignPrivateIpAddresses, all or nothing. Unconfirmed EC2 behaviour, decided here: the primary address
