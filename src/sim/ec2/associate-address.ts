@@ -3,7 +3,7 @@ import { canonicalAddress } from "../ip-math.js";
 import type { SimEni, SimState } from "../sim-state.js";
 import type { Ec2Context, Ec2Handler } from "./ec2-context.js";
 import { requireAllocation } from "./elastic-ip-view.js";
-import { checkEniId, eniNotFound } from "./lookups.js";
+import { checkEniId, eniNotFound } from "./model/enis.js";
 import { leaf } from "./xml.js";
 
 /** The ENI named by `NetworkInterfaceId`, or the only ENI of `InstanceId`; exactly one of the two. */

@@ -3,7 +3,7 @@ import { documentedNetworkInterfaceFilters } from "./documented-filters.js";
 import type { Ec2Handler } from "./ec2-context.js";
 import { type EniView, eniViewOf, networkInterfaceFields } from "./eni-view.js";
 import { applyFilters, type FilterCatalogue } from "./filters.js";
-import { checkEniId, eniNotFound } from "./lookups.js";
+import { checkEniId, eniNotFound } from "./model/enis.js";
 import { paginate } from "./paging.js";
 import { renderNetworkInterface } from "./render-network-interface.js";
 import { itemSet } from "./xml.js";
