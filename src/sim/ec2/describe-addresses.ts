@@ -1,8 +1,9 @@
 import { Ec2ApiError } from "../errors/ec2-api-error.js";
 import { canonicalAddress } from "../ip-math.js";
 import type { Ec2Handler } from "./ec2-context.js";
-import { addressFilters, addressViewOf, checkAllocationId, renderAddress } from "./elastic-ip-view.js";
+import { addressFilters, addressViewOf, renderAddress } from "./elastic-ip-view.js";
 import { applyFilters } from "./filters.js";
+import { checkAllocationId } from "./model/elastic-ips.js";
 import { itemSet } from "./xml.js";
 
 /**
