@@ -39,6 +39,31 @@ export function requireAllocation(state: SimState, id: string): SimAddress {
 }
 
 /**
+ * The Elastic IPs named by allocation ids (checked) and public IPs (canonical); every one when both are empty.
+ * One that does not exist fails the whole call, as in EC2 (`InvalidAllocationID.NotFound`,
+ * `InvalidAddress.NotFound`).
+ */
+export function addressesNamed(
+  state: SimState,
+  allocationIds: readonly string[],
+  publicIps: readonly string[],
+): SimAddress[] {
+  let addresses = state.addresses;
+  if (allocationIds.length > 0) {
+    const unknown = allocationIds.find((id) => !addresses.some((a) => a.allocationId === id));
+    if (unknown !== undefined) throw allocationNotFound(unknown);
+    addresses = addresses.filter((a) => allocationIds.includes(a.allocationId));
+  }
+  if (publicIps.length > 0) {
+    const unknown = publicIps.find((ip) => !state.addresses.some((a) => a.publicIp === ip));
+    if (unknown !== undefined)
+      throw new Ec2ModelError("InvalidAddress.NotFound", `Address '${unknown}' not found.`);
+    addresses = addresses.filter((a) => publicIps.includes(a.publicIp));
+  }
+  return addresses;
+}
+
+/**
  * AllocateAddress: the lowest free public IP of the world's pool (203.0.113.0/24 unless the VPC uses it: see
  * publicIpPoolOf), network and broadcast addresses left out. When the pool is used up: `AddressLimitExceeded`
  * (EC2's code for its per-region quota, 5 by default, which the simulator does not impose).

@@ -43,3 +43,11 @@ export function instanceOf(topology: Topology, instanceId: string): TopologyInst
   if (instance === undefined) throw new Error(`internal: unknown instance ${instanceId}`);
   return instance;
 }
+
+/** The ENIs named by `ids` (checked ids; every ENI when empty); an unknown id fails the whole call. */
+export function enisNamed(state: SimState, ids: readonly string[]): SimEni[] {
+  if (ids.length === 0) return state.enis;
+  const unknown = ids.find((id) => !state.enis.some((e) => e.eniId === id));
+  if (unknown !== undefined) throw eniNotFound(unknown);
+  return state.enis.filter((e) => ids.includes(e.eniId));
+}
