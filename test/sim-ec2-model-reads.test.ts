@@ -1,7 +1,9 @@
 import { describe, expect, it } from "vitest";
 import { addressesNamed } from "../src/sim/ec2/model/elastic-ips.js";
 import { enisNamed } from "../src/sim/ec2/model/enis.js";
+import { checkInstanceId, enisOfInstance, instancesNamed } from "../src/sim/ec2/model/instances.js";
 import { EGRESS_ALL, egressRules, securityGroupsNamed } from "../src/sim/ec2/model/security-groups.js";
+import { subnetsNamed } from "../src/sim/ec2/model/subnets.js";
 import { freshModel, refusal } from "./helpers/ec2-model-world.js";
 
 // Which resources a Describe call names, in the simulator's model, without HTTP: a named resource that does
@@ -53,5 +55,33 @@ describe("EC2 model: what Describe calls name", () => {
     expect(refusal(() => securityGroupsNamed(topology, [], ["web"])).message).toBe(
       "The security group 'web' does not exist in default VPC 'vpc-0model'",
     );
+  });
+
+  it("names instances by id and lists an instance's ENIs by device index; refuses malformed and unknown ids", () => {
+    const { state, topology } = freshModel();
+    expect(instancesNamed(topology, []).map((i) => i.id)).toEqual(["i-0node1", "i-0node2"]);
+    expect(instancesNamed(topology, ["i-0node2"]).map((i) => i.id)).toEqual(["i-0node2"]);
+    expect(enisOfInstance(state, "i-0node1").map((e) => e.deviceIndex)).toEqual([0, 1]);
+    expect(refusal(() => checkInstanceId("node1"))).toEqual({
+      name: "Ec2ModelError",
+      code: "InvalidInstanceID.Malformed",
+      message: 'Invalid id: "node1" (expecting "i-...")',
+    });
+    expect(refusal(() => instancesNamed(topology, ["i-0gone"])).message).toBe(
+      "The instance ID 'i-0gone' does not exist",
+    );
+  });
+
+  it("names subnets by id, in the world's order, and refuses an unknown id", () => {
+    const { topology } = freshModel();
+    expect(subnetsNamed(topology, ["subnet-0multus", "subnet-0nodes"]).map((s) => s.id)).toEqual([
+      "subnet-0nodes",
+      "subnet-0multus",
+    ]);
+    expect(refusal(() => subnetsNamed(topology, ["subnet-0gone"]))).toEqual({
+      name: "Ec2ModelError",
+      code: "InvalidSubnetID.NotFound",
+      message: "The subnet ID 'subnet-0gone' does not exist",
+    });
   });
 });

@@ -1,20 +1,14 @@
 import { Ec2ModelError } from "../../errors/ec2-model-error.js";
 import { type Cidr, cidrsOverlap, cidrWithin, mustParseCidr } from "../../ip-math.js";
 import type { SimReservation, SimState } from "../../sim-state.js";
-import type { Topology, TopologySubnet } from "../../topology.js";
+import type { Topology } from "../../topology.js";
+import { requireSubnet } from "./subnets.js";
 
 /**
  * EC2's rules for subnet CIDR reservations. Each write changes a draft state in place and throws Ec2ModelError
  * before any change it would not make. Creating or deleting a reservation never unassigns addresses in use;
  * what a reservation keeps EC2's automatic picks off: free-addresses.ts and prefixes.ts.
  */
-
-export function requireSubnet(topology: Topology, id: string): TopologySubnet {
-  const subnet = topology.subnets.get(id);
-  if (subnet === undefined)
-    throw new Ec2ModelError("InvalidSubnetID.NotFound", `The subnet ID '${id}' does not exist`);
-  return subnet;
-}
 
 export interface ReservationRequest {
   readonly subnetId: string;
