@@ -6,7 +6,9 @@ import {
   unassignPrivateIps,
 } from "../src/sim/ec2/model/eni-addresses.js";
 import type { SimState } from "../src/sim/sim-state.js";
+import { StateStore } from "../src/sim/state-store.js";
 import { freshModel, refusal } from "./helpers/ec2-model-world.js";
+import { ManualClock } from "./helpers/manual-clock.js";
 
 // EC2's address rules in the simulator's model, without HTTP: the functions change a draft state in place.
 const eni = (state: SimState, id: string) => {
@@ -216,5 +218,27 @@ describe("EC2 model: IPv6 addresses", () => {
     );
     unassignIpv6s(state, "eni-0n1multus", ["2001:db8:200:1::10"], []);
     expect(eni(state, "eni-0n1multus").ipv6s).toEqual([]);
+  });
+});
+
+describe("EC2 model writes through the state store", () => {
+  it("commits the draft a model call changed, and nothing when the model refuses", () => {
+    const { state, topology } = freshModel();
+    const store = new StateStore(state, new ManualClock());
+    store.write((draft) =>
+      assignPrivateIps(draft, topology, "eni-0n2multus", { addresses: ["198.51.100.80"] }),
+    );
+    const after = store.current();
+    expect(eni(after, "eni-0n2multus").ipv4s).toEqual(["198.51.100.71", "198.51.100.80"]);
+    expect(eni(state, "eni-0n2multus").ipv4s).toEqual(["198.51.100.71"]);
+    // Two addresses, the second in use elsewhere: the first must not stay assigned.
+    refusal(() =>
+      store.write((draft) =>
+        assignPrivateIps(draft, topology, "eni-0n2multus", {
+          addresses: ["198.51.100.81", "198.51.100.100"],
+        }),
+      ),
+    );
+    expect(store.current()).toBe(after);
   });
 });

@@ -6,7 +6,7 @@ import type { QueryParams } from "./query-params.js";
 /** What an EC2 action handler gets for one request. */
 export interface Ec2Context {
   readonly topology: Topology;
-  /** Writes: draft(), change, commit(). Validation must read the draft, never a stale view. */
+  /** Writes: `store.write((draft) => model(draft, ...))`. Validation must read the draft, never a stale view. */
   readonly store: StateStore;
   readonly params: QueryParams;
   /** The state Describe/Get calls see: the current one, or an older one under the staleReadsMs fault. */
