@@ -1,6 +1,6 @@
-import { tryCanonical } from "../eni/ip.js";
 import { nearestName } from "../eni/process/nearest-name.js";
 import { UsageError } from "./errors/usage-error.js";
+import { canonicalAddress } from "./ip-math.js";
 
 /** The parsed flags of `multus-ipmgr sim`. */
 export interface SimArgs {
@@ -113,7 +113,7 @@ export function parseSimArgs(
   }
   const host = read("--host") || "127.0.0.1";
   // A host name would be looked up, and fail late with a resolver error; the listen address is an address.
-  if (tryCanonical(host) === undefined) {
+  if (canonicalAddress(host) === undefined) {
     throw new UsageError(
       "--host",
       `--host ${JSON.stringify(host)} is not an IP address; pass the address to listen on, e.g. 127.0.0.1 (the default), 0.0.0.0 or ::1.`,

@@ -3,6 +3,7 @@ import { type Clock, systemClock } from "../eni/process/clock.js";
 import { CallLog, type SimCall } from "./call-log.js";
 import { createControlServer } from "./control/control-server.js";
 import { createEc2Server } from "./ec2/ec2-server.js";
+import { TokenBuckets } from "./ec2/token-bucket.js";
 import { FaultState } from "./fault-state.js";
 import { defaultFaults, type Faults, mergeFaults } from "./faults.js";
 import { closeServer, listen, urlOf } from "./http-util.js";
@@ -11,7 +12,6 @@ import { KubeCluster, type SimKubeState } from "./kube/kube-cluster.js";
 import type { KubeObject } from "./kube/kube-object.js";
 import type { SimState } from "./sim-state.js";
 import { StateStore } from "./state-store.js";
-import { TokenBuckets } from "./token-bucket.js";
 import { initialStateOf, topologyOf } from "./topology.js";
 import type { World } from "./world.js";
 

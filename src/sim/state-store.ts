@@ -44,6 +44,14 @@ export class StateStore {
       this.#snapshots.shift();
   }
 
+  /** Runs `change` on a draft and commits the draft; when `change` throws, nothing is committed. */
+  write<T>(change: (draft: SimState) => T): T {
+    const draft = this.draft();
+    const result = change(draft);
+    this.commit(draft);
+    return result;
+  }
+
   /** The state as it was `ageMs` milliseconds ago (the oldest kept snapshot if none is that old). */
   asOf(ageMs: number): SimState {
     if (ageMs <= 0) return this.current();

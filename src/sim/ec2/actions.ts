@@ -1,5 +1,3 @@
-import type { QueryParams } from "../query-params.js";
-import type { BucketSpec } from "../token-bucket.js";
 import { allocateAddress } from "./allocate-address.js";
 import { assignIpv6Addresses } from "./assign-ipv6-addresses.js";
 import { assignPrivateIpAddresses } from "./assign-private-ip-addresses.js";
@@ -11,11 +9,13 @@ import { describeSecurityGroups } from "./describe-security-groups.js";
 import { describeSubnets } from "./describe-subnets.js";
 import { disassociateAddress } from "./disassociate-address.js";
 import type { Ec2Handler } from "./ec2-context.js";
+import type { QueryParams } from "./query-params.js";
 import {
   createSubnetCidrReservation,
   deleteSubnetCidrReservation,
   getSubnetCidrReservations,
 } from "./subnet-cidr-reservations.js";
+import type { BucketSpec } from "./token-bucket.js";
 import { unassignIpv6Addresses } from "./unassign-ipv6-addresses.js";
 import { unassignPrivateIpAddresses } from "./unassign-private-ip-addresses.js";
 

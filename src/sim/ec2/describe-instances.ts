@@ -1,13 +1,14 @@
 import { ipName, resourceName } from "../aws-names.js";
 import { Ec2ApiError } from "../errors/ec2-api-error.js";
 import type { Topology, TopologyInstance } from "../topology.js";
-import { itemSet, leaf, node, tagSet } from "../xml.js";
 import { documentedInstanceFilters } from "./documented-filters.js";
 import type { Ec2Handler } from "./ec2-context.js";
 import { type EniView, eniViewOf, networkInterfaceFields, privateDnsNameOf } from "./eni-view.js";
 import { applyFilters, type FilterCatalogue, type FilterFields, flag } from "./filters.js";
+import { checkInstanceId, enisOfInstance, instancesNamed } from "./model/instances.js";
 import { paginate } from "./paging.js";
 import { groupSet, renderInstanceNetworkInterface } from "./render-network-interface.js";
+import { itemSet, leaf, node, tagSet } from "./xml.js";
 
 export interface InstanceView {
   readonly instance: TopologyInstance;
@@ -180,33 +181,19 @@ function renderInstance(v: InstanceView): string {
 /** DescribeInstances: every instance is running, alone in its reservation. */
 export const describeInstances: Ec2Handler = (ctx) => {
   const { params, topology } = ctx;
-  const ids = params.list("InstanceId");
-  for (const id of ids) {
-    if (!/^i-[0-9a-z]+$/.test(id)) {
-      throw new Ec2ApiError("InvalidInstanceID.Malformed", `Invalid id: "${id}" (expecting "i-...")`);
-    }
-  }
+  const ids = params.list("InstanceId").map(checkInstanceId);
   if (ids.length > 0 && params.has("MaxResults")) {
     throw new Ec2ApiError(
       "InvalidParameterCombination",
       "The parameter instancesSet cannot be used with the parameter maxResults",
     );
   }
-  const unknown = ids.find((id) => !topology.instances.has(id));
-  if (unknown !== undefined) {
-    throw new Ec2ApiError("InvalidInstanceID.NotFound", `The instance ID '${unknown}' does not exist`);
-  }
   const state = ctx.readState();
-  const views: InstanceView[] = [...topology.instances.values()]
-    .filter((i) => ids.length === 0 || ids.includes(i.id))
-    .map((instance) => ({
-      instance,
-      enis: state.enis
-        .filter((e) => e.instanceId === instance.id)
-        .sort((a, b) => a.deviceIndex - b.deviceIndex)
-        .map((e) => eniViewOf(e, topology)),
-      topology,
-    }));
+  const views: InstanceView[] = instancesNamed(topology, ids).map((instance) => ({
+    instance,
+    enis: enisOfInstance(state, instance.id).map((e) => eniViewOf(e, topology)),
+    topology,
+  }));
   const matching = applyFilters(views, params.filters(), instanceFilters);
   const page = paginate("DescribeInstances", matching, params);
   const reservations = page.items.map(

@@ -1,12 +1,12 @@
 import { Ec2ApiError } from "../errors/ec2-api-error.js";
-import { itemSet } from "../xml.js";
 import { documentedNetworkInterfaceFilters } from "./documented-filters.js";
 import type { Ec2Handler } from "./ec2-context.js";
 import { type EniView, eniViewOf, networkInterfaceFields } from "./eni-view.js";
 import { applyFilters, type FilterCatalogue } from "./filters.js";
-import { checkEniId, eniNotFound } from "./lookups.js";
+import { checkEniId, enisNamed } from "./model/enis.js";
 import { paginate } from "./paging.js";
 import { renderNetworkInterface } from "./render-network-interface.js";
+import { itemSet } from "./xml.js";
 
 export const networkInterfaceFilters: FilterCatalogue<EniView> = {
   documented: documentedNetworkInterfaceFilters,
@@ -24,12 +24,7 @@ export const describeNetworkInterfaces: Ec2Handler = (ctx) => {
       "The parameter NetworkInterfaceIds cannot be used with the parameter MaxResults",
     );
   }
-  let enis = ctx.readState().enis;
-  if (ids.length > 0) {
-    const unknown = ids.find((id) => !enis.some((e) => e.eniId === id));
-    if (unknown !== undefined) throw eniNotFound(unknown);
-    enis = enis.filter((e) => ids.includes(e.eniId));
-  }
+  const enis = enisNamed(ctx.readState(), ids);
   const views = enis.map((e) => eniViewOf(e, topology));
   const matching = applyFilters(views, params.filters(), networkInterfaceFilters);
   const page = paginate("DescribeNetworkInterfaces", matching, params);

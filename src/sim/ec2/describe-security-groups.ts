@@ -1,20 +1,17 @@
-import { Ec2ApiError } from "../errors/ec2-api-error.js";
 import type { Topology, TopologySecurityGroup } from "../topology.js";
 import type { IngressRule } from "../world.js";
-import { itemSet, leaf, tagSet } from "../xml.js";
 import { documentedSecurityGroupFilters } from "./documented-filters.js";
 import type { Ec2Handler } from "./ec2-context.js";
 import { applyFilters, type FilterCatalogue, type FilterFields } from "./filters.js";
+import { egressRules, securityGroupsNamed } from "./model/security-groups.js";
 import { paginate } from "./paging.js";
+import { itemSet, leaf, tagSet } from "./xml.js";
 
 /** One group as DescribeSecurityGroups sees it, with the world it belongs to. */
 interface GroupView {
   readonly group: TopologySecurityGroup;
   readonly topology: Topology;
 }
-
-/** Every group's outbound rule, as AWS creates it with the group: all traffic to anywhere (IPv4). */
-const EGRESS_ALL: IngressRule = { protocol: "-1", cidrs: ["0.0.0.0/0"], ipv6Cidrs: [], groups: [] };
 
 const arnOf = (v: GroupView): string =>
   `arn:aws:ec2:${v.topology.region}:${v.topology.accountId}:security-group/${v.group.id}`;
@@ -32,7 +29,7 @@ const each =
     rules(v).flatMap((rule) => part(rule, v));
 
 const ingress = (v: GroupView): readonly IngressRule[] => v.group.ingress;
-const egress = (): readonly IngressRule[] => [EGRESS_ALL];
+const egress = (v: GroupView): readonly IngressRule[] => egressRules(v.group);
 const groupNames = (rule: IngressRule, v: GroupView): string[] =>
   rule.groups.map((id) => v.topology.securityGroups.get(id)?.name ?? "");
 const owners = (rule: IngressRule, v: GroupView): string[] =>
@@ -109,7 +106,10 @@ function renderGroup(v: GroupView): string {
       "ipPermissions",
       group.ingress.map((rule) => renderPermission(rule, v)),
     ) +
-    itemSet("ipPermissionsEgress", [renderPermission(EGRESS_ALL, v)]) +
+    itemSet(
+      "ipPermissionsEgress",
+      egressRules(group).map((rule) => renderPermission(rule, v)),
+    ) +
     leaf("vpcId", topology.vpc.id) +
     leaf("securityGroupArn", arnOf(v)) +
     tagSet({})
@@ -117,29 +117,14 @@ function renderGroup(v: GroupView): string {
 }
 
 /**
- * DescribeSecurityGroups: `GroupId.N`, `GroupName.N` (the groups of the world's one VPC), the filters of
- * securityGroupFilters, paging. An id or name that does not exist fails the whole call
- * (`InvalidGroup.NotFound`), as in EC2.
+ * DescribeSecurityGroups: `GroupId.N`, `GroupName.N` (which groups: securityGroupsNamed), the filters of
+ * securityGroupFilters, paging.
  */
 export const describeSecurityGroups: Ec2Handler = (ctx) => {
   const { params, topology } = ctx;
-  const groups = [...topology.securityGroups.values()];
-  const ids = params.list("GroupId");
-  const names = params.list("GroupName");
-  const unknownId = ids.find((id) => !topology.securityGroups.has(id));
-  if (unknownId !== undefined) {
-    throw new Ec2ApiError("InvalidGroup.NotFound", `The security group '${unknownId}' does not exist`);
-  }
-  const unknownName = names.find((name) => !groups.some((g) => g.name === name));
-  if (unknownName !== undefined) {
-    throw new Ec2ApiError(
-      "InvalidGroup.NotFound",
-      `The security group '${unknownName}' does not exist in default VPC '${topology.vpc.id}'`,
-    );
-  }
-  const views = groups
-    .filter((g) => (ids.length === 0 || ids.includes(g.id)) && (names.length === 0 || names.includes(g.name)))
-    .map((group) => ({ group, topology }));
+  const views = securityGroupsNamed(topology, params.list("GroupId"), params.list("GroupName")).map(
+    (group) => ({ group, topology }),
+  );
   const page = paginate(
     "DescribeSecurityGroups",
     applyFilters(views, params.filters(), securityGroupFilters),

@@ -1,12 +1,12 @@
-import { Ec2ApiError } from "../errors/ec2-api-error.js";
 import { cidrContains } from "../ip-math.js";
 import type { SimState } from "../sim-state.js";
 import type { Topology, TopologySubnet } from "../topology.js";
-import { itemSet, leaf, node, tagSet } from "../xml.js";
 import { documentedSubnetFilters } from "./documented-filters.js";
 import type { Ec2Handler } from "./ec2-context.js";
 import { applyFilters, type FilterCatalogue, type FilterFields, flag } from "./filters.js";
+import { subnetsNamed } from "./model/subnets.js";
 import { paginate } from "./paging.js";
+import { itemSet, leaf, node, tagSet } from "./xml.js";
 
 export interface SubnetView {
   readonly subnet: TopologySubnet;
@@ -110,15 +110,8 @@ function renderSubnet(v: SubnetView): string {
 /** DescribeSubnets: ids, the filters of subnetFilters, paging. */
 export const describeSubnets: Ec2Handler = (ctx) => {
   const { params, topology } = ctx;
-  const ids = params.list("SubnetId");
-  const unknown = ids.find((id) => !topology.subnets.has(id));
-  if (unknown !== undefined) {
-    throw new Ec2ApiError("InvalidSubnetID.NotFound", `The subnet ID '${unknown}' does not exist`);
-  }
   const state = ctx.readState();
-  const views = [...topology.subnets.values()]
-    .filter((s) => ids.length === 0 || ids.includes(s.id))
-    .map((s) => subnetViewOf(s, topology, state));
+  const views = subnetsNamed(topology, params.list("SubnetId")).map((s) => subnetViewOf(s, topology, state));
   const page = paginate("DescribeSubnets", applyFilters(views, params.filters(), subnetFilters), params);
   return itemSet("subnetSet", page.items.map(renderSubnet)) + page.nextTokenXml;
 };

@@ -1,10 +1,11 @@
 import { Ec2ApiError } from "../errors/ec2-api-error.js";
-import { leaf } from "../xml.js";
 import type { Ec2Handler } from "./ec2-context.js";
+import { disassociateAddress as disassociate } from "./model/elastic-ips.js";
+import { leaf } from "./xml.js";
 
 /**
- * DisassociateAddress (VPC): `AssociationId`; the Elastic IP stays allocated. An unknown association id is
- * `InvalidAssociationID.NotFound`; a `PublicIp` alone is refused for a VPC address, as EC2 refuses it.
+ * DisassociateAddress (VPC): `AssociationId`; a `PublicIp` alone is refused for a VPC address, as EC2 refuses
+ * it. EC2's rules: model/elastic-ips.ts.
  */
 export const disassociateAddress: Ec2Handler = (ctx) => {
   const { params } = ctx;
@@ -18,17 +19,6 @@ export const disassociateAddress: Ec2Handler = (ctx) => {
     }
     throw new Ec2ApiError("MissingParameter", "The request must contain the parameter AssociationId");
   }
-  const draft = ctx.store.draft();
-  const eip = draft.addresses.find((a) => a.associationId === associationId);
-  if (eip === undefined) {
-    throw new Ec2ApiError(
-      "InvalidAssociationID.NotFound",
-      `The association ID '${associationId}' does not exist`,
-    );
-  }
-  eip.associationId = null;
-  eip.eniId = null;
-  eip.privateIp = null;
-  ctx.store.commit(draft);
+  ctx.store.write((draft) => disassociate(draft, associationId));
   return leaf("return", true);
 };

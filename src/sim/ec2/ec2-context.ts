@@ -1,12 +1,12 @@
-import type { QueryParams } from "../query-params.js";
 import type { SimState } from "../sim-state.js";
 import type { StateStore } from "../state-store.js";
 import type { Topology } from "../topology.js";
+import type { QueryParams } from "./query-params.js";
 
 /** What an EC2 action handler gets for one request. */
 export interface Ec2Context {
   readonly topology: Topology;
-  /** Writes: draft(), change, commit(). Validation must read the draft, never a stale view. */
+  /** Writes: `store.write((draft) => model(draft, ...))`. Validation must read the draft, never a stale view. */
   readonly store: StateStore;
   readonly params: QueryParams;
   /** The state Describe/Get calls see: the current one, or an older one under the staleReadsMs fault. */

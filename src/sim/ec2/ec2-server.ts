@@ -5,12 +5,12 @@ import type { CallLog } from "../call-log.js";
 import { Ec2ApiError } from "../errors/ec2-api-error.js";
 import type { FaultState } from "../fault-state.js";
 import { BodyTooLargeError, readBody } from "../http-util.js";
-import { QueryParams } from "../query-params.js";
 import type { StateStore } from "../state-store.js";
-import type { TokenBuckets } from "../token-bucket.js";
 import type { Topology } from "../topology.js";
-import { escapeXml, leaf } from "../xml.js";
 import { actions } from "./actions.js";
+import { QueryParams } from "./query-params.js";
+import type { TokenBuckets } from "./token-bucket.js";
+import { escapeXml, leaf } from "./xml.js";
 
 export interface Ec2ServerDeps {
   readonly topology: Topology;

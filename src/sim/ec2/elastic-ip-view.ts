@@ -1,33 +1,8 @@
-import { Ec2ApiError } from "../errors/ec2-api-error.js";
 import type { SimAddress, SimState } from "../sim-state.js";
 import type { Topology } from "../topology.js";
-import { leaf, tagSet } from "../xml.js";
 import { documentedAddressFilters } from "./documented-filters.js";
 import type { FilterCatalogue } from "./filters.js";
-
-/**
- * Real ids are `eipalloc-` and 8 or 17 hex digits; world files use readable ids such as `eipalloc-0web`, so
- * the simulator only calls an id malformed when it lacks the prefix or has other characters (as for ENIs).
- */
-const allocationIdPattern = /^eipalloc-[0-9a-z]+$/;
-
-export function checkAllocationId(id: string): string {
-  if (!allocationIdPattern.test(id)) {
-    throw new Ec2ApiError("InvalidAllocationID.Malformed", `Invalid id: "${id}" (expecting "eipalloc-...")`);
-  }
-  return id;
-}
-
-export function allocationNotFound(id: string): Ec2ApiError {
-  return new Ec2ApiError("InvalidAllocationID.NotFound", `The allocation ID '${id}' does not exist`);
-}
-
-/** The Elastic IP named by `id`, in `state` (a draft for writes). */
-export function requireAllocation(state: SimState, id: string): SimAddress {
-  const eip = state.addresses.find((a) => a.allocationId === checkAllocationId(id));
-  if (eip === undefined) throw allocationNotFound(id);
-  return eip;
-}
+import { leaf, tagSet } from "./xml.js";
 
 /** One Elastic IP as DescribeAddresses sees it: the address and what it reads from its ENI and the account. */
 export interface AddressView {

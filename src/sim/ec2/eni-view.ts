@@ -2,7 +2,7 @@ import { ipName } from "../aws-names.js";
 import type { SimEni } from "../sim-state.js";
 import type { Topology, TopologyEni, TopologySubnet } from "../topology.js";
 import { type FilterFields, flag } from "./filters.js";
-import { subnetOf } from "./lookups.js";
+import { subnetOf } from "./model/enis.js";
 
 /** One ENI as the Describe calls see it: its current addresses and its fixed attributes. */
 export interface EniView {

@@ -1,6 +1,6 @@
 import { Ec2ApiError } from "../errors/ec2-api-error.js";
 import { canonicalAddress } from "../ip-math.js";
-import type { QueryFilter } from "../query-params.js";
+import type { QueryFilter } from "./query-params.js";
 
 /** For one filter name, the values of an item it is compared with. */
 export type FilterFields<T> = Readonly<Record<string, (item: T) => readonly string[]>>;

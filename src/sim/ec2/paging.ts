@@ -1,6 +1,6 @@
 import { Ec2ApiError } from "../errors/ec2-api-error.js";
-import type { QueryParams } from "../query-params.js";
-import { leaf } from "../xml.js";
+import type { QueryParams } from "./query-params.js";
+import { leaf } from "./xml.js";
 
 export interface Page<T> {
   readonly items: readonly T[];

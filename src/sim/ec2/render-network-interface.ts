@@ -1,7 +1,7 @@
 import { ipName } from "../aws-names.js";
 import type { SecurityGroupRef } from "../topology.js";
-import { itemSet, leaf, node, tagSet } from "../xml.js";
 import { attachmentIdOf, type EniView, privateDnsNameOf } from "./eni-view.js";
+import { itemSet, leaf, node, tagSet } from "./xml.js";
 
 /** `groupSet` of `{groupId, groupName}` items, as on ENIs and instances. */
 export function groupSet(groups: readonly SecurityGroupRef[]): string {

@@ -1,21 +1,12 @@
 import { Ec2ApiError } from "../errors/ec2-api-error.js";
-import { cidrsOverlap, cidrWithin, mustParseCidr, parseCidr } from "../ip-math.js";
-import type { QueryParams } from "../query-params.js";
+import { parseCidr } from "../ip-math.js";
 import type { SimReservation } from "../sim-state.js";
-import type { Topology, TopologySubnet } from "../topology.js";
-import { itemSet, leaf, node, tagSet } from "../xml.js";
 import type { Ec2Handler } from "./ec2-context.js";
 import { applyFilters, type FilterCatalogue, type FilterFields } from "./filters.js";
+import { createReservation, deleteReservation, reservationsOf } from "./model/reservations.js";
 import { paginate } from "./paging.js";
 import { tagsFromSpecifications } from "./tag-specifications.js";
-
-function requireSubnet(params: QueryParams, topology: Topology): TopologySubnet {
-  const id = params.require("SubnetId");
-  const subnet = topology.subnets.get(id);
-  if (subnet === undefined)
-    throw new Ec2ApiError("InvalidSubnetID.NotFound", `The subnet ID '${id}' does not exist`);
-  return subnet;
-}
+import { itemSet, leaf, node, tagSet } from "./xml.js";
 
 function renderReservation(r: SimReservation): string {
   return (
@@ -29,14 +20,10 @@ function renderReservation(r: SimReservation): string {
   );
 }
 
-/**
- * CreateSubnetCidrReservation. The CIDR must lie in the subnet's block of its family. Unconfirmed EC2
- * behaviour, decided here: a CIDR outside the subnet, or overlapping another reservation of the subnet, is
- * `InvalidParameterValue`. Creating a reservation never unassigns addresses already in use.
- */
+/** CreateSubnetCidrReservation: `SubnetId`, `Cidr`, `ReservationType`, `Description`, `TagSpecification.N`. */
 export const createSubnetCidrReservation: Ec2Handler = (ctx) => {
-  const { params, topology } = ctx;
-  const subnet = requireSubnet(params, topology);
+  const { params } = ctx;
+  const subnetId = params.require("SubnetId");
   const cidrText = params.require("Cidr");
   const type = params.require("ReservationType");
   if (type !== "explicit" && type !== "prefix") {
@@ -45,41 +32,21 @@ export const createSubnetCidrReservation: Ec2Handler = (ctx) => {
       `Value (${type}) for parameter ReservationType is invalid. Expected explicit or prefix.`,
     );
   }
-  const block = parseCidr(cidrText);
-  if (typeof block === "string") {
+  const cidr = parseCidr(cidrText);
+  if (typeof cidr === "string") {
     throw new Ec2ApiError(
       "InvalidParameterValue",
-      `Value (${cidrText}) for parameter Cidr is invalid: ${block}`,
+      `Value (${cidrText}) for parameter Cidr is invalid: ${cidr}`,
     );
   }
-  const home = block.family === 4 ? subnet.cidr : subnet.ipv6Cidr;
-  if (home === undefined || !cidrWithin(block, home)) {
-    throw new Ec2ApiError(
-      "InvalidParameterValue",
-      `The CIDR ${block.text} is not within the CIDR blocks of subnet ${subnet.id}.`,
-    );
-  }
-  const draft = ctx.store.draft();
-  const clash = draft.reservations.find(
-    (r) => r.subnetId === subnet.id && cidrsOverlap(mustParseCidr(r.cidr), block),
-  );
-  if (clash !== undefined) {
-    throw new Ec2ApiError(
-      "InvalidParameterValue",
-      `The CIDR ${block.text} overlaps the existing subnet CIDR reservation ${clash.reservationId} (${clash.cidr}).`,
-    );
-  }
-  const reservation: SimReservation = {
-    reservationId: ctx.nextId("scr"),
-    subnetId: subnet.id,
-    cidr: block.text,
+  const request = {
+    subnetId,
+    cidr,
     type,
     description: params.get("Description") ?? null,
     tags: tagsFromSpecifications(params, "subnet-cidr-reservation"),
-    ownerId: topology.accountId,
-  };
-  draft.reservations.push(reservation);
-  ctx.store.commit(draft);
+  } as const;
+  const reservation = ctx.store.write((draft) => createReservation(draft, ctx.topology, ctx.nextId, request));
   return node("subnetCidrReservation", renderReservation(reservation));
 };
 
@@ -102,10 +69,8 @@ const reservationFilters: FilterCatalogue<SimReservation> = {
 
 /** GetSubnetCidrReservations: both families, paged together (IPv4 first). */
 export const getSubnetCidrReservations: Ec2Handler = (ctx) => {
-  const { params, topology } = ctx;
-  const subnet = requireSubnet(params, topology);
-  const mine = ctx.readState().reservations.filter((r) => r.subnetId === subnet.id);
-  const ordered = [...mine.filter((r) => !r.cidr.includes(":")), ...mine.filter((r) => r.cidr.includes(":"))];
+  const { params } = ctx;
+  const ordered = reservationsOf(ctx.readState(), ctx.topology, params.require("SubnetId"));
   const matching = applyFilters(ordered, params.filters(), reservationFilters);
   const page = paginate("GetSubnetCidrReservations", matching, params);
   const ipv4 = page.items.filter((r) => !r.cidr.includes(":")).map(renderReservation);
@@ -117,18 +82,9 @@ export const getSubnetCidrReservations: Ec2Handler = (ctx) => {
   );
 };
 
-/** DeleteSubnetCidrReservation; addresses in use inside the block stay assigned. */
+/** DeleteSubnetCidrReservation: `SubnetCidrReservationId`. */
 export const deleteSubnetCidrReservation: Ec2Handler = (ctx) => {
   const id = ctx.params.require("SubnetCidrReservationId");
-  const draft = ctx.store.draft();
-  const reservation = draft.reservations.find((r) => r.reservationId === id);
-  if (reservation === undefined) {
-    throw new Ec2ApiError(
-      "InvalidSubnetCidrReservationID.NotFound",
-      `The subnetCidrReservation ID '${id}' does not exist`,
-    );
-  }
-  draft.reservations = draft.reservations.filter((r) => r.reservationId !== id);
-  ctx.store.commit(draft);
+  const reservation = ctx.store.write((draft) => deleteReservation(draft, id));
   return node("deletedSubnetCidrReservation", renderReservation(reservation));
 };

@@ -1,5 +1,5 @@
 import { Ec2ApiError } from "../errors/ec2-api-error.js";
-import type { QueryParams } from "../query-params.js";
+import type { QueryParams } from "./query-params.js";
 
 /** Tags of `TagSpecification.N` whose ResourceType is `resourceType`; any other type is refused. */
 export function tagsFromSpecifications(params: QueryParams, resourceType: string): Record<string, string> {

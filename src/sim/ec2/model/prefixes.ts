@@ -1,4 +1,4 @@
-import { Ec2ApiError } from "../errors/ec2-api-error.js";
+import { Ec2ModelError } from "../../errors/ec2-model-error.js";
 import {
   addressToBigInt,
   bigIntToAddress,
@@ -8,10 +8,9 @@ import {
   cidrWithin,
   type Family,
   mustParseCidr,
-  parseCidr,
-} from "../ip-math.js";
-import type { SimEni, SimState } from "../sim-state.js";
-import type { TopologyInstance, TopologySubnet } from "../topology.js";
+} from "../../ip-math.js";
+import type { SimEni, SimState } from "../../sim-state.js";
+import type { TopologyInstance, TopologySubnet } from "../../topology.js";
 
 /**
  * EC2's rules for delegated prefixes (user guide "Assign prefixes to network interfaces"): an IPv4 prefix is a
@@ -49,40 +48,18 @@ export function prefixBlocks(state: SimState, family: Family): Cidr[] {
 
 export function requireNitro(instance: TopologyInstance): void {
   if (!instance.nitro) {
-    throw new Ec2ApiError(
+    throw new Ec2ModelError(
       "InvalidParameterValue",
       `Prefix delegation is not supported for instance type ${instance.instanceType}: it is not built on the Nitro System.`,
     );
   }
 }
 
-/** Canonical, de-duplicated prefixes of one family and EC2's length; a malformed one fails the request. */
-export function canonicalPrefixes(values: readonly string[], family: Family, parameter: string): Cidr[] {
-  const out: Cidr[] = [];
-  for (const value of values) {
-    const parsed = parseCidr(value);
-    if (typeof parsed === "string" || parsed.family !== family) {
-      throw new Ec2ApiError(
-        "InvalidParameterValue",
-        `Invalid value '${value}' for ${parameter}: ${typeof parsed === "string" ? parsed : `not an IPv${family} prefix`}`,
-      );
-    }
-    if (parsed.prefix !== PREFIX_LENGTH[family]) {
-      throw new Ec2ApiError(
-        "InvalidParameterValue",
-        `Invalid value '${value}' for ${parameter}: an IPv${family} prefix must be a /${PREFIX_LENGTH[family]}`,
-      );
-    }
-    if (!out.some((c) => c.text === parsed.text)) out.push(parsed);
-  }
-  return out;
-}
-
 /** The subnet block of one family, or the refusal when the subnet has none. */
 export function subnetBlock(subnet: TopologySubnet, family: Family): Cidr {
   const block = family === 4 ? subnet.cidr : subnet.ipv6Cidr;
   if (block === undefined) {
-    throw new Ec2ApiError("InvalidParameterValue", `Subnet ${subnet.id} has no IPv${family} CIDR block`);
+    throw new Ec2ModelError("InvalidParameterValue", `Subnet ${subnet.id} has no IPv${family} CIDR block`);
   }
   return block;
 }
@@ -117,20 +94,20 @@ export function checkNamedPrefixes(
 ): Cidr[] {
   for (const prefix of prefixes) {
     if (!cidrWithin(prefix, block)) {
-      throw new Ec2ApiError(
+      throw new Ec2ModelError(
         "InvalidParameterValue",
         `Prefix ${prefix.text} does not fall within the subnet's address range (${block.text})`,
       );
     }
     if (coversAwsReserved(block, prefix)) {
-      throw new Ec2ApiError(
+      throw new Ec2ModelError(
         "InvalidParameterValue",
         `Prefix ${prefix.text} is in subnet's reserved address range`,
       );
     }
     const clash = overlapping(state, eni, prefix);
     if (clash !== undefined) {
-      throw new Ec2ApiError(
+      throw new Ec2ModelError(
         "InvalidParameterValue",
         `Prefix ${prefix.text} overlaps ${clash}, already assigned in the subnet.`,
       );
@@ -199,7 +176,7 @@ export function assignPrefixes(
   subnet: TopologySubnet,
   family: Family,
   request: PrefixRequest,
-  limitError: (limit: number) => Ec2ApiError,
+  limitError: (limit: number) => Ec2ModelError,
 ): string[] {
   requireNitro(instance);
   const block = subnetBlock(subnet, family);
@@ -216,7 +193,7 @@ export function assignPrefixes(
   checkLimit(request.count);
   const picks = pickFreePrefixes(state, subnet.id, block, request.count);
   if (picks.length < request.count) {
-    throw new Ec2ApiError(
+    throw new Ec2ModelError(
       "InsufficientCidrBlocks",
       "The specified subnet does not have enough free cidr blocks to satisfy the request.",
     );
@@ -225,38 +202,12 @@ export function assignPrefixes(
   return picks;
 }
 
-/** Reads `NAME.N` or `NAMECount` (never both) as a prefix request, or undefined when neither is given. */
-export function prefixRequestOf(
-  named: readonly string[],
-  countText: string | undefined,
-  count: () => number | undefined,
-  family: Family,
-  namedParam: string,
-  countParam: string,
-): PrefixRequest | undefined {
-  if (named.length > 0 && countText !== undefined) {
-    throw new Ec2ApiError(
-      "InvalidParameterCombination",
-      `The parameters ${namedParam} and ${countParam} cannot be used together`,
-    );
-  }
-  if (named.length > 0) return { named: canonicalPrefixes(named, family, namedParam) };
-  if (countText !== undefined) return { count: count() ?? 0 };
-  return undefined;
-}
-
-/** Unassigns named prefixes from the ENI in the draft, all or nothing; one it does not hold is refused. */
-export function unassignPrefixes(
-  eni: SimEni,
-  family: Family,
-  named: readonly string[],
-  parameter: string,
-): string[] {
-  const prefixes = canonicalPrefixes(named, family, parameter).map((p) => p.text);
+/** Unassigns prefixes (canonical CIDRs) from the ENI in the draft, all or nothing; one it does not hold is refused. */
+export function unassignPrefixes(eni: SimEni, family: Family, prefixes: readonly string[]): void {
   const held = prefixesOf(eni, family);
   const missing = prefixes.filter((p) => !held.includes(p));
   if (missing.length > 0) {
-    throw new Ec2ApiError(
+    throw new Ec2ModelError(
       "InvalidParameterValue",
       `Some of the specified prefixes are not assigned to interface ${eni.eniId}: ${missing.join(", ")}`,
     );
@@ -264,5 +215,4 @@ export function unassignPrefixes(
   const kept = held.filter((p) => !prefixes.includes(p));
   if (family === 4) eni.ipv4Prefixes = kept;
   else eni.ipv6Prefixes = kept;
-  return prefixes;
 }

@@ -1,4 +1,4 @@
-import type { SimState } from "../sim-state.js";
+import type { SimState } from "../../sim-state.js";
 
 /**
  * What happens to Elastic IP associations when private addresses change, as EC2 documents it: "If the private

@@ -1,5 +1,5 @@
-import { bigIntToAddress, type Cidr, mustParseCidr } from "../ip-math.js";
-import type { SimState } from "../sim-state.js";
+import { bigIntToAddress, type Cidr, mustParseCidr } from "../../ip-math.js";
+import type { SimState } from "../../sim-state.js";
 
 /** Every address held by any ENI, both families. */
 export function usedAddresses(state: SimState): Set<string> {

@@ -1,4 +1,4 @@
-import type { Clock } from "../eni/process/clock.js";
+import type { Clock } from "../../eni/process/clock.js";
 
 /** Burst capacity and refill rate (tokens per second) of one EC2 throttling bucket. */
 export interface BucketSpec {

@@ -1,4 +1,4 @@
-import { Ec2ApiError } from "./errors/ec2-api-error.js";
+import { Ec2ApiError } from "../errors/ec2-api-error.js";
 
 /** One `Filter.N` of a Describe call. */
 export interface QueryFilter {
