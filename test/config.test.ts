@@ -2,6 +2,7 @@ import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { doctorSettings, loadDoctorConfig } from "../src/doctor/settings.js";
 import { ConfigError } from "../src/eni/errors/config-error.js";
+import { ExitCode } from "../src/eni/errors/exit-codes.js";
 import {
   imdsEndpointOf,
   initSettings,
@@ -10,7 +11,6 @@ import {
   podSettings,
   sidecarSettings,
 } from "../src/eni/process/config.js";
-import { ExitCode } from "../src/eni/process/exit-codes.js";
 import {
   KNOWN_VARIABLES,
   unknownVariableSentence,

@@ -1,7 +1,7 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { ExitCode } from "../src/eni/process/exit-codes.js";
+import { ExitCode } from "../src/eni/errors/exit-codes.js";
 
 const readme = readFileSync("README.md", "utf8");
 

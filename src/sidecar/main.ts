@@ -1,8 +1,8 @@
 import type { AddressEvents } from "../eni/address-events.js";
+import { ExitCode } from "../eni/errors/exit-codes.js";
 import { buildPodDeps } from "../eni/pod-deps.js";
 import { CommandRun, printHelpIfAsked } from "../eni/process/command-run.js";
 import { loadSidecarConfig, type SidecarConfig, sidecarSettings } from "../eni/process/config.js";
-import { ExitCode } from "../eni/process/exit-codes.js";
 import { warnUnknownVariables } from "../eni/process/known-variables.js";
 import { createLogger } from "../eni/process/logger.js";
 import { commandHelp } from "../eni/process/settings.js";
