@@ -6,10 +6,10 @@ import { LOG_LEVELS } from "./logger.js";
 import {
   checkBackoffRange,
   field,
-  listItems,
+  type ListItem,
   loadSettings,
-  type Setting,
   type SettingValues,
+  setting,
   settingError,
 } from "./settings.js";
 
@@ -48,120 +48,87 @@ function interfacePatternProblem(item: string): string | undefined {
   );
 }
 
-/** A comma-separated list of interface names and `prefix*` patterns; `emptyMeans` as in listItems. */
+/** A comma-separated list of interface names and `prefix*` patterns; `emptyMeans`: what the empty list does. */
 const interfaceList = (emptyMeans: string) =>
-  z.pipe(
-    z.string(),
-    z.transform((text, ctx) => {
-      const items = listItems(text, "net1,net2 or net*", emptyMeans);
-      if (!Array.isArray(items)) {
-        ctx.issues.push({ input: text, code: "custom", message: items.problem });
-        return z.NEVER;
-      }
-      for (const item of items) {
-        const problem = interfacePatternProblem(item);
-        if (problem !== undefined) {
-          ctx.issues.push({ input: text, code: "custom", message: problem });
-          return z.NEVER;
-        }
-      }
-      return items;
-    }),
-  );
+  field.list({
+    example: "net1,net2 or net*",
+    emptyMeans,
+    item: (item) => {
+      const problem = interfacePatternProblem(item);
+      return problem === undefined ? { value: item } : { problem };
+    },
+  });
 
 /** AWS region names: us-east-1, eu-west-3, us-gov-west-1, cn-north-1, il-central-1, ... */
 const awsRegion = z
   .string()
   .check(z.regex(/^[a-z]{2}(-[a-z]+)+-\d+$/, "expected an AWS region such as us-east-1 or eu-west-3"));
 
-const cidrList = z.pipe(
-  z.string(),
-  z.transform((text, ctx) => {
-    const split = listItems(text, "198.51.100.64/27", "");
-    const items = Array.isArray(split) ? split : [];
-    if (items.length === 0) {
-      ctx.issues.push({
-        input: text,
-        code: "custom",
-        message: "expected at least one CIDR, e.g. 198.51.100.64/27,2001:db8:1::/64",
-      });
-      return z.NEVER;
-    }
-    const out: string[] = [];
-    for (const item of items) {
-      const problem = cidrProblem(item);
-      if (problem !== undefined) {
-        ctx.issues.push({ input: text, code: "custom", message: problem });
-        return z.NEVER;
-      }
-      out.push(canonicalCidr(item));
-    }
-    return out;
-  }),
-);
+const cidrList = field.list({
+  example: "198.51.100.64/27",
+  required: "expected at least one CIDR, e.g. 198.51.100.64/27,2001:db8:1::/64",
+  item: (item) => {
+    const problem = cidrProblem(item);
+    return problem === undefined ? { value: canonicalCidr(item) } : { problem };
+  },
+});
 
 /** EC2's allocation ids: `eipalloc-` and 8 (older) or 17 lowercase hexadecimal digits. */
 const ALLOCATION_ID = /^eipalloc-([0-9a-f]{8}|[0-9a-f]{17})$/;
 const ELASTIC_IP_EXAMPLE = "198.51.100.80=eipalloc-0123456789abcdef0";
 
-/** Why one item of IPMGR_ELASTIC_IPS is refused, with the fix; or the mapping it stands for. */
-function elasticIpItem(item: string): ElasticIpMapping | string {
+/**
+ * One item of IPMGR_ELASTIC_IPS, the mapping it stands for, or why it is refused, with the fix; `before`: the
+ * mappings before it (each address and each allocation at most once).
+ */
+function elasticIpItem(item: string, before: readonly ElasticIpMapping[]): ListItem<ElasticIpMapping> {
   const eq = item.indexOf("=");
-  if (eq < 0)
-    return `${JSON.stringify(item)} is not ADDRESS=ALLOCATION_ID; write it like ${ELASTIC_IP_EXAMPLE}`;
+  if (eq < 0) {
+    return {
+      problem: `${JSON.stringify(item)} is not ADDRESS=ALLOCATION_ID; write it like ${ELASTIC_IP_EXAMPLE}`,
+    };
+  }
   const addressText = item.slice(0, eq).trim();
   const allocationId = item.slice(eq + 1).trim();
   const address = tryCanonical(addressText);
   if (address === undefined) {
-    return `${JSON.stringify(addressText)} is not an IP address; write each mapping like ${ELASTIC_IP_EXAMPLE}`;
+    return {
+      problem: `${JSON.stringify(addressText)} is not an IP address; write each mapping like ${ELASTIC_IP_EXAMPLE}`,
+    };
   }
   if (family(address) === 6) {
-    return `${address} is an IPv6 address, and IPv6 addresses have no Elastic IP; map only IPv4 addresses`;
+    return {
+      problem: `${address} is an IPv6 address, and IPv6 addresses have no Elastic IP; map only IPv4 addresses`,
+    };
   }
   if (!ALLOCATION_ID.test(allocationId)) {
-    return (
-      `${JSON.stringify(allocationId)} is not an Elastic IP allocation id: eipalloc- followed by 8 or 17 ` +
-      "lowercase hexadecimal digits, e.g. eipalloc-0123456789abcdef0 (aws ec2 describe-addresses lists yours)"
-    );
+    return {
+      problem:
+        `${JSON.stringify(allocationId)} is not an Elastic IP allocation id: eipalloc- followed by 8 or 17 ` +
+        "lowercase hexadecimal digits, e.g. eipalloc-0123456789abcdef0 (aws ec2 describe-addresses lists yours)",
+    };
   }
-  return { address, allocationId };
+  const sameAddress = before.find((m) => m.address === address);
+  if (sameAddress !== undefined) {
+    return {
+      problem: `${address} is mapped twice (to ${sameAddress.allocationId} and ${allocationId}); an address can have one Elastic IP: keep one`,
+    };
+  }
+  const sameAllocation = before.find((m) => m.allocationId === allocationId);
+  if (sameAllocation !== undefined) {
+    return {
+      problem: `${allocationId} is mapped twice (to ${sameAllocation.address} and ${address}); an Elastic IP can follow one address: keep one`,
+    };
+  }
+  return { value: { address, allocationId } };
 }
 
 /** Comma-separated ADDRESS=ALLOCATION_ID pairs; each address and each allocation at most once. */
-const elasticIpList = z.pipe(
-  z.string(),
-  z.transform((text, ctx) => {
-    const out: ElasticIpMapping[] = [];
-    const fail = (message: string): typeof z.NEVER => {
-      ctx.issues.push({ input: text, code: "custom", message });
-      return z.NEVER;
-    };
-    const items = listItems(text, ELASTIC_IP_EXAMPLE, "no Elastic IP follows an address");
-    if (!Array.isArray(items)) return fail(items.problem);
-    for (const item of items) {
-      const mapping = elasticIpItem(item);
-      if (typeof mapping === "string") return fail(mapping);
-      const sameAddress = out.find((m) => m.address === mapping.address);
-      if (sameAddress !== undefined) {
-        return fail(
-          `${mapping.address} is mapped twice (to ${sameAddress.allocationId} and ${mapping.allocationId}); an address can have one Elastic IP: keep one`,
-        );
-      }
-      const sameAllocation = out.find((m) => m.allocationId === mapping.allocationId);
-      if (sameAllocation !== undefined) {
-        return fail(
-          `${mapping.allocationId} is mapped twice (to ${sameAllocation.address} and ${mapping.address}); an Elastic IP can follow one address: keep one`,
-        );
-      }
-      out.push(mapping);
-    }
-    return out;
-  }),
-);
-
-function setting<T>(s: Setting<T>): Setting<T> {
-  return s;
-}
+const elasticIpList = field.list({
+  example: ELASTIC_IP_EXAMPLE,
+  emptyMeans: "no Elastic IP follows an address",
+  item: elasticIpItem,
+});
 
 /** Settings shared by `init` and `sidecar`. */
 export const podSettings = {
