@@ -3,14 +3,7 @@ import { describe, expect, it } from "vitest";
 import { doctorSettings, loadDoctorConfig } from "../src/doctor/settings.js";
 import { ConfigError } from "../src/eni/errors/config-error.js";
 import { ExitCode } from "../src/eni/errors/exit-codes.js";
-import {
-  imdsEndpointOf,
-  initSettings,
-  loadInitConfig,
-  loadSidecarConfig,
-  podSettings,
-  sidecarSettings,
-} from "../src/eni/process/config.js";
+import { imdsEndpointOf, podSettings } from "../src/eni/process/config.js";
 import {
   KNOWN_VARIABLES,
   unknownVariableSentence,
@@ -19,8 +12,10 @@ import {
 } from "../src/eni/process/known-variables.js";
 import { editDistance, nearestName } from "../src/eni/process/nearest-name.js";
 import { field, parseFlags, rangeText, settingRange } from "../src/eni/process/settings.js";
+import { initSettings, loadInitConfig } from "../src/init/settings.js";
 import { BridgeMetrics } from "../src/ipam-whereabouts-bridge/metrics.js";
 import { bridgeSettings, loadBridgeConfig } from "../src/ipam-whereabouts-bridge/settings.js";
+import { loadSidecarConfig, sidecarSettings } from "../src/sidecar/settings.js";
 import { simUsage } from "../src/sim/cli-args.js";
 
 const base = { IPMGR_ALLOWED_CIDRS: "198.51.100.64/27, 2001:db8:100:1::/64" };

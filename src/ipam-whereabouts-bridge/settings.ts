@@ -2,7 +2,7 @@
  * `bridge`'s settings. In this module, not src/eni/process/config.ts, so that init's bundle does not carry them.
  * The AWS, IMDS, EC2 retry, log and termination-log settings are the pod commands' own.
  */
-import { podSettings, sidecarSettings } from "../eni/process/config.js";
+import { podSettings, sidecarSharedSettings } from "../eni/process/config.js";
 import {
   checkBackoffRange,
   field,
@@ -200,11 +200,11 @@ export const bridgeSettings = {
   logLevel,
   terminationLog,
   shutdownGraceMs: setting({
-    ...sidecarSettings.shutdownGraceMs,
+    ...sidecarSharedSettings.shutdownGraceMs,
     doc: "On SIGTERM, how long the wave in progress may take; past it its EC2 and IMDS calls are aborted and the bridge exits 8.",
   }),
-  httpPort: sidecarSettings.httpPort,
-  httpHost: sidecarSettings.httpHost,
+  httpPort: sidecarSharedSettings.httpPort,
+  httpHost: sidecarSharedSettings.httpHost,
 };
 
 export type BridgeConfig = SettingValues<typeof bridgeSettings>;

@@ -7,7 +7,6 @@ import {
   checkBackoffRange,
   field,
   type ListItem,
-  loadSettings,
   type SettingValues,
   setting,
   settingError,
@@ -130,7 +129,11 @@ const elasticIpList = field.list({
   item: elasticIpItem,
 });
 
-/** Settings shared by `init` and `sidecar`. */
+/**
+ * Settings shared by `init` and `sidecar` (doctor and the bridge read most of them too). Each command's own
+ * settings sit beside it: src/init/settings.ts, src/sidecar/settings.ts, src/doctor/settings.ts,
+ * src/ipam-whereabouts-bridge/settings.ts.
+ */
 export const podSettings = {
   allowedCidrs: setting({
     env: "IPMGR_ALLOWED_CIDRS",
@@ -285,96 +288,18 @@ export const podSettings = {
   }),
 };
 
-export const initSettings = {
-  ...podSettings,
-  timeoutMs: setting({
-    env: "IPMGR_TIMEOUT_MS",
-    flag: "--timeout-ms",
-    default: "120000",
-    unit: "ms",
-    doc: "Deadline for the whole init run; past it init stops and exits 8.",
-    schema: field.milliseconds(1000, 3_600_000),
-  }),
-};
-
-export const sidecarSettings = {
-  ...podSettings,
-  pollIntervalMs: setting({
-    env: "IPMGR_POLL_INTERVAL_MS",
-    flag: "--poll-interval-ms",
-    default: "50",
-    unit: "ms",
-    doc: "How often the sidecar reads the pod's interfaces when it polls (os.networkInterfaces, about 50 µs a read): always with IPMGR_ADDRESS_EVENTS=poll, otherwise while ip monitor is unavailable or restarting.",
-    schema: field.milliseconds(5, 60_000),
-  }),
+/**
+ * Settings of the sidecar's table that another command reads too: doctor checks the address events, the
+ * bridge serves the same probes on the same port and drains within the same grace (with its own sentence).
+ * Here, in the core, so that no command imports another's settings.
+ */
+export const sidecarSharedSettings = {
   addressEvents: setting({
     env: "IPMGR_ADDRESS_EVENTS",
     flag: "--address-events",
     default: "auto",
     doc: "How address changes are noticed: auto (kernel events through `ip -o monitor address` when the ip command works, else polling), ip-monitor (events required: startup fails without iproute2), poll (polling only).",
     schema: field.enumOf(["auto", "ip-monitor", "poll"] as const),
-  }),
-  eventsFallbackPollMs: setting({
-    env: "IPMGR_EVENTS_FALLBACK_POLL_MS",
-    flag: "--events-fallback-poll-ms",
-    default: "1000",
-    unit: "ms",
-    doc: "While ip monitor events work, how often the interfaces are read anyway, as a safety net.",
-    schema: field.milliseconds(50, 600_000),
-  }),
-  resyncIntervalMs: setting({
-    env: "IPMGR_RESYNC_INTERVAL_MS",
-    flag: "--resync-interval-ms",
-    default: "60000",
-    unit: "ms",
-    doc: "Full reconcile period, even when nothing changed locally.",
-    schema: field.milliseconds(1000, 86_400_000),
-  }),
-  driftCheckIntervalMs: setting({
-    env: "IPMGR_DRIFT_CHECK_INTERVAL_MS",
-    flag: "--drift-check-interval-ms",
-    default: "5000",
-    unit: "ms",
-    doc: "How often IMDS (no EC2 call) is checked for our addresses being taken away.",
-    schema: field.milliseconds(100, 86_400_000),
-  }),
-  releaseOnRemove: setting({
-    env: "IPMGR_RELEASE_ON_REMOVE",
-    flag: "--release-on-remove",
-    default: "true",
-    doc: "Release an address from our ENI when it leaves our interface (only if our ENI still holds it).",
-    schema: field.boolean(),
-  }),
-  releaseSettleMs: setting({
-    env: "IPMGR_RELEASE_SETTLE_MS",
-    flag: "--release-settle-ms",
-    default: "250",
-    unit: "ms",
-    doc: "How long an address must stay off our interfaces before it is released, so that a bounce (removed and added back) keeps it routed. A standby taking it over never waits for this.",
-    schema: field.milliseconds(0, 60_000),
-  }),
-  stateFile: setting({
-    env: "IPMGR_STATE_FILE",
-    flag: "--state-file",
-    default: undefined,
-    optional: true,
-    doc: "File in which the sidecar keeps the releases it has not made yet, on a volume that survives a container restart (an emptyDir): a sidecar killed inside the settle window makes them when it starts again. Unset: none kept.",
-    schema: field.text(),
-  }),
-  episodeCheckIntervalMs: setting({
-    env: "IPMGR_EPISODE_CHECK_INTERVAL_MS",
-    flag: "--episode-check-interval-ms",
-    default: "500",
-    unit: "ms",
-    doc: "While an address is in a drift episode (taken off our ENI), how often IMDS is checked and, while our ENI does not hold it, one DescribeNetworkInterfaces learns who does (a rival letting go is seen this fast).",
-    schema: field.milliseconds(50, 60_000),
-  }),
-  releaseOnExit: setting({
-    env: "IPMGR_RELEASE_ON_EXIT",
-    flag: "--release-on-exit",
-    default: "false",
-    doc: "Release our addresses on SIGTERM/SIGINT.",
-    schema: field.boolean(),
   }),
   shutdownGraceMs: setting({
     env: "IPMGR_SHUTDOWN_GRACE_MS",
@@ -401,8 +326,6 @@ export const sidecarSettings = {
 };
 
 export type PodConfig = SettingValues<typeof podSettings>;
-export type InitConfig = SettingValues<typeof initSettings>;
-export type SidecarConfig = SettingValues<typeof sidecarSettings>;
 
 /**
  * Rules across settings: the first EC2 backoff delay is not above its cap, and an Elastic IP can only follow
@@ -428,18 +351,6 @@ export function checkPodConfig(
     env,
     `${outside.address} is outside IPMGR_ALLOWED_CIDRS (${config.allowedCidrs.join(", ")}), so multus-ipmgr never moves it and its Elastic IP could not follow it; map an address of your pod ranges, or add its range to IPMGR_ALLOWED_CIDRS`,
   );
-}
-
-export function loadInitConfig(argv: readonly string[], env: NodeJS.ProcessEnv): InitConfig {
-  const config = loadSettings(initSettings, argv, env);
-  checkPodConfig(config, argv, env);
-  return config;
-}
-
-export function loadSidecarConfig(argv: readonly string[], env: NodeJS.ProcessEnv): SidecarConfig {
-  const config = loadSettings(sidecarSettings, argv, env);
-  checkPodConfig(config, argv, env);
-  return config;
 }
 
 /** The IMDS endpoints the AWS SDKs use when AWS_EC2_METADATA_SERVICE_ENDPOINT is unset, by endpoint mode. */
