@@ -6,9 +6,11 @@
  * test/readme-config.test.ts fails when README.md and the tables disagree.
  */
 import { doctorSettings } from "../src/doctor/settings.js";
-import { initSettings, podSettings, sidecarSettings } from "../src/eni/process/config.js";
+import { podSettings } from "../src/eni/process/config.js";
 import { rangeText, type Setting, type SettingTable } from "../src/eni/process/settings.js";
+import { initSettings } from "../src/init/settings.js";
 import { bridgeSettings } from "../src/ipam-whereabouts-bridge/settings.js";
+import { sidecarSettings } from "../src/sidecar/settings.js";
 
 /** The command that regenerates the blocks; error messages name it. */
 export const REGENERATE_COMMAND = "npm run docs:config";
@@ -45,13 +47,13 @@ export function configBlocks(): readonly ConfigBlock[] {
     },
     {
       name: "init",
-      source: "src/eni/process/config.ts initSettings",
+      source: "src/init/settings.ts initSettings",
       settings: ownSettings(initSettings, podSettings),
       alsoReads: [],
     },
     {
       name: "sidecar",
-      source: "src/eni/process/config.ts sidecarSettings",
+      source: "src/sidecar/settings.ts sidecarSettings",
       settings: ownSettings(sidecarSettings, podSettings),
       alsoReads: [],
     },

@@ -5,8 +5,8 @@ import { join } from "node:path";
 import { pino } from "pino";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { ConfigError } from "../src/eni/errors/config-error.js";
+import { ExitCode } from "../src/eni/errors/exit-codes.js";
 import { CommandRun, printHelpIfAsked } from "../src/eni/process/command-run.js";
-import { ExitCode } from "../src/eni/process/exit-codes.js";
 import { type SignalSource, shutdownSignals, untilFirstSignal } from "../src/eni/process/shutdown-signals.js";
 import { makeTempDir, removeTempDir } from "./helpers/temp-dirs.js";
 

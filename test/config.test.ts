@@ -2,15 +2,8 @@ import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { doctorSettings, loadDoctorConfig } from "../src/doctor/settings.js";
 import { ConfigError } from "../src/eni/errors/config-error.js";
-import {
-  imdsEndpointOf,
-  initSettings,
-  loadInitConfig,
-  loadSidecarConfig,
-  podSettings,
-  sidecarSettings,
-} from "../src/eni/process/config.js";
-import { ExitCode } from "../src/eni/process/exit-codes.js";
+import { ExitCode } from "../src/eni/errors/exit-codes.js";
+import { imdsEndpointOf, podSettings } from "../src/eni/process/config.js";
 import {
   KNOWN_VARIABLES,
   unknownVariableSentence,
@@ -18,9 +11,11 @@ import {
   warnUnknownVariables,
 } from "../src/eni/process/known-variables.js";
 import { editDistance, nearestName } from "../src/eni/process/nearest-name.js";
-import { parseFlags, rangeText, settingRange } from "../src/eni/process/settings.js";
+import { field, parseFlags, rangeText, settingRange } from "../src/eni/process/settings.js";
+import { initSettings, loadInitConfig } from "../src/init/settings.js";
 import { BridgeMetrics } from "../src/ipam-whereabouts-bridge/metrics.js";
 import { bridgeSettings, loadBridgeConfig } from "../src/ipam-whereabouts-bridge/settings.js";
+import { loadSidecarConfig, sidecarSettings } from "../src/sidecar/settings.js";
 import { simUsage } from "../src/sim/cli-args.js";
 
 const base = { IPMGR_ALLOWED_CIDRS: "198.51.100.64/27, 2001:db8:100:1::/64" };
@@ -353,6 +348,32 @@ describe("configuration from environment and flags", () => {
     expect(error.message).toBe(
       'IPMGR_BRIDGE_DEVICE_INDEXES=" ,, ": holds only separators and no item; write the items, e.g. 1,2, or leave it empty (the no_manage tag decides)',
     );
+  });
+
+  it("reads every list with field.list: trimmed items in order, each parsed with the items before it, refused at the first bad one", () => {
+    const seen: string[][] = [];
+    const schema = field.list<number>({
+      example: "1,2",
+      emptyMeans: "none",
+      item: (item, before) => {
+        seen.push(before.map(String));
+        return /^\d+$/.test(item) ? { value: Number(item) } : { problem: `${item} is not a number` };
+      },
+    });
+    expect(schema.parse(" 3, 1 ,,2")).toEqual([3, 1, 2]);
+    expect(seen).toEqual([[], ["3"], ["3", "1"]]);
+    expect(schema.parse("")).toEqual([]);
+    expect(schema.safeParse("1,x,y").error?.issues.map((i) => i.message)).toEqual(["x is not a number"]);
+    expect(schema.safeParse(" , ").error?.issues[0]?.message).toBe(
+      "holds only separators and no item; write the items, e.g. 1,2, or leave it empty (none)",
+    );
+    const required = field.list<string>({
+      example: "a",
+      required: "expected one",
+      item: (item) => ({ value: item }),
+    });
+    expect(required.safeParse("").error?.issues[0]?.message).toBe("expected one");
+    expect(required.safeParse(" , ").error?.issues[0]?.message).toBe("expected one");
   });
 
   it("refuses a first backoff delay above its cap (IPMGR_EC2_RETRY_BASE_MS=6000 with the 5000 ms cap), in every command", () => {

@@ -23,16 +23,12 @@ import {
   compareAddresses,
   parseCidr,
 } from "../src/eni/ip.js";
-import {
-  initSettings,
-  loadInitConfig,
-  loadSidecarConfig,
-  podSettings,
-  sidecarSettings,
-} from "../src/eni/process/config.js";
+import { podSettings } from "../src/eni/process/config.js";
+import { initSettings, loadInitConfig } from "../src/init/settings.js";
 import { BridgeMetrics } from "../src/ipam-whereabouts-bridge/metrics.js";
 import { bridgeSettings, loadBridgeConfig } from "../src/ipam-whereabouts-bridge/settings.js";
 import { SidecarMetrics } from "../src/sidecar/metrics.js";
+import { loadSidecarConfig, sidecarSettings } from "../src/sidecar/settings.js";
 import { objectId, type RenderedObject, renderKustomization } from "./helpers/kustomize.js";
 import { checkManifestTypes, type ManifestDocument } from "./helpers/manifest-types.js";
 

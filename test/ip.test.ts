@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { ExitCode } from "../src/eni/errors/exit-codes.js";
 import { InvalidAddressError } from "../src/eni/errors/invalid-address-error.js";
 import { InvalidCidrError } from "../src/eni/errors/invalid-cidr-error.js";
 import {
@@ -18,7 +19,6 @@ import {
   parseCidr,
   tryCanonical,
 } from "../src/eni/ip.js";
-import { ExitCode } from "../src/eni/process/exit-codes.js";
 
 describe("canonical", () => {
   it.each([

@@ -2,6 +2,7 @@ import { writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { pino } from "pino";
 import { afterEach, describe, expect, it } from "vitest";
+import { ExitCode } from "../src/eni/errors/exit-codes.js";
 import { NetworkStatusError } from "../src/eni/errors/network-status-error.js";
 import {
   extractNetworkStatusJson,
@@ -9,7 +10,6 @@ import {
   parseNetworkStatus,
 } from "../src/eni/network-status.js";
 import { NetworkStatusSource } from "../src/eni/network-status-source.js";
-import { ExitCode } from "../src/eni/process/exit-codes.js";
 import { makeTempDir, removeTempDir } from "./helpers/temp-dirs.js";
 
 const selection = { include: [], exclude: ["lo", "eth0"] };

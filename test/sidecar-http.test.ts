@@ -2,7 +2,7 @@
 import { pino } from "pino";
 import { afterEach, describe, expect, it } from "vitest";
 import { ConfigError } from "../src/eni/errors/config-error.js";
-import { ExitCode } from "../src/eni/process/exit-codes.js";
+import { ExitCode } from "../src/eni/errors/exit-codes.js";
 import {
   type ProbeResult,
   type RunningHttpServer,

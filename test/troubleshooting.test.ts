@@ -1,7 +1,7 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { ExitCode } from "../src/eni/process/exit-codes.js";
+import { ExitCode } from "../src/eni/errors/exit-codes.js";
 
 const readme = readFileSync("README.md", "utf8");
 
@@ -25,9 +25,10 @@ function errorFolders(dir: string): string[] {
 
 /**
  * The simulator's API errors are answers to HTTP clients (EC2's and the Kubernetes API's own error
- * documents), never printed by a command: the simulator's documentation covers them.
+ * documents; Ec2ModelError is an Ec2ApiError from the EC2 model), never printed by a command: the
+ * simulator's documentation covers them.
  */
-const NOT_PRINTED = new Set(["Ec2ApiError", "KubeApiError"]);
+const NOT_PRINTED = new Set(["Ec2ApiError", "Ec2ModelError", "KubeApiError"]);
 
 const errorClasses = errorFolders("src").flatMap((folder) =>
   readdirSync(folder)

@@ -1,4 +1,4 @@
-import { ExitCode } from "../eni/process/exit-codes.js";
+import { ExitCode } from "../eni/errors/exit-codes.js";
 import { nearestName } from "../eni/process/nearest-name.js";
 
 /**

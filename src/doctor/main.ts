@@ -1,9 +1,9 @@
 import { pino } from "pino";
+import { ExitCode } from "../eni/errors/exit-codes.js";
 import { buildPodDeps } from "../eni/pod-deps.js";
 import { systemClock } from "../eni/process/clock.js";
 import { printHelpIfAsked } from "../eni/process/command-run.js";
 import { imdsEndpointOf, interfaceSelection } from "../eni/process/config.js";
-import { ExitCode } from "../eni/process/exit-codes.js";
 import { unknownVariables } from "../eni/process/known-variables.js";
 import type { Logger } from "../eni/process/logger.js";
 import { reportFailure } from "../eni/process/report-failure.js";

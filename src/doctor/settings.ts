@@ -3,7 +3,7 @@
  * container checks that container's own configuration. IPMGR_ALLOWED_CIDRS is optional here: its absence is
  * a finding, not a reason to stop. In this module, not config.ts, so that init's bundle does not carry it.
  */
-import { podSettings, sidecarSettings } from "../eni/process/config.js";
+import { podSettings, sidecarSharedSettings } from "../eni/process/config.js";
 import { checkBackoffRange, field, loadSettings, type SettingValues } from "../eni/process/settings.js";
 
 const {
@@ -43,7 +43,7 @@ export const doctorSettings = {
   ec2RetryBaseMs,
   ec2RetryMaxMs,
   logLevel,
-  addressEvents: sidecarSettings.addressEvents,
+  addressEvents: sidecarSharedSettings.addressEvents,
   json: {
     env: "IPMGR_DOCTOR_JSON",
     flag: "--json",

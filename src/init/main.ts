@@ -1,13 +1,13 @@
+import { ExitCode } from "../eni/errors/exit-codes.js";
 import { TimeoutError } from "../eni/errors/timeout-error.js";
 import type { InterfaceSource } from "../eni/interface-source.js";
 import { buildPodDeps } from "../eni/pod-deps.js";
 import { CommandRun, printHelpIfAsked } from "../eni/process/command-run.js";
-import { initSettings, loadInitConfig } from "../eni/process/config.js";
-import { ExitCode } from "../eni/process/exit-codes.js";
 import { warnUnknownVariables } from "../eni/process/known-variables.js";
 import { createLogger } from "../eni/process/logger.js";
 import { commandHelp } from "../eni/process/settings.js";
 import { runInit } from "./run-init.js";
+import { initSettings, loadInitConfig } from "./settings.js";
 
 /** Built only when asked for: no start-up work for a path rarely taken. */
 const help = (): string =>

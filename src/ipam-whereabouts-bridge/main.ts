@@ -1,7 +1,7 @@
+import { ExitCode } from "../eni/errors/exit-codes.js";
 import { buildAwsClients } from "../eni/pod-deps.js";
 import { systemClock } from "../eni/process/clock.js";
 import { CommandRun, printHelpIfAsked } from "../eni/process/command-run.js";
-import { ExitCode } from "../eni/process/exit-codes.js";
 import { warnUnknownVariables } from "../eni/process/known-variables.js";
 import { createLogger } from "../eni/process/logger.js";
 import { commandHelp } from "../eni/process/settings.js";

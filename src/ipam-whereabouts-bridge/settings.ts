@@ -2,43 +2,26 @@
  * `bridge`'s settings. In this module, not src/eni/process/config.ts, so that init's bundle does not carry them.
  * The AWS, IMDS, EC2 retry, log and termination-log settings are the pod commands' own.
  */
-import * as z from "zod/mini";
-import { podSettings, sidecarSettings } from "../eni/process/config.js";
+import { podSettings, sidecarSharedSettings } from "../eni/process/config.js";
 import {
   checkBackoffRange,
   field,
-  listItems,
   loadSettings,
-  type Setting,
   type SettingValues,
+  setting,
 } from "../eni/process/settings.js";
 
-function setting<T>(s: Setting<T>): Setting<T> {
-  return s;
-}
-
 /** Comma-separated device indexes, e.g. `1,2`; empty: none (the no_manage tag decides). */
-const deviceIndexes = z.pipe(
-  z.string(),
-  z.transform((text, ctx) => {
-    const items = listItems(text, "1,2", "the no_manage tag decides");
-    if (!Array.isArray(items)) {
-      ctx.issues.push({ input: text, code: "custom", message: items.problem });
-      return z.NEVER;
-    }
-    for (const item of items) {
-      if (!/^\d{1,2}$/.test(item) || Number(item) < 1) {
-        ctx.issues.push({
-          input: text,
-          code: "custom",
-          message: `${JSON.stringify(item)} is not a secondary ENI's device index; write them like 1,2 (device 0 is the primary ENI, never a Multus ENI)`,
-        });
-        return z.NEVER;
-      }
-    }
-    return items.map(Number);
-  }),
-);
+const deviceIndexes = field.list({
+  example: "1,2",
+  emptyMeans: "the no_manage tag decides",
+  item: (item) =>
+    /^\d{1,2}$/.test(item) && Number(item) >= 1
+      ? { value: Number(item) }
+      : {
+          problem: `${JSON.stringify(item)} is not a secondary ENI's device index; write them like 1,2 (device 0 is the primary ENI, never a Multus ENI)`,
+        },
+});
 
 const {
   allowedCidrs,
@@ -217,11 +200,11 @@ export const bridgeSettings = {
   logLevel,
   terminationLog,
   shutdownGraceMs: setting({
-    ...sidecarSettings.shutdownGraceMs,
+    ...sidecarSharedSettings.shutdownGraceMs,
     doc: "On SIGTERM, how long the wave in progress may take; past it its EC2 and IMDS calls are aborted and the bridge exits 8.",
   }),
-  httpPort: sidecarSettings.httpPort,
-  httpHost: sidecarSettings.httpHost,
+  httpPort: sidecarSharedSettings.httpPort,
+  httpHost: sidecarSharedSettings.httpHost,
 };
 
 export type BridgeConfig = SettingValues<typeof bridgeSettings>;

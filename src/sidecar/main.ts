@@ -1,8 +1,7 @@
 import type { AddressEvents } from "../eni/address-events.js";
+import { ExitCode } from "../eni/errors/exit-codes.js";
 import { buildPodDeps } from "../eni/pod-deps.js";
 import { CommandRun, printHelpIfAsked } from "../eni/process/command-run.js";
-import { loadSidecarConfig, type SidecarConfig, sidecarSettings } from "../eni/process/config.js";
-import { ExitCode } from "../eni/process/exit-codes.js";
 import { warnUnknownVariables } from "../eni/process/known-variables.js";
 import { createLogger } from "../eni/process/logger.js";
 import { commandHelp } from "../eni/process/settings.js";
@@ -12,6 +11,7 @@ import { startAddressEvents } from "./address-events-mode.js";
 import { SidecarMetrics } from "./metrics.js";
 import { osInterfacesFingerprint } from "./os-fingerprint.js";
 import { ReleaseJournal } from "./release-journal.js";
+import { loadSidecarConfig, type SidecarConfig, sidecarSettings } from "./settings.js";
 import { Sidecar } from "./sidecar.js";
 
 const settings = sidecarSettings;

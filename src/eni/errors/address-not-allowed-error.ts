@@ -1,5 +1,5 @@
-import { ExitCode } from "../process/exit-codes.js";
 import type { Refusal } from "../types.js";
+import { ExitCode } from "./exit-codes.js";
 import { IpmgrError } from "./ipmgr-error.js";
 
 /**

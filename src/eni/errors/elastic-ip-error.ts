@@ -1,4 +1,4 @@
-import { ExitCode } from "../process/exit-codes.js";
+import { ExitCode } from "./exit-codes.js";
 import { IpmgrError } from "./ipmgr-error.js";
 
 /**

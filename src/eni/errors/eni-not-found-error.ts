@@ -1,4 +1,4 @@
-import { ExitCode } from "../process/exit-codes.js";
+import { ExitCode } from "./exit-codes.js";
 import { IpmgrError } from "./ipmgr-error.js";
 
 /** A pod interface's MAC matches no ENI attached to this instance. */

@@ -1,4 +1,4 @@
-import { ExitCode } from "../process/exit-codes.js";
+import { ExitCode } from "./exit-codes.js";
 import { IpmgrError } from "./ipmgr-error.js";
 
 /** A text is not an IP address in the strict form we accept. */

@@ -1,4 +1,4 @@
-import { ExitCode } from "../process/exit-codes.js";
+import { ExitCode } from "./exit-codes.js";
 import { IpmgrError } from "./ipmgr-error.js";
 
 /** A text is not a CIDR block (`address/prefix`) in the strict form we accept. */

@@ -1,4 +1,4 @@
-import { ExitCode, type ExitCodeValue } from "../process/exit-codes.js";
+import { ExitCode, type ExitCodeValue } from "./exit-codes.js";
 
 /** Base of every error this tool raises on purpose. The message is a sentence a user can act on. */
 export class IpmgrError extends Error {

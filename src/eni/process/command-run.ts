@@ -1,5 +1,5 @@
+import type { ExitCodeValue } from "../errors/exit-codes.js";
 import { podSettings } from "./config.js";
-import type { ExitCodeValue } from "./exit-codes.js";
 import type { Logger } from "./logger.js";
 import { reportFailure } from "./report-failure.js";
 import { type ShutdownSignals, type SignalSource, shutdownSignals } from "./shutdown-signals.js";

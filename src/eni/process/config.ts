@@ -6,10 +6,9 @@ import { LOG_LEVELS } from "./logger.js";
 import {
   checkBackoffRange,
   field,
-  listItems,
-  loadSettings,
-  type Setting,
+  type ListItem,
   type SettingValues,
+  setting,
   settingError,
 } from "./settings.js";
 
@@ -48,122 +47,93 @@ function interfacePatternProblem(item: string): string | undefined {
   );
 }
 
-/** A comma-separated list of interface names and `prefix*` patterns; `emptyMeans` as in listItems. */
+/** A comma-separated list of interface names and `prefix*` patterns; `emptyMeans`: what the empty list does. */
 const interfaceList = (emptyMeans: string) =>
-  z.pipe(
-    z.string(),
-    z.transform((text, ctx) => {
-      const items = listItems(text, "net1,net2 or net*", emptyMeans);
-      if (!Array.isArray(items)) {
-        ctx.issues.push({ input: text, code: "custom", message: items.problem });
-        return z.NEVER;
-      }
-      for (const item of items) {
-        const problem = interfacePatternProblem(item);
-        if (problem !== undefined) {
-          ctx.issues.push({ input: text, code: "custom", message: problem });
-          return z.NEVER;
-        }
-      }
-      return items;
-    }),
-  );
+  field.list({
+    example: "net1,net2 or net*",
+    emptyMeans,
+    item: (item) => {
+      const problem = interfacePatternProblem(item);
+      return problem === undefined ? { value: item } : { problem };
+    },
+  });
 
 /** AWS region names: us-east-1, eu-west-3, us-gov-west-1, cn-north-1, il-central-1, ... */
 const awsRegion = z
   .string()
   .check(z.regex(/^[a-z]{2}(-[a-z]+)+-\d+$/, "expected an AWS region such as us-east-1 or eu-west-3"));
 
-const cidrList = z.pipe(
-  z.string(),
-  z.transform((text, ctx) => {
-    const split = listItems(text, "198.51.100.64/27", "");
-    const items = Array.isArray(split) ? split : [];
-    if (items.length === 0) {
-      ctx.issues.push({
-        input: text,
-        code: "custom",
-        message: "expected at least one CIDR, e.g. 198.51.100.64/27,2001:db8:1::/64",
-      });
-      return z.NEVER;
-    }
-    const out: string[] = [];
-    for (const item of items) {
-      const problem = cidrProblem(item);
-      if (problem !== undefined) {
-        ctx.issues.push({ input: text, code: "custom", message: problem });
-        return z.NEVER;
-      }
-      out.push(canonicalCidr(item));
-    }
-    return out;
-  }),
-);
+const cidrList = field.list({
+  example: "198.51.100.64/27",
+  required: "expected at least one CIDR, e.g. 198.51.100.64/27,2001:db8:1::/64",
+  item: (item) => {
+    const problem = cidrProblem(item);
+    return problem === undefined ? { value: canonicalCidr(item) } : { problem };
+  },
+});
 
 /** EC2's allocation ids: `eipalloc-` and 8 (older) or 17 lowercase hexadecimal digits. */
 const ALLOCATION_ID = /^eipalloc-([0-9a-f]{8}|[0-9a-f]{17})$/;
 const ELASTIC_IP_EXAMPLE = "198.51.100.80=eipalloc-0123456789abcdef0";
 
-/** Why one item of IPMGR_ELASTIC_IPS is refused, with the fix; or the mapping it stands for. */
-function elasticIpItem(item: string): ElasticIpMapping | string {
+/**
+ * One item of IPMGR_ELASTIC_IPS, the mapping it stands for, or why it is refused, with the fix; `before`: the
+ * mappings before it (each address and each allocation at most once).
+ */
+function elasticIpItem(item: string, before: readonly ElasticIpMapping[]): ListItem<ElasticIpMapping> {
   const eq = item.indexOf("=");
-  if (eq < 0)
-    return `${JSON.stringify(item)} is not ADDRESS=ALLOCATION_ID; write it like ${ELASTIC_IP_EXAMPLE}`;
+  if (eq < 0) {
+    return {
+      problem: `${JSON.stringify(item)} is not ADDRESS=ALLOCATION_ID; write it like ${ELASTIC_IP_EXAMPLE}`,
+    };
+  }
   const addressText = item.slice(0, eq).trim();
   const allocationId = item.slice(eq + 1).trim();
   const address = tryCanonical(addressText);
   if (address === undefined) {
-    return `${JSON.stringify(addressText)} is not an IP address; write each mapping like ${ELASTIC_IP_EXAMPLE}`;
+    return {
+      problem: `${JSON.stringify(addressText)} is not an IP address; write each mapping like ${ELASTIC_IP_EXAMPLE}`,
+    };
   }
   if (family(address) === 6) {
-    return `${address} is an IPv6 address, and IPv6 addresses have no Elastic IP; map only IPv4 addresses`;
+    return {
+      problem: `${address} is an IPv6 address, and IPv6 addresses have no Elastic IP; map only IPv4 addresses`,
+    };
   }
   if (!ALLOCATION_ID.test(allocationId)) {
-    return (
-      `${JSON.stringify(allocationId)} is not an Elastic IP allocation id: eipalloc- followed by 8 or 17 ` +
-      "lowercase hexadecimal digits, e.g. eipalloc-0123456789abcdef0 (aws ec2 describe-addresses lists yours)"
-    );
+    return {
+      problem:
+        `${JSON.stringify(allocationId)} is not an Elastic IP allocation id: eipalloc- followed by 8 or 17 ` +
+        "lowercase hexadecimal digits, e.g. eipalloc-0123456789abcdef0 (aws ec2 describe-addresses lists yours)",
+    };
   }
-  return { address, allocationId };
+  const sameAddress = before.find((m) => m.address === address);
+  if (sameAddress !== undefined) {
+    return {
+      problem: `${address} is mapped twice (to ${sameAddress.allocationId} and ${allocationId}); an address can have one Elastic IP: keep one`,
+    };
+  }
+  const sameAllocation = before.find((m) => m.allocationId === allocationId);
+  if (sameAllocation !== undefined) {
+    return {
+      problem: `${allocationId} is mapped twice (to ${sameAllocation.address} and ${address}); an Elastic IP can follow one address: keep one`,
+    };
+  }
+  return { value: { address, allocationId } };
 }
 
 /** Comma-separated ADDRESS=ALLOCATION_ID pairs; each address and each allocation at most once. */
-const elasticIpList = z.pipe(
-  z.string(),
-  z.transform((text, ctx) => {
-    const out: ElasticIpMapping[] = [];
-    const fail = (message: string): typeof z.NEVER => {
-      ctx.issues.push({ input: text, code: "custom", message });
-      return z.NEVER;
-    };
-    const items = listItems(text, ELASTIC_IP_EXAMPLE, "no Elastic IP follows an address");
-    if (!Array.isArray(items)) return fail(items.problem);
-    for (const item of items) {
-      const mapping = elasticIpItem(item);
-      if (typeof mapping === "string") return fail(mapping);
-      const sameAddress = out.find((m) => m.address === mapping.address);
-      if (sameAddress !== undefined) {
-        return fail(
-          `${mapping.address} is mapped twice (to ${sameAddress.allocationId} and ${mapping.allocationId}); an address can have one Elastic IP: keep one`,
-        );
-      }
-      const sameAllocation = out.find((m) => m.allocationId === mapping.allocationId);
-      if (sameAllocation !== undefined) {
-        return fail(
-          `${mapping.allocationId} is mapped twice (to ${sameAllocation.address} and ${mapping.address}); an Elastic IP can follow one address: keep one`,
-        );
-      }
-      out.push(mapping);
-    }
-    return out;
-  }),
-);
+const elasticIpList = field.list({
+  example: ELASTIC_IP_EXAMPLE,
+  emptyMeans: "no Elastic IP follows an address",
+  item: elasticIpItem,
+});
 
-function setting<T>(s: Setting<T>): Setting<T> {
-  return s;
-}
-
-/** Settings shared by `init` and `sidecar`. */
+/**
+ * Settings shared by `init` and `sidecar` (doctor and the bridge read most of them too). Each command's own
+ * settings sit beside it: src/init/settings.ts, src/sidecar/settings.ts, src/doctor/settings.ts,
+ * src/ipam-whereabouts-bridge/settings.ts.
+ */
 export const podSettings = {
   allowedCidrs: setting({
     env: "IPMGR_ALLOWED_CIDRS",
@@ -318,96 +288,18 @@ export const podSettings = {
   }),
 };
 
-export const initSettings = {
-  ...podSettings,
-  timeoutMs: setting({
-    env: "IPMGR_TIMEOUT_MS",
-    flag: "--timeout-ms",
-    default: "120000",
-    unit: "ms",
-    doc: "Deadline for the whole init run; past it init stops and exits 8.",
-    schema: field.milliseconds(1000, 3_600_000),
-  }),
-};
-
-export const sidecarSettings = {
-  ...podSettings,
-  pollIntervalMs: setting({
-    env: "IPMGR_POLL_INTERVAL_MS",
-    flag: "--poll-interval-ms",
-    default: "50",
-    unit: "ms",
-    doc: "How often the sidecar reads the pod's interfaces when it polls (os.networkInterfaces, about 50 µs a read): always with IPMGR_ADDRESS_EVENTS=poll, otherwise while ip monitor is unavailable or restarting.",
-    schema: field.milliseconds(5, 60_000),
-  }),
+/**
+ * Settings of the sidecar's table that another command reads too: doctor checks the address events, the
+ * bridge serves the same probes on the same port and drains within the same grace (with its own sentence).
+ * Here, in the core, so that no command imports another's settings.
+ */
+export const sidecarSharedSettings = {
   addressEvents: setting({
     env: "IPMGR_ADDRESS_EVENTS",
     flag: "--address-events",
     default: "auto",
     doc: "How address changes are noticed: auto (kernel events through `ip -o monitor address` when the ip command works, else polling), ip-monitor (events required: startup fails without iproute2), poll (polling only).",
     schema: field.enumOf(["auto", "ip-monitor", "poll"] as const),
-  }),
-  eventsFallbackPollMs: setting({
-    env: "IPMGR_EVENTS_FALLBACK_POLL_MS",
-    flag: "--events-fallback-poll-ms",
-    default: "1000",
-    unit: "ms",
-    doc: "While ip monitor events work, how often the interfaces are read anyway, as a safety net.",
-    schema: field.milliseconds(50, 600_000),
-  }),
-  resyncIntervalMs: setting({
-    env: "IPMGR_RESYNC_INTERVAL_MS",
-    flag: "--resync-interval-ms",
-    default: "60000",
-    unit: "ms",
-    doc: "Full reconcile period, even when nothing changed locally.",
-    schema: field.milliseconds(1000, 86_400_000),
-  }),
-  driftCheckIntervalMs: setting({
-    env: "IPMGR_DRIFT_CHECK_INTERVAL_MS",
-    flag: "--drift-check-interval-ms",
-    default: "5000",
-    unit: "ms",
-    doc: "How often IMDS (no EC2 call) is checked for our addresses being taken away.",
-    schema: field.milliseconds(100, 86_400_000),
-  }),
-  releaseOnRemove: setting({
-    env: "IPMGR_RELEASE_ON_REMOVE",
-    flag: "--release-on-remove",
-    default: "true",
-    doc: "Release an address from our ENI when it leaves our interface (only if our ENI still holds it).",
-    schema: field.boolean(),
-  }),
-  releaseSettleMs: setting({
-    env: "IPMGR_RELEASE_SETTLE_MS",
-    flag: "--release-settle-ms",
-    default: "250",
-    unit: "ms",
-    doc: "How long an address must stay off our interfaces before it is released, so that a bounce (removed and added back) keeps it routed. A standby taking it over never waits for this.",
-    schema: field.milliseconds(0, 60_000),
-  }),
-  stateFile: setting({
-    env: "IPMGR_STATE_FILE",
-    flag: "--state-file",
-    default: undefined,
-    optional: true,
-    doc: "File in which the sidecar keeps the releases it has not made yet, on a volume that survives a container restart (an emptyDir): a sidecar killed inside the settle window makes them when it starts again. Unset: none kept.",
-    schema: field.text(),
-  }),
-  episodeCheckIntervalMs: setting({
-    env: "IPMGR_EPISODE_CHECK_INTERVAL_MS",
-    flag: "--episode-check-interval-ms",
-    default: "500",
-    unit: "ms",
-    doc: "While an address is in a drift episode (taken off our ENI), how often IMDS is checked and, while our ENI does not hold it, one DescribeNetworkInterfaces learns who does (a rival letting go is seen this fast).",
-    schema: field.milliseconds(50, 60_000),
-  }),
-  releaseOnExit: setting({
-    env: "IPMGR_RELEASE_ON_EXIT",
-    flag: "--release-on-exit",
-    default: "false",
-    doc: "Release our addresses on SIGTERM/SIGINT.",
-    schema: field.boolean(),
   }),
   shutdownGraceMs: setting({
     env: "IPMGR_SHUTDOWN_GRACE_MS",
@@ -434,8 +326,6 @@ export const sidecarSettings = {
 };
 
 export type PodConfig = SettingValues<typeof podSettings>;
-export type InitConfig = SettingValues<typeof initSettings>;
-export type SidecarConfig = SettingValues<typeof sidecarSettings>;
 
 /**
  * Rules across settings: the first EC2 backoff delay is not above its cap, and an Elastic IP can only follow
@@ -461,18 +351,6 @@ export function checkPodConfig(
     env,
     `${outside.address} is outside IPMGR_ALLOWED_CIDRS (${config.allowedCidrs.join(", ")}), so multus-ipmgr never moves it and its Elastic IP could not follow it; map an address of your pod ranges, or add its range to IPMGR_ALLOWED_CIDRS`,
   );
-}
-
-export function loadInitConfig(argv: readonly string[], env: NodeJS.ProcessEnv): InitConfig {
-  const config = loadSettings(initSettings, argv, env);
-  checkPodConfig(config, argv, env);
-  return config;
-}
-
-export function loadSidecarConfig(argv: readonly string[], env: NodeJS.ProcessEnv): SidecarConfig {
-  const config = loadSettings(sidecarSettings, argv, env);
-  checkPodConfig(config, argv, env);
-  return config;
 }
 
 /** The IMDS endpoints the AWS SDKs use when AWS_EC2_METADATA_SERVICE_ENDPOINT is unset, by endpoint mode. */

@@ -10,7 +10,8 @@
 import { nearestName } from "./nearest-name.js";
 
 export const KNOWN_VARIABLES: readonly string[] = [
-  // init and sidecar (src/eni/process/config.ts), doctor (src/doctor/settings.ts)
+  // init and sidecar (src/eni/process/config.ts, src/init/settings.ts, src/sidecar/settings.ts),
+  // doctor (src/doctor/settings.ts)
   "IPMGR_ALLOWED_CIDRS",
   "IPMGR_INTERFACES",
   "IPMGR_EXCLUDE_INTERFACES",

@@ -1,7 +1,7 @@
 import { writeFileSync } from "node:fs";
 import { ConfigError } from "../errors/config-error.js";
+import { ExitCode, type ExitCodeValue } from "../errors/exit-codes.js";
 import { IpmgrError } from "../errors/ipmgr-error.js";
-import { ExitCode, type ExitCodeValue } from "./exit-codes.js";
 import { createLogger, LOG_LEVELS, type Logger, type LogLevel } from "./logger.js";
 
 /** IPMGR_LOG_LEVEL when it is a level, else info: the level of a failure before the configuration loaded. */

@@ -26,6 +26,11 @@ export interface Setting<T> {
   readonly schema: z.ZodMiniType<T, string>;
 }
 
+/** `s` as it is: the compiler infers the setting's value type from its schema. */
+export function setting<T>(s: Setting<T>): Setting<T> {
+  return s;
+}
+
 export type SettingTable = Record<string, Setting<unknown>>;
 export type SettingValues<S extends SettingTable> = {
   [K in keyof S]: S[K] extends Setting<infer T> ? (S[K]["optional"] extends true ? T | undefined : T) : never;
@@ -212,13 +217,26 @@ export function describeSettings(table: SettingTable): string {
 }
 
 /**
+ * A command's `--help`: its usage line, what it does (one paragraph, wrapped here), and its flags. Every
+ * line fits HELP_WIDTH columns, except a word longer than that.
+ */
+export function commandHelp(usage: string, about: string, table: SettingTable): string {
+  return `${usage}\n\n${wrapText(about, "")}\n\nflags (each also read from its environment variable):\n${describeSettings(table)}\n`;
+}
+
+/** Schemas of field.milliseconds and field.integer, with the range each accepts. */
+const RANGES = new WeakMap<object, { min: number; max: number }>();
+/** Schemas of field.boolean: their flags may stand alone, meaning true. */
+const BOOLEANS = new WeakSet<object>();
+
+/**
  * The items of a comma-separated list, trimmed, empty ones dropped; or, for a text of separators and
  * whitespace only (`" , "`), the sentence refusing it. An empty text is an empty list (the setting's
  * "none"); one of separators only is a list whose items were lost (a template that filled nothing in), and
  * taking it as empty would change what is managed. `example`: a list of the right kind; `emptyMeans`: what
  * the empty value does.
  */
-export function listItems(text: string, example: string, emptyMeans: string): string[] | { problem: string } {
+function listItems(text: string, example: string, emptyMeans: string): string[] | { problem: string } {
   const items = text
     .split(",")
     .map((x) => x.trim())
@@ -231,18 +249,46 @@ export function listItems(text: string, example: string, emptyMeans: string): st
   return items;
 }
 
-/**
- * A command's `--help`: its usage line, what it does (one paragraph, wrapped here), and its flags. Every
- * line fits HELP_WIDTH columns, except a word longer than that.
- */
-export function commandHelp(usage: string, about: string, table: SettingTable): string {
-  return `${usage}\n\n${wrapText(about, "")}\n\nflags (each also read from its environment variable):\n${describeSettings(table)}\n`;
-}
+/** One item of a list, parsed; or the sentence refusing it, with the fix. */
+export type ListItem<T> = { readonly value: T } | { readonly problem: string };
 
-/** Schemas of field.milliseconds and field.integer, with the range each accepts. */
-const RANGES = new WeakMap<object, { min: number; max: number }>();
-/** Schemas of field.boolean: their flags may stand alone, meaning true. */
-const BOOLEANS = new WeakSet<object>();
+/**
+ * How `field.list` reads a comma-separated list. An optional list says what its empty value does
+ * (`emptyMeans`); a required one gives the sentence for a list with no item (`required`), separators only
+ * included.
+ */
+export type ListOptions<T> = ({ readonly emptyMeans: string } | { readonly required: string }) & {
+  /** A list of the right kind, for messages, e.g. `net1,net2 or net*`. */
+  readonly example: string;
+  /** One item (trimmed, not empty) parsed; `before` holds the items of the list parsed before it. */
+  readonly item: (item: string, before: readonly T[]) => ListItem<T>;
+};
+
+/** The schema of a comma-separated list, refused at its first bad item; see ListOptions. */
+function listSchema<T>(options: ListOptions<T>) {
+  return z.pipe(
+    z.string(),
+    z.transform((text, ctx) => {
+      const fail = (message: string): typeof z.NEVER => {
+        ctx.issues.push({ input: text, code: "custom", message });
+        return z.NEVER;
+      };
+      const emptyMeans = "emptyMeans" in options ? options.emptyMeans : "";
+      const items = listItems(text, options.example, emptyMeans);
+      if ("required" in options && (!Array.isArray(items) || items.length === 0)) {
+        return fail(options.required);
+      }
+      if (!Array.isArray(items)) return fail(items.problem);
+      const out: T[] = [];
+      for (const item of items) {
+        const parsed = options.item(item, out);
+        if ("problem" in parsed) return fail(parsed.problem);
+        out.push(parsed.value);
+      }
+      return out;
+    }),
+  );
+}
 
 // Field schemas, with messages that say what is expected.
 function wholeNumber(min: number, max: number, unit: string) {
@@ -303,6 +349,8 @@ export const field = {
   enumOf: <const T extends readonly [string, ...string[]]>(values: T) =>
     z.enum(values, { error: `expected one of: ${values.join(", ")}` }),
   text: () => z.string().check(z.minLength(1, "must not be empty")),
+  /** A comma-separated list, each item parsed by `options.item`: the one list parser of every command. */
+  list: <T>(options: ListOptions<T>) => listSchema(options),
   /** An IP address literal in the strict form of ip.ts (no host name: nothing is looked up). */
   ipAddress: () =>
     z

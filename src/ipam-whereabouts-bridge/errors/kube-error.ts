@@ -1,5 +1,5 @@
+import { ExitCode } from "../../eni/errors/exit-codes.js";
 import { IpmgrError } from "../../eni/errors/ipmgr-error.js";
-import { ExitCode } from "../../eni/process/exit-codes.js";
 
 /**
  * A Kubernetes API call failed. Raised only by the Kubernetes adapter (kube-client.ts), which reads the
