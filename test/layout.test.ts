@@ -3,6 +3,7 @@
  * simulator) builds on the core (src/eni) and never on another command; src/cli, the dispatcher, starts the
  * commands; the core knows no command. The simulator keeps its own code apart from the core's process
  * plumbing (src/eni/process: clock, settings names): it must not share the code it is there to check.
+ * Build-time tooling (the code cache's writer and training run) lives in scripts/, out of src/.
  * Every import counts, type-only and dynamic ones too (read with TypeScript's own pre-processor, which skips
  * comments).
  */
@@ -84,6 +85,11 @@ describe("the folders of src/ import each other one way only", () => {
       const to = folderOf(e.to);
       return to === DISPATCHER || (to !== command && (COMMANDS as readonly string[]).includes(to ?? ""));
     });
+    expect(show(wrong)).toEqual([]);
+  });
+
+  it("nothing in src/ imports from outside it: build-time tooling (scripts/) is no part of a command", () => {
+    const wrong = edges.filter((e) => !e.to.startsWith("src/"));
     expect(show(wrong)).toEqual([]);
   });
 
