@@ -18,6 +18,7 @@ RUN --mount=type=secret,id=npm_ca,required=false \
 COPY tsconfig.json ./
 COPY scripts/build.mjs ./scripts/
 COPY scripts/shims ./scripts/shims
+COPY scripts/code-cache ./scripts/code-cache
 COPY src ./src
 # scripts/build.mjs writes linked source maps for development (6 MB beside 1.7 MB of code); the image
 # ships the code only. The CLI's entries start with #!/usr/bin/env node: executable, they are commands.

@@ -166,12 +166,12 @@ await build({
 for (const file of ["start.mjs", "start.mjs.map", "start-bridge.mjs", "start-bridge.mjs.map"])
   rmSync(`dist/${file}`);
 // dist/multus-ipmgr.cjs runs dist/cli.cjs with its code cache (the image's entrypoint); dist/write-code-cache.cjs
-// makes the cache for the node that runs it.
+// makes the cache for the node that runs it: build-time code, kept out of src/ in scripts/code-cache/.
 await build({
   ...cjs,
   entryPoints: {
     "multus-ipmgr": "src/cli/fast-start.ts",
-    "write-code-cache": "src/cli/write-code-cache.ts",
+    "write-code-cache": "scripts/code-cache/write-code-cache.ts",
   },
   outdir: "dist",
   outExtension: { ".js": ".cjs" },

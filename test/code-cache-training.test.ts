@@ -1,7 +1,7 @@
 /**
- * The training run behind the CLI's code cache (src/cli/code-cache-training.ts): `init` from start.ts
- * `train`, a fresh pod start against the simulator over HTTP on 127.0.0.1, and the checks that keep the build
- * from writing a cache after a run that did not go as a pod start goes. The run of the built bundle itself
+ * The training run behind the CLI's code cache (scripts/code-cache/code-cache-training.ts): `init` from
+ * start.ts `train`, a fresh pod start against the simulator over HTTP on 127.0.0.1, and the checks that keep
+ * the build from writing a cache after a run that did not go as a pod start goes. The run of the built bundle itself
  * happens in every build (scripts/build.mjs, the Dockerfile), which fails when it throws.
  */
 import { describe, expect, it } from "vitest";
@@ -12,7 +12,7 @@ import {
   type TrainableBundle,
   trainInit,
   trainingCallsMismatch,
-} from "../src/cli/code-cache-training.js";
+} from "../scripts/code-cache/code-cache-training.js";
 import { train } from "../src/cli/start.js";
 import * as simulator from "../src/sim/index.js";
 

@@ -5,7 +5,7 @@ import { isManagedInterface } from "../src/eni/interface-selector.js";
 import type { InterfaceSource } from "../src/eni/interface-source.js";
 import { OsInterfaceSource } from "../src/eni/os-interface-source.js";
 import type { PodInterface } from "../src/eni/types.js";
-import { waitForAddresses } from "../src/init/wait-for-addresses.js";
+import { waitForAddresses } from "../src/eni/wait-for-addresses.js";
 import { FakeClock } from "./helpers/fake-clock.js";
 
 function entry(address: string, mac: string): NetworkInterfaceInfo {

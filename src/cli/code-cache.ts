@@ -23,8 +23,8 @@ export interface CodeCacheStamp {
   readonly arch: string;
   /**
    * What ran before the cache was written, for a reader of the file (the image test): the training run's
-   * EC2 calls for the CLI's (code-cache-training.ts), absent when the modules were only loaded. Not checked
-   * at start.
+   * EC2 calls for the CLI's (scripts/code-cache/code-cache-training.ts), absent when the modules were only
+   * loaded. Not checked at start.
    */
   readonly training?: string;
 }

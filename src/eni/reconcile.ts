@@ -16,7 +16,6 @@ import type {
   Plan,
   PlanAction,
   PlanInput,
-  PlanPolicy,
   PodInterface,
   Refusal,
 } from "./types.js";
@@ -288,25 +287,4 @@ export async function confirmPlan(
     clock: deps.clock,
     ...(options.signal === undefined ? {} : { signal: options.signal }),
   });
-}
-
-export interface ReconcileResult {
-  readonly observation: Observation;
-  readonly plan: Plan;
-  readonly mutatingCalls: number;
-}
-
-/**
- * One full pass: observe, plan, apply what is allowed, confirm. Refused addresses are left out of the
- * actions and reported in `plan.refusals`; the caller decides whether they are fatal.
- */
-export async function reconcileOnce(
-  deps: ReconcileDeps,
-  options: { policy: PlanPolicy; released: readonly string[]; confirm: ConfirmOptions },
-): Promise<ReconcileResult> {
-  const observation = await observe(deps);
-  const planned = await planFor(observation, { policy: options.policy, released: options.released }, deps);
-  const { mutatingCalls } = await applyPlan(planned, deps);
-  if (mutatingCalls > 0) await confirmPlan(planned, deps, options.confirm);
-  return { observation, plan: planned, mutatingCalls };
 }

@@ -1,14 +1,14 @@
 import { checkElasticIps, type ElasticIpCheck, elasticIpProblem } from "../eni/elastic-ips.js";
 import { ElasticIpError } from "../eni/errors/elastic-ip-error.js";
 import type { ReconcileDeps } from "../eni/reconcile.js";
+import type { ReconcileOnceOptions } from "../eni/reconcile-once.js";
 import type { ElasticIpMapping, Plan } from "../eni/types.js";
-import type { InitOptions } from "./run-init.js";
 
 /** The one-shot Elastic IP check: every mapped address this pod holds ends with its Elastic IP, or an error. */
 export async function ensureElasticIps(
   deps: ReconcileDeps,
   plan: Plan,
-  options: InitOptions,
+  options: Pick<ReconcileOnceOptions, "confirm" | "signal">,
   mappings: readonly ElasticIpMapping[],
 ): Promise<ElasticIpCheck> {
   const check = await checkElasticIps(deps, {

@@ -21,8 +21,8 @@ otherwise; exit codes are listed in README.md.`,
 
 /**
  * What a caller may put in place of an adapter. Only the code cache's training run uses it
- * (src/cli/code-cache-training.ts): it gives the pod's interfaces as they would be read, since the machine
- * that builds the cache has no pod network namespace.
+ * (scripts/code-cache/code-cache-training.ts): it gives the pod's interfaces as they would be read, since the
+ * machine that builds the cache has no pod network namespace.
  */
 export interface InitSeams {
   readonly interfaces?: InterfaceSource;

@@ -2,8 +2,8 @@ import type { AddressEvents } from "../eni/address-events.js";
 import type { BackoffPolicy } from "../eni/backoff.js";
 import { type RunningHttpServer, startHttpServer } from "../eni/process/probe-server.js";
 import type { ConfirmOptions, ReconcileDeps } from "../eni/reconcile.js";
+import { type ReconcileOnceResult, reconcileOnce } from "../eni/reconcile-once.js";
 import type { ElasticIpMapping, Plan, PlanPolicy } from "../eni/types.js";
-import { runInit } from "../init/run-init.js";
 import { AddressWatcher } from "./address-watcher.js";
 import { ElasticIpFollower } from "./elastic-ip-follower.js";
 import { IdleCollector } from "./idle-collector.js";
@@ -198,9 +198,9 @@ export class Sidecar {
     const signal = this.#stop.signal;
     await this.watcher.start((change) => this.loop.notifyChange(change.detectedAt));
     const carried = this.#carryOverReleases();
-    let init: Awaited<ReturnType<typeof runInit>>;
+    let init: ReconcileOnceResult;
     try {
-      init = await runInit(deps, {
+      init = await reconcileOnce(deps, {
         policy: this.#o.policy,
         waitForAddressesMs: this.#o.waitForAddressesMs,
         confirm: { ...this.#o.confirm, signal },

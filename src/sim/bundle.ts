@@ -1,6 +1,6 @@
 /**
  * dist/sim.mjs: the `sim` command, and the simulator as a library for the code cache's training run
- * (src/cli/code-cache-training.ts), which starts one in the process that writes the cache.
+ * (scripts/code-cache/code-cache-training.ts), which starts one in the process that writes the cache.
  */
 
 export { parseWorld, startSimulator } from "./index.js";

@@ -189,7 +189,7 @@ describe.skipIf(unavailable !== undefined)("the image, run as a user would", () 
         arch: string;
       };
       expect(seen.stamp).toMatchObject({ node: seen.node, arch: seen.arch });
-      // The CLI's was written after the training run of init (src/cli/code-cache-training.ts), in the image.
+      // The CLI's was written after the training run of init (scripts/code-cache/code-cache-training.ts), in the image.
       if (cache === "cli.cjs.cache") {
         expect(seen.stamp.training).toBe(
           "a fresh start of init (AssignIpv6Addresses, AssignPrivateIpAddresses, DescribeNetworkInterfaces)",

@@ -1,5 +1,5 @@
-import type { PodInterface } from "../eni/types.js";
-import type { SimCall, SimulatorHandle, SimulatorOptions, World } from "../sim/index.js";
+import type { PodInterface } from "../../src/eni/types.js";
+import type { SimCall, SimulatorHandle, SimulatorOptions, World } from "../../src/sim/index.js";
 
 /**
  * The training run behind dist/cli.cjs.cache. V8's code cache holds the bytecode of the functions compiled

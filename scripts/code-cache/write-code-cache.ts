@@ -10,7 +10,7 @@ import {
   compileBundle,
   encodeCodeCache,
   runBundle,
-} from "./code-cache.js";
+} from "../../src/cli/code-cache.js";
 import { type SimulatorLibrary, type TrainableBundle, trainInit } from "./code-cache-training.js";
 
 /**

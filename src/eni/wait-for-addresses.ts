@@ -1,8 +1,8 @@
-import { TimeoutError } from "../eni/errors/timeout-error.js";
-import type { InterfaceSource } from "../eni/interface-source.js";
-import { addressKind } from "../eni/ip.js";
-import type { Clock } from "../eni/process/clock.js";
-import type { PodInterface } from "../eni/types.js";
+import { TimeoutError } from "./errors/timeout-error.js";
+import type { InterfaceSource } from "./interface-source.js";
+import { addressKind } from "./ip.js";
+import type { Clock } from "./process/clock.js";
+import type { PodInterface } from "./types.js";
 
 function hasUsableAddress(iface: PodInterface): boolean {
   return iface.addresses.some((a) => addressKind(a) === "unicast");
