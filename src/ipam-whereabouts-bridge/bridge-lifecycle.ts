@@ -1,4 +1,4 @@
-import type { Clock } from "../eni/process/clock.js";
+import { type Clock, withinDeadline } from "../eni/process/clock.js";
 import type { Logger } from "../eni/process/logger.js";
 import { type MetricsSource, type RunningHttpServer, startHttpServer } from "../eni/process/probe-server.js";
 import type { Bridge } from "./bridge.js";
@@ -125,21 +125,5 @@ export class BridgeLifecycle {
     for (const step of [() => kube.close(), () => http?.close()]) {
       await step()?.catch((error: unknown) => logger.warn({ err: error }, "cleanup after failure failed"));
     }
-  }
-}
-
-/** Resolves with the promise's value, or false when the clock passes `deadline` first; rejects with it. */
-async function withinDeadline(promise: Promise<boolean>, deadline: number, clock: Clock): Promise<boolean> {
-  const timer = new AbortController();
-  try {
-    return await Promise.race([
-      promise,
-      clock.sleep(Math.max(0, deadline - clock.now()), timer.signal).then(
-        () => false,
-        () => false,
-      ),
-    ]);
-  } finally {
-    timer.abort();
   }
 }

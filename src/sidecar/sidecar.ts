@@ -1,5 +1,6 @@
 import type { AddressEvents } from "../eni/address-events.js";
 import type { BackoffPolicy } from "../eni/backoff.js";
+import { withinDeadline } from "../eni/process/clock.js";
 import { type RunningHttpServer, startHttpServer } from "../eni/process/probe-server.js";
 import type { ConfirmOptions, ReconcileDeps } from "../eni/reconcile.js";
 import { type ReconcileOnceResult, reconcileOnce } from "../eni/reconcile-once.js";
@@ -308,25 +309,5 @@ class ShutdownGraceExpired extends Error {
   override name = "AbortError";
   constructor() {
     super("the shutdown grace ran out");
-  }
-}
-
-/** Resolves with the promise's value, or false when the clock passes `deadline` first. */
-async function withinDeadline(
-  promise: Promise<boolean>,
-  deadline: number,
-  clock: ReconcileDeps["clock"],
-): Promise<boolean> {
-  const timer = new AbortController();
-  try {
-    return await Promise.race([
-      promise,
-      clock.sleep(Math.max(0, deadline - clock.now()), timer.signal).then(
-        () => false,
-        () => false,
-      ),
-    ]);
-  } finally {
-    timer.abort();
   }
 }

@@ -25,3 +25,26 @@ export const systemClock: Clock = {
       signal?.addEventListener("abort", onAbort, { once: true });
     }),
 };
+
+/**
+ * Resolves with the promise's value, or false when the clock passes `deadline` (ms since the epoch) first;
+ * rejects when the promise does. Shutdown graces use it: what must finish in time, on the injected clock.
+ */
+export async function withinDeadline(
+  promise: Promise<boolean>,
+  deadline: number,
+  clock: Clock,
+): Promise<boolean> {
+  const timer = new AbortController();
+  try {
+    return await Promise.race([
+      promise,
+      clock.sleep(Math.max(0, deadline - clock.now()), timer.signal).then(
+        () => false,
+        () => false,
+      ),
+    ]);
+  } finally {
+    timer.abort();
+  }
+}
