@@ -42,10 +42,6 @@ export class ReleaseGuard {
 
   constructor(private readonly deps: ReleaseGuardDeps) {}
 
-  get trusted(): boolean {
-    return this.#trusted;
-  }
-
   /**
    * Records the trust and logs each change once (a stale view is logged only once the view has been trusted,
    * or when a watch has failed: not while the first lists run). Returns whether the view has just become
