@@ -426,10 +426,7 @@ const arbWorld = fc.record({
 type World = typeof arbWorld extends fc.Arbitrary<infer T> ? T : never;
 
 /** A /25 range sliced in /28s: slice i is 198.51.100.(128 + 16 i)/28. */
-function worldInput(
-  w: World,
-  order: (xs: number[]) => number[] = (xs) => xs,
-): PrefixPlanInput {
+function worldInput(w: World, order: (xs: number[]) => number[] = (xs) => xs): PrefixPlanInput {
   const slice = (i: number) => `198.51.100.${128 + 16 * i}/28`;
   const allocations: Record<string, string> = {};
   for (const i of order(w.others)) allocations[slice(i)] = "node-b";
