@@ -7,6 +7,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import type { BackoffPolicy } from "../src/eni/backoff.js";
 import { describeError, LoopSchedule } from "../src/eni/loop-schedule.js";
+import type { Clock } from "../src/eni/process/clock.js";
 import { FakeClock } from "./helpers/fake-clock.js";
 import { flush, ManualClock } from "./helpers/manual-clock.js";
 
@@ -14,7 +15,7 @@ const X = "198.51.100.80";
 const Y = "198.51.100.81";
 const BACKOFF: BackoffPolicy = { baseMs: 1_000, maxMs: 5_000 };
 
-function schedule(random = (): number => 0, clock = new FakeClock()): LoopSchedule {
+function schedule(random = (): number => 0, clock: Clock = new FakeClock()): LoopSchedule {
   return new LoopSchedule({ clock, backoff: BACKOFF, random });
 }
 
