@@ -53,6 +53,30 @@ export interface IpPoolInfo {
   readonly allocations: Readonly<Record<string, WhereaboutsAllocation>>;
 }
 
+/** One slice of a NodeSlicePool: the node it is given to ("" while free) and its CIDR. */
+export interface NodeSliceAllocation {
+  readonly nodeName: string;
+  readonly sliceRange: string;
+}
+
+/**
+ * A whereabouts NodeSlicePool (whereabouts.cni.cncf.io/v1alpha1), made by whereabouts' node slice controller
+ * for each NAD with `node_slice_size`, in whereabouts' namespace, named after the network (`network_name`,
+ * else the CNI configuration's `name`), owned by the NADs that share it.
+ */
+export interface NodeSlicePoolInfo {
+  readonly namespace: string;
+  readonly name: string;
+  /** `spec.range`: the whole range, sliced. */
+  readonly range: string;
+  /** `spec.sliceSize`: the slices' prefix length, as whereabouts writes it ("/28" or "28"). */
+  readonly sliceSize: string;
+  /** `status.allocations`. */
+  readonly allocations: readonly NodeSliceAllocation[];
+  /** Names of the NetworkAttachmentDefinitions among `metadata.ownerReferences`. */
+  readonly ownerNads: readonly string[];
+}
+
 /** A whereabouts OverlappingRangeIPReservation: one per allocated address, named after it (`:` as `-`). */
 export interface OverlappingReservationInfo {
   readonly namespace: string;
@@ -124,6 +148,8 @@ export interface KubeApi {
   watchOverlappingReservations(
     listener: WatchListener,
   ): Promise<WatchedCollection<OverlappingReservationInfo>>;
+  /** RBAC: nodeslicepools (whereabouts.cni.cncf.io) list, watch, in every namespace. Prefix mode only. */
+  watchNodeSlicePools(listener: WatchListener): Promise<WatchedCollection<NodeSlicePoolInfo>>;
   /** RBAC: pods get. The pod's uid; undefined when there is no such pod. */
   podUid(namespace: string, name: string): Promise<string | undefined>;
   /** RBAC: leases (coordination.k8s.io) get. Undefined when there is none. */

@@ -31,6 +31,7 @@ import type {
   KubeApi,
   LeaseInfo,
   NadInfo,
+  NodeSlicePoolInfo,
   OverlappingReservationInfo,
   PodEvent,
   PodInfo,
@@ -180,6 +181,24 @@ function ipPoolOf(pool: Raw): IpPoolInfo {
     name: text(pool?.metadata?.name) ?? "",
     range: text(pool?.spec?.range) ?? "",
     allocations,
+  };
+}
+
+function nodeSlicePoolOf(pool: Raw): NodeSlicePoolInfo {
+  const allocations = Array.isArray(pool?.status?.allocations) ? pool.status.allocations : [];
+  const owners = Array.isArray(pool?.metadata?.ownerReferences) ? pool.metadata.ownerReferences : [];
+  return {
+    namespace: text(pool?.metadata?.namespace) ?? "",
+    name: text(pool?.metadata?.name) ?? "",
+    range: text(pool?.spec?.range) ?? "",
+    sliceSize: text(pool?.spec?.sliceSize) ?? "",
+    allocations: allocations.map((a: Raw) => ({
+      nodeName: text(a?.nodeName) ?? "",
+      sliceRange: text(a?.sliceRange) ?? "",
+    })),
+    ownerNads: owners
+      .filter((o: Raw) => o?.kind === "NetworkAttachmentDefinition" && typeof o?.name === "string")
+      .map((o: Raw) => o.name as string),
   };
 }
 
@@ -345,6 +364,15 @@ class KubeClient implements KubeApi {
       "ippools",
       `/apis/${WHEREABOUTS.group}/${WHEREABOUTS.version}/ippools`,
       ipPoolOf,
+      listener,
+    );
+  }
+
+  watchNodeSlicePools(listener: WatchListener): Promise<WatchedCollection<NodeSlicePoolInfo>> {
+    return this.#reflect(
+      "nodeslicepools",
+      `/apis/${WHEREABOUTS.group}/${WHEREABOUTS.version}/nodeslicepools`,
+      nodeSlicePoolOf,
       listener,
     );
   }
