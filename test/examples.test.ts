@@ -611,7 +611,7 @@ describe("ServiceAccounts and IAM roles", () => {
   const accounts = objects.filter((d) => d.object.kind === "ServiceAccount");
   const readme = readFileSync(join(DEPLOY, "README.md"), "utf8");
 
-  it("IRSA: the README's patch, in a user's kustomization, names the pod role, whose trust policy admits exactly that ServiceAccount", () => {
+  it("IRSA: deploy/README.md's patch, in a user's kustomization, names the pod role, whose trust policy admits exactly that ServiceAccount", () => {
     const patch = /```yaml\n(patches:\n[\s\S]*?)```/.exec(readme)?.[1];
     expect(patch).toBeDefined();
     const rendered = renderKustomization(join(ROOT, "my-cluster"), ROOT, {
@@ -628,7 +628,7 @@ describe("ServiceAccounts and IAM roles", () => {
     expect(JSON.parse(trust).Statement[0].Action).toBe("sts:AssumeRoleWithWebIdentity");
   });
 
-  it("Pod Identity: the ServiceAccount has no role annotation; its association command is in its file and the README", () => {
+  it("Pod Identity: the ServiceAccount has no role annotation; its association command is in its file and deploy/README.md", () => {
     const doc = accounts.find((d) => d.file === "pod-serviceaccount/serviceaccount.yaml");
     const meta = metadataOf(doc?.object ?? {});
     expect(meta.annotations ?? {}).toEqual({});

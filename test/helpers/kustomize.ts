@@ -36,7 +36,7 @@ export function objectId(object: Json): string {
 
 /**
  * The objects `dir`'s kustomization renders. `kustomization` replaces the file (a kustomization written in
- * a README, rendered as if it were `dir`/kustomization.yaml). Files are named relative to `root`.
+ * the docs, rendered as if it were `dir`/kustomization.yaml). Files are named relative to `root`.
  */
 export function renderKustomization(dir: string, root: string, kustomization?: Json): RenderedObject[] {
   const absolute = resolve(dir);
