@@ -7,7 +7,7 @@
  */
 import fc from "fast-check";
 import { afterEach, describe, expect, it } from "vitest";
-import type { SimulatorHandle } from "../src/sim/index.js";
+import { parseWorld, type SimulatorHandle, WorldError } from "../src/sim/index.js";
 import { mustParseCidr } from "../src/sim/ip-math.js";
 import {
   assignNodes,
@@ -351,6 +351,31 @@ describe("the NodeSlicePool resource", () => {
     const answer = await kube(s, "POST", POOLS, { metadata: { name: "bad" }, ...body });
     expect(answer.status).toBe(422);
     expect(answer.body.message).toContain(message);
+  });
+});
+
+describe("NodeSlicePools in the world file", () => {
+  it("seeds one given under objects, checked against the CRD's schema", () => {
+    const pool = (spec: Record<string, unknown>) => ({
+      apiVersion: "whereabouts.cni.cncf.io/v1alpha1",
+      kind: "NodeSlicePool",
+      metadata: { namespace: "kube-system", name: "given" },
+      spec,
+    });
+    const world = (objects: unknown[]) => {
+      const input = JSON.parse(JSON.stringify(kubeWorld())) as { kubernetes: Record<string, unknown> };
+      input.kubernetes.objects = objects;
+      return () => parseWorld(input);
+    };
+    expect(world([pool({ range: "198.51.100.224/27", sliceSize: "/28" })])).not.toThrow();
+    let problems: readonly string[] = [];
+    try {
+      world([pool({ sliceSize: "/28" })])();
+    } catch (error) {
+      expect(error).toBeInstanceOf(WorldError);
+      problems = (error as WorldError).problems;
+    }
+    expect(problems).toEqual(["kubernetes.objects[0]: spec.range: Required value"]);
   });
 });
 
