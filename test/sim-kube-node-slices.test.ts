@@ -5,9 +5,10 @@
  * in the per-node IPPool whereabouts names. The slicing and naming are table- and property-tested without
  * I/O; the rest over real HTTP.
  */
+import { AssignIpv6AddressesCommand, AssignPrivateIpAddressesCommand } from "@aws-sdk/client-ec2";
 import fc from "fast-check";
 import { afterEach, describe, expect, it } from "vitest";
-import { parseWorld, type SimulatorHandle, WorldError } from "../src/sim/index.js";
+import { loadWorldFile, parseWorld, type SimulatorHandle, WorldError } from "../src/sim/index.js";
 import { mustParseCidr } from "../src/sim/ip-math.js";
 import {
   assignNodes,
@@ -30,6 +31,7 @@ import {
   openWatch,
   startKubeSim,
 } from "./helpers/kube-worlds.js";
+import { ec2ClientFor } from "./helpers/sim-fixtures.js";
 
 const POOLS = "/apis/whereabouts.cni.cncf.io/v1alpha1/namespaces/kube-system/nodeslicepools";
 const NADS = "/apis/k8s.cni.cncf.io/v1/namespaces/kube-system/network-attachment-definitions";
@@ -490,5 +492,53 @@ describe("the kubelet stand-in in node-slice mode", () => {
     expect(await sandboxFailure(s, "upf-2", "elsewhere", NODE_A)).toContain(
       'error at storage engine: nodeslicepools.whereabouts.cni.cncf.io "elsewhere" not found',
     );
+  });
+});
+
+describe("examples/world-prefix.yaml, the prefix-mode demo's world", () => {
+  const NODE_1 = "ip-192-0-2-10.ec2.internal";
+  const NODE_2 = "ip-192-0-2-20.ec2.internal";
+
+  it("slices both families for its node, gives a pod one address of each, and EC2 takes each slice as one prefix", async () => {
+    sim = await startKubeSim(await loadWorldFile("examples/world-prefix.yaml"), {
+      errorLog: (line) => errors.push(line),
+    });
+    const s = sim;
+    await eventually(() => slicePool(s, "slices-v6") !== undefined, "both pools made");
+    expect(allocationsOf(s, "slices-v4")).toEqual([
+      [NODE_1, "192.0.2.192/28"],
+      ["", "192.0.2.208/28"],
+    ]);
+    expect(allocationsOf(s, "slices-v6").slice(0, 2)).toEqual([
+      [NODE_1, "2001:db8:200:2:10::/80"],
+      ["", "2001:db8:200:2:11::/80"],
+    ]);
+    const nets = await runPod(s, "upf-0", "kube-system/slices-v4, kube-system/slices-v6", NODE_1);
+    expect(nets.map((n: Json) => [n.interface, n.ips, n.mac])).toEqual([
+      ["net1", ["192.0.2.193"], "02:00:00:00:03:01"],
+      ["net2", ["2001:db8:200:2:10::1"], "02:00:00:00:03:01"],
+    ]);
+    const ec2 = ec2ClientFor(s);
+    try {
+      const v4 = await ec2.send(
+        new AssignPrivateIpAddressesCommand({
+          NetworkInterfaceId: "eni-0p1multus",
+          Ipv4Prefixes: ["192.0.2.192/28"],
+        }),
+      );
+      expect(v4.AssignedIpv4Prefixes).toEqual([{ Ipv4Prefix: "192.0.2.192/28" }]);
+      const v6 = await ec2.send(
+        new AssignIpv6AddressesCommand({
+          NetworkInterfaceId: "eni-0p1multus",
+          Ipv6Prefixes: ["2001:db8:200:2:10::/80"],
+        }),
+      );
+      expect(v6.AssignedIpv6Prefixes).toEqual(["2001:db8:200:2:10::/80"]);
+    } finally {
+      ec2.destroy();
+    }
+    expect((await control(s, "POST", "/kubernetes/nodes", { instance: "i-0prefix2" })).status).toBe(201);
+    await eventually(() => allocationsOf(s, "slices-v4")[1]?.[0] === NODE_2, "the joining node's slice");
+    expect(allocationsOf(s, "slices-v6")[1]).toEqual([NODE_2, "2001:db8:200:2:11::/80"]);
   });
 });
