@@ -483,7 +483,7 @@ describe("doctor against the simulator", () => {
       expect(result.detail).toMatch(
         /^ec2:DescribeSecurityGroups is denied, so the groups of the Multus ENIs \(sg-/,
       );
-      expect(result.fix).toContain("examples/iam-policy-pod.json");
+      expect(result.fix).toContain("deploy/iam/iam-policy-pod.json");
       expect(only(results, "capacity").status).toBe("ok");
     });
   });

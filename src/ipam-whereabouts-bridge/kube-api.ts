@@ -2,7 +2,7 @@
  * The Kubernetes calls the bridge makes, and only those, in the bridge's own shapes. Implemented by
  * kube-client.ts, the only importer of @kubernetes/client-node (loaded with a dynamic import, so that no
  * other command parses it). Each method's doc comment names the RBAC verbs and resources it needs; the
- * ClusterRole in examples/overlays/bridge/bridge-rbac.yaml grants exactly those.
+ * ClusterRole in deploy/overlays/bridge/bridge-rbac.yaml grants exactly those.
  */
 
 import type { WatchHealth } from "./view-trust.js";

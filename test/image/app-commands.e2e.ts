@@ -1,5 +1,5 @@
 /**
- * The commands README.md and examples/README.md tell a user to run in the example pods' `app` container
+ * The commands README.md and deploy/README.md tell a user to run in the example pods' `app` container
  * (`kubectl -n cnf exec POD -c app -- COMMAND`) work in that container's image, BusyBox
  * (public.ecr.aws/docker/library/busybox:1.37), and print what the docs show under them.
  *
@@ -18,7 +18,7 @@ import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 const run = promisify(execFile);
-const DOCS = ["README.md", "examples/README.md"];
+const DOCS = ["README.md", "deploy/README.md"];
 /** The pods the docs exec into, with the net1 address the docs show for each. */
 const PODS: Readonly<Record<string, string>> = {
   "cnf-0": "198.51.100.193/24",
