@@ -30,6 +30,7 @@ import type {
 } from "./kube-api.js";
 import type { BridgeMetrics, ReleaseHoldReason, WaveOutcome } from "./metrics.js";
 import type { PodEventReporter } from "./pod-events.js";
+import type { PrefixMode } from "./prefix-mode.js";
 import { ReleaseGuard } from "./release-guard.js";
 import type { SubnetView } from "./reservation-cover.js";
 import { type ViewTrust, viewTrust } from "./view-trust.js";
@@ -47,6 +48,8 @@ export interface BridgeDeps {
   readonly logger: Logger;
   readonly metrics: BridgeMetrics;
   readonly events: PodEventReporter;
+  /** Prefix mode (IPMGR_BRIDGE_PREFIX_MODE); undefined when off. */
+  readonly prefixes?: PrefixMode;
 }
 
 export interface BridgeOptions {
@@ -152,6 +155,7 @@ export class Bridge {
       kube.watchOverlappingReservations(listener),
     ]);
     this.#collections = { pods, nads, ipPools, reservations };
+    await this.deps.prefixes?.start(listener);
   }
 
   /** Whether releases may act on the watches' caches now, and why not. */
@@ -281,6 +285,7 @@ export class Bridge {
         this.#lastWaveAt + this.options.resyncIntervalMs,
         this.#nextPendingAt ?? Infinity,
         this.#nextEpisodeCheckAt ?? Infinity,
+        this.deps.prefixes?.nextAt ?? Infinity,
       );
       if (now >= due) return;
       await this.#sleepUntil(due, signal, true);
@@ -336,7 +341,19 @@ export class Bridge {
     if (resyncTags) this.#lastTagReadAt = now;
     const overlay = overlayRecent(observed, this.#recent, now);
     this.#recent = overlay.recent;
-    const enis = overlay.enis;
+    // Prefix mode first: its prefixes hold pod addresses (no call) and EC2 refuses a single address inside one.
+    const enis =
+      (await this.deps.prefixes?.wave(
+        {
+          enis: overlay.enis,
+          multusEniIds,
+          nads: collections.nads.list(),
+          pods: collections.pods.list(),
+          trusted: trust.trusted,
+          freshPods: () => collections.pods.fetchNow(),
+        },
+        signal,
+      )) ?? overlay.enis;
 
     const nodePods = (all: readonly PodInfo[]): PodInfo[] =>
       all.filter((p) => p.nodeName === this.options.nodeName);
@@ -648,7 +665,7 @@ export class Bridge {
       ok = false;
       lines.push(`the last wave failed (it runs again after a backoff): ${this.#lastFailure}`);
     }
-    lines.push(...extra);
+    lines.push(...(this.deps.prefixes?.lines() ?? []), ...extra);
     return { ok, lines };
   }
 }
