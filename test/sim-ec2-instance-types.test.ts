@@ -2,7 +2,7 @@
  * The simulator's DescribeInstanceTypes through the real SDK: the hypervisor (nitro or xen, which decides
  * prefix delegation) and the addresses per interface, from its own table and the world's instances.
  */
-import { DescribeInstanceTypesCommand, type EC2Client } from "@aws-sdk/client-ec2";
+import { type _InstanceType, DescribeInstanceTypesCommand, type EC2Client } from "@aws-sdk/client-ec2";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseWorld, type SimulatorHandle } from "../src/sim/index.js";
 import { ec2Failure, startWithEc2, stopWithEc2 } from "./helpers/sim-fixtures.js";
@@ -56,7 +56,7 @@ describe("DescribeInstanceTypes through the real SDK", () => {
 
   it("refuses an unknown type with InvalidInstanceType, naming it", async () => {
     const failure = await ec2Failure(
-      ec2.send(new DescribeInstanceTypesCommand({ InstanceTypes: ["m5.large", "q9.huge"] })),
+      ec2.send(new DescribeInstanceTypesCommand({ InstanceTypes: ["m5.large", "q9.huge" as _InstanceType] })),
     );
     expect(failure).toMatchObject({ code: "InvalidInstanceType", status: 400 });
     expect(failure.message).toContain("q9.huge");
