@@ -11,6 +11,7 @@ import { readEnis } from "../eni/eni-discovery.js";
 import { Ec2Error } from "../eni/errors/ec2-error.js";
 import { IpmgrError } from "../eni/errors/ipmgr-error.js";
 import type { Imds } from "../eni/imds.js";
+import { coveringPrefix } from "../eni/ip.js";
 import { linkedAbort } from "../eni/linked-abort.js";
 import { isAssign, isMove } from "../eni/plan-actions.js";
 import type { Clock } from "../eni/process/clock.js";
@@ -101,6 +102,15 @@ interface Collections {
 
 function ref(pod: PodRef): string {
   return `${pod.namespace}/${pod.name}`;
+}
+
+/** Whether the ENI holds a delegated prefix over the address (prefix mode): held, with no call. */
+function insidePrefix(enis: readonly EniState[], eniId: string, address: string): boolean {
+  const eni = enis.find((e) => e.eniId === eniId);
+  return (
+    eni !== undefined &&
+    coveringPrefix([...(eni.ipv4Prefixes ?? []), ...(eni.ipv6Prefixes ?? [])], address) !== undefined
+  );
 }
 
 function isAbort(error: unknown, signal: AbortSignal): boolean {
@@ -560,7 +570,7 @@ export class Bridge {
         entry(pod).problems.push(failure);
         continue;
       }
-      if (heldBefore.has(key) || assignedNow.has(key)) held += 1;
+      if (heldBefore.has(key) || assignedNow.has(key) || insidePrefix(enis, p.eniId, p.address)) held += 1;
       if (assignedNow.has(key))
         entry(pod).assigned.push(`${p.address} (${p.interfaceName.split("/").pop()}) on ${p.eniId}`);
     }
