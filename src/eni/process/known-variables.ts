@@ -101,7 +101,7 @@ export function unknownVariables(env: Readonly<Record<string, string | undefined
 export function unknownVariableSentence(unknown: UnknownVariable): string {
   const fix =
     unknown.suggestion === undefined
-      ? "check its spelling against README.md, Configuration, or remove it"
+      ? "check its spelling against docs/configuration.md, or remove it"
       : `did you mean ${unknown.suggestion}?`;
   return `${unknown.name} is not a variable of multus-ipmgr and changes nothing; ${fix}`;
 }
