@@ -230,7 +230,10 @@ describe.skipIf(unserved !== undefined)("bridge prefix mode against the simulato
     expect(calls[unassign + 1]?.params["Ipv4Prefix.1"]).toBe(SLICE_A);
     expect(calls[unassign + 1]?.seq).toBe((calls[unassign]?.seq ?? 0) + 1);
     expect(h.eni()?.ipv4s).not.toContain("198.51.100.165");
-    expect(await h.metrics.text()).toMatch(/multus_ipmgr_bridge_prefix_swap_gap_seconds_count 1/);
+    await eventually(
+      async () => /multus_ipmgr_bridge_prefix_swap_gap_seconds_count 1\n/.test(await h.metrics.text()),
+      "the gap measured",
+    );
   });
 
   it("releases the prefix once the node no longer owns the slice and no pod uses it, after the grace", async () => {
@@ -250,7 +253,12 @@ describe.skipIf(unserved !== undefined)("bridge prefix mode against the simulato
       "the prefix released",
       10_000,
     );
-    expect(await h.metrics.text()).toContain('multus_ipmgr_bridge_prefix_releases_total{mode="released"} 1');
+    // The simulator changes its state before it answers: the bridge counts the release once the answer is in.
+    await eventually(
+      async () =>
+        (await h.metrics.text()).includes('multus_ipmgr_bridge_prefix_releases_total{mode="released"} 1'),
+      "the release counted",
+    );
   });
 
   it("keeps the prefix while a pod of the node holds an address inside, even when the slice is gone", async () => {
