@@ -13,7 +13,6 @@ import { PodEventReporter } from "../src/ipam-whereabouts-bridge/pod-events.js";
 import { PrefixMode } from "../src/ipam-whereabouts-bridge/prefix-mode.js";
 import type { PrefixOverlapMode } from "../src/ipam-whereabouts-bridge/prefix-plan.js";
 import type { SimulatorHandle } from "../src/sim/index.js";
-import { findResource } from "../src/sim/kube/resources.js";
 import { tempKubeconfig } from "./helpers/kube-proxy.js";
 import {
   eventually,
@@ -50,12 +49,6 @@ const SLICED_NAD = {
     ipam: { type: "whereabouts", network_name: "slices", range: "198.51.100.160/27", node_slice_size: "/28" },
   },
 };
-
-const unserved =
-  findResource("whereabouts.cni.cncf.io", "v1alpha1", "nodeslicepools") === undefined
-    ? "the simulator serves no NodeSlicePools yet (issue 20, its Kubernetes side)"
-    : undefined;
-if (unserved !== undefined) console.warn(`prefix mode end-to-end test skipped: ${unserved}`);
 
 const running: { stop: () => Promise<void> }[] = [];
 afterEach(async () => {
@@ -165,7 +158,7 @@ async function runPod(sim: SimulatorHandle, name: string): Promise<string[]> {
   return status.slice(1).flatMap((s: Json) => s.ips);
 }
 
-describe.skipIf(unserved !== undefined)("bridge prefix mode against the simulator", () => {
+describe("bridge prefix mode against the simulator", () => {
   it("holds the node's slice as one prefix in one EC2 call, then three pods start with no EC2 call", async () => {
     const h = await startBridge("defer");
     await eventually(
@@ -234,6 +227,41 @@ describe.skipIf(unserved !== undefined)("bridge prefix mode against the simulato
       async () => /multus_ipmgr_bridge_prefix_swap_gap_seconds_count 1\n/.test(await h.metrics.text()),
       "the gap measured",
     );
+  });
+
+  it("swap: a prefix assign EC2 refuses puts the single address back in the next EC2 write", async () => {
+    const h = await startBridge(
+      "swap",
+      [multusPod("old", NODE_A, ["198.51.100.165"], MAC_A)],
+      async (sim) => {
+        await ec2ApiFor(sim).assignPrivateIpv4("eni-0a1", ["198.51.100.165"], false);
+        sim.clearCalls();
+        sim.setFaults({
+          failNext: [
+            { action: "AssignPrivateIpAddresses", code: "InvalidParameterValue", status: 400, count: 1 },
+          ],
+        });
+      },
+    );
+    const restored = () =>
+      h.sim
+        .calls()
+        .some(
+          (c) =>
+            c.action === "AssignPrivateIpAddresses" &&
+            c.params["PrivateIpAddress.1"] === "198.51.100.165" &&
+            c.outcome === "ok",
+        );
+    await eventually(restored, "the single address assigned again");
+    const calls = h.sim.calls().filter((c) => MUTATING.has(c.action));
+    const refused = calls.findIndex((c) => c.outcome === "InvalidParameterValue");
+    expect(calls[refused - 1]?.action).toBe("UnassignPrivateIpAddresses");
+    expect(calls[refused]?.params["Ipv4Prefix.1"]).toBe(SLICE_A);
+    expect(calls[refused + 1]?.params["PrivateIpAddress.1"]).toBe("198.51.100.165");
+    expect(calls[refused + 1]?.outcome).toBe("ok");
+    // EC2's refusal is reported; the swap is tried again at the next wave (a change, or the resync).
+    expect(h.eni()?.ipv4s).toContain("198.51.100.165");
+    expect(h.eni()?.ipv4Prefixes ?? []).toEqual([]);
   });
 
   it("releases the prefix once the node no longer owns the slice and no pod uses it, after the grace", async () => {
