@@ -59,11 +59,16 @@ async function startBridge(
   overlap: PrefixOverlapMode,
   pods: Record<string, unknown>[] = [],
   before: (sim: SimulatorHandle) => Promise<void> = async () => undefined,
-  releaseGraceMs = 1_500,
+  options: { releaseDryRun?: boolean; nad?: typeof SLICED_NAD } = {},
 ) {
+  const releaseGraceMs = 1_500;
+  const releaseDryRun = options.releaseDryRun ?? false;
   const base = kubeWorld().kubernetes as unknown as { networkAttachmentDefinitions: unknown[] };
   const sim = await startKubeSim(
-    kubeWorld({ networkAttachmentDefinitions: [...base.networkAttachmentDefinitions, SLICED_NAD], pods }),
+    kubeWorld({
+      networkAttachmentDefinitions: [...base.networkAttachmentDefinitions, options.nad ?? SLICED_NAD],
+      pods,
+    }),
   );
   await before(sim);
   const kubeconfig = await tempKubeconfig(kubeEndpointOf(sim));
@@ -95,7 +100,7 @@ async function startBridge(
       allowedCidrs,
       overlap,
       releaseGraceMs,
-      releaseDryRun: false,
+      releaseDryRun,
       recentMemoryMs: 5_000,
       addressesPerEni: 10,
       watchSilenceMs: 90_000,
@@ -110,7 +115,7 @@ async function startBridge(
       deviceIndexes: [],
       waveWindowMs: 50,
       releaseGraceMs,
-      releaseDryRun: false,
+      releaseDryRun,
       resyncIntervalMs: 60_000,
       retry: { baseMs: 50, maxMs: 500 },
       recentMemoryMs: 5_000,
@@ -287,6 +292,51 @@ describe("bridge prefix mode against the simulator", () => {
         (await h.metrics.text()).includes('multus_ipmgr_bridge_prefix_releases_total{mode="released"} 1'),
       "the release counted",
     );
+  });
+
+  it("dry run: logs and counts the prefix release, and makes none", async () => {
+    const h = await startBridge("defer", [], async () => undefined, { releaseDryRun: true });
+    await eventually(
+      async () => (h.eni()?.ipv4Prefixes ?? []).includes(SLICE_A),
+      "the slice held as a prefix",
+    );
+    const pool = (await kube(h.sim, "GET", `${POOLS}/slices`)).body;
+    pool.status.allocations = pool.status.allocations.map((a: Json) =>
+      a.nodeName === NODE_A ? { ...a, nodeName: "" } : a,
+    );
+    expect((await kube(h.sim, "PUT", `${POOLS}/slices`, pool)).status).toBe(200);
+    await eventually(
+      async () =>
+        (await h.metrics.text()).includes('multus_ipmgr_bridge_prefix_releases_total{mode="dry-run"} 1'),
+      "the dry-run release counted",
+    );
+    expect(h.eni()?.ipv4Prefixes).toContain(SLICE_A);
+    expect(h.mutating().filter((c) => c.action === "UnassignPrivateIpAddresses")).toEqual([]);
+  });
+
+  it("refuses a slice smaller than a /28: an Event on the NAD and a metric naming it, and the network stays per-address", async () => {
+    const nad = {
+      ...SLICED_NAD,
+      config: { ...SLICED_NAD.config, ipam: { ...SLICED_NAD.config.ipam, node_slice_size: "/29" } },
+    };
+    const h = await startBridge("defer", [], async () => undefined, { nad });
+    await eventually(
+      async () =>
+        (await h.metrics.text()).includes(
+          'multus_ipmgr_bridge_prefix_refused{nad="kube-system/slices",reason="slice-too-small"} 1',
+        ),
+      "the refusal counted",
+    );
+    let events: Json[] = [];
+    await eventually(async () => {
+      events = (await kube(h.sim, "GET", "/api/v1/namespaces/kube-system/events")).body.items;
+      return events.some((e: Json) => e.reason === "PrefixModeRefused");
+    }, "the NAD's Event");
+    const event = events.find((e: Json) => e.reason === "PrefixModeRefused");
+    expect(event.involvedObject).toMatchObject({ kind: "NetworkAttachmentDefinition", name: "slices" });
+    expect(event.message).toContain("set node_slice_size to /28 or larger");
+    expect(h.eni()?.ipv4Prefixes ?? []).toEqual([]);
+    expect(h.mutating()).toEqual([]);
   });
 
   it("keeps the prefix while a pod of the node holds an address inside, even when the slice is gone", async () => {
