@@ -136,6 +136,43 @@ describe.skipIf(unavailable !== undefined)("multus-ipmgr init in a pod namespace
     expect(await l.calls()).toEqual([]);
   });
 
+  it("exits 0 with no EC2 call at all, not even a read, when the pod's addresses lie in prefixes its ENI holds (prefix mode)", async () => {
+    // The node's whereabouts slices, held by its Multus ENI as a /28 and a /80: IMDS alone shows them. (The
+    // subnet's first /80 holds addresses AWS reserves, so the IPv6 slice is the second.)
+    const v6 = "2001:db8:100:1:1::150";
+    const l = await start(
+      pod([{ name: "net1", mac: MAC.node1A1, addresses: ["198.51.100.40/26", `${v6}/64`] }]),
+      {
+        node1A1: { ipv4Prefixes: ["198.51.100.32/28"], ipv6Prefixes: ["2001:db8:100:1:1::/80"] },
+      },
+    );
+    const before = await l.state();
+    const result = await init({ IPMGR_ALLOWED_CIDRS: `${ALLOWED_CIDRS},2001:db8:100:1:1::/96` });
+    expect(result.stderr).toBe("");
+    expect(result.code).toBe(0);
+    expect(await l.calls()).toEqual([]);
+    expect(await l.state()).toEqual(before);
+    const held = result.stdout
+      .split("\n")
+      .filter((line) => line !== "")
+      .map((line) => JSON.parse(line) as Record<string, unknown>)
+      .find((line) => line.msg === "pod addresses held by their ENIs");
+    expect(held).toMatchObject({ mutatingCalls: 0, alreadyHeld: ["198.51.100.40", v6], enis: [ENI.node1A1] });
+  });
+
+  it("exits 6 with no EC2 call when the pod's address lies in a prefix another ENI of the node holds", async () => {
+    // node1A2 sits in node1A1's subnet behind another MAC: its prefix covers the address.
+    const l = await start(pod([{ name: "net1", mac: MAC.node1A1, addresses: ["198.51.100.40/26"] }]), {
+      node1A2: { ipv4Prefixes: ["198.51.100.32/28"] },
+    });
+    const result = await init();
+    expect(result.code).toBe(6);
+    expect(result.stderr).toContain(
+      `lies inside the prefix 198.51.100.32/28 that ENI ${ENI.node1A2} (MAC ${MAC.node1A2}) holds`,
+    );
+    expect(await l.calls()).toEqual([]);
+  });
+
   it("moves an IPv4 address another node's ENI holds", async () => {
     const l = await start(pod([{ name: "net1", mac: MAC.node1A1, addresses: ["198.51.100.45/26"] }]), {
       node2A1: { secondaryIpv4s: ["198.51.100.45"] },
@@ -321,7 +358,7 @@ describe.skipIf(unavailable !== undefined)("multus-ipmgr init in a pod namespace
     expect(result.stderr).toBe(
       `multus-ipmgr init: ${path}: the file does not exist, and the downward API writes it before any ` +
         "container starts; add a downwardAPI volume with the item {path: annotations, fieldRef: {fieldPath: " +
-        `metadata.annotations}} and mount it at ${podinfo} (as examples/deployment-init-network-status.yaml ` +
+        `metadata.annotations}} and mount it at ${podinfo} (as deploy/overlays/init/deployment-init-network-status.yaml ` +
         "does), or point IPMGR_NETWORK_STATUS_FILE at the file where it is mounted, or set " +
         "IPMGR_ADDRESS_SOURCE=interfaces\n",
     );

@@ -24,6 +24,7 @@ import type { IpPoolInfo, KubeApi, OverlappingReservationInfo, PodInfo } from ".
 import type { BridgeMetrics, ReleaseHoldReason, WaveOutcome } from "./metrics.js";
 import { MultusEnis } from "./multus-enis.js";
 import type { PodEventReporter } from "./pod-events.js";
+import type { PrefixMode } from "./prefix-mode.js";
 import { ReleaseGuard } from "./release-guard.js";
 import type { SubnetView } from "./reservation-cover.js";
 import type { ViewTrust } from "./view-trust.js";
@@ -42,6 +43,8 @@ export interface BridgeDeps {
   readonly logger: Logger;
   readonly metrics: BridgeMetrics;
   readonly events: PodEventReporter;
+  /** Prefix mode (IPMGR_BRIDGE_PREFIX_MODE); undefined when off. */
+  readonly prefixes?: PrefixMode;
 }
 
 export interface BridgeOptions {
@@ -111,11 +114,13 @@ export class Bridge {
   /** Starts the four watches; resolves once each has listed once (or failed and is being retried). */
   async start(): Promise<void> {
     const { kube, metrics } = this.deps;
-    await this.#watches.start(kube, this.options.nodeName, {
+    const listener = {
       changed: () => this.changed(),
       failed: (resource: string) => metrics.watchRestart(resource),
       healthChanged: () => this.#healthChanged(),
-    });
+    };
+    await this.#watches.start(kube, this.options.nodeName, listener);
+    await this.deps.prefixes?.start(listener);
   }
 
   /** Whether releases may act on the watches' caches now, and why not. */
@@ -235,6 +240,7 @@ export class Bridge {
         this.#lastWaveAt + this.options.resyncIntervalMs,
         this.#nextPendingAt ?? Infinity,
         this.#nextEpisodeCheckAt ?? Infinity,
+        this.deps.prefixes?.nextAt ?? Infinity,
       );
       if (now >= due) return;
       await this.#schedule.sleepUntil(due, signal, true);
@@ -257,7 +263,19 @@ export class Bridge {
     if (resyncTags) this.#lastTagReadAt = now;
     const overlay = overlayRecent(observed, this.#recent, now);
     this.#recent = overlay.recent;
-    const enis = overlay.enis;
+    // Prefix mode first: its prefixes hold pod addresses (no call) and EC2 refuses a single address inside one.
+    const enis =
+      (await this.deps.prefixes?.wave(
+        {
+          enis: overlay.enis,
+          multusEniIds,
+          nads: collections.nads.list(),
+          pods: collections.pods.list(),
+          trusted: trust.trusted,
+          freshPods: () => collections.pods.fetchNow(),
+        },
+        signal,
+      )) ?? overlay.enis;
 
     const nodePods = (all: readonly PodInfo[]): PodInfo[] =>
       all.filter((p) => p.nodeName === this.options.nodeName);
@@ -409,7 +427,7 @@ export class Bridge {
       ok = false;
       lines.push(`the last wave failed (it runs again after a backoff): ${lastFailure}`);
     }
-    lines.push(...extra);
+    lines.push(...(this.deps.prefixes?.lines() ?? []), ...extra);
     return { ok, lines };
   }
 }

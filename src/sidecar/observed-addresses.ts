@@ -5,6 +5,7 @@
  * confirmed() record what startup and a reconcile placed.
  */
 import { DriftEpisodes, type EpisodeEvent } from "../eni/drift-episodes.js";
+import { tryCanonical } from "../eni/ip.js";
 import { plan as planOffline } from "../eni/planner.js";
 import { type Observation, observe } from "../eni/reconcile.js";
 import type { Plan } from "../eni/types.js";
@@ -25,6 +26,11 @@ export interface Observed {
 
 export class ObservedAddresses {
   readonly #o: ReconcileLoopOptions;
+  /**
+   * The addresses on our interfaces at startup: what CNI ADD put there (the IPAM's), and a floating address
+   * only if it was already there when this container started. Any other address is floating.
+   */
+  readonly #atStartup = new Set<string>();
   /** Addresses our ENI held at the last observation (or confirmation). */
   readonly held = new Set<string>();
   readonly episodes: DriftEpisodes;
@@ -60,6 +66,7 @@ export class ObservedAddresses {
       ...plan.refusals.map((r) => r.address),
       ...plan.skipped.map((s) => s.address),
     ]);
+    for (const address of present) this.#atStartup.add(tryCanonical(address) ?? address);
     this.#setView({ plan, present, held, observedAt: this.#o.deps.clock.now() });
   }
 
@@ -77,6 +84,7 @@ export class ObservedAddresses {
       enis: observation.enis,
       policy,
       learnedRefusals: this.ec2.refusals(),
+      floating: this.floating(addressesOf(observation.interfaces)),
     });
     const satisfied = new Set(offline.satisfied);
     const wanted = new Map(offline.placements.map((p) => [p.address, p]));
@@ -147,6 +155,16 @@ export class ObservedAddresses {
     if (view === undefined) return false;
     if (view.plan.refusals.some((r) => r.address === address)) return true;
     return view.plan.placements.some((p) => p.address === address) && !view.held.has(address);
+  }
+
+  /**
+   * The floating addresses among `present`: those that appeared after startup. The planner refuses one inside
+   * a prefix (a node's whereabouts slice); the pod's own IPAM addresses, there since CNI ADD, may lie in one.
+   */
+  floating(present: Iterable<string>): string[] {
+    return [...present]
+      .map((address) => tryCanonical(address) ?? address)
+      .filter((address) => !this.#atStartup.has(address));
   }
 
   /** Logs and counts what the episodes report: each conflict and each drift once per episode. */

@@ -59,6 +59,7 @@ export class ReconcileStep {
         released,
         assignedUnconfirmed: addresses.ec2.assignedUnconfirmed,
         learnedRefusals: addresses.ec2.refusals(now),
+        floating: addresses.floating(present),
       },
       deps,
     );
@@ -83,7 +84,7 @@ export class ReconcileStep {
     // Our release made room on an ENI EC2 had called full: ask again at once, not at the next read.
     if (addresses.ec2.applied(planned, new Set(failures.map((f) => f.action)))) this.#roomMade();
     // Another instance's primary, a full ENI: not asked about again before the next resync, or before the
-    // full ENI holds fewer addresses (see README, Failures).
+    // full ENI holds fewer addresses (see docs/troubleshooting.md, exit 6 `eni-full`).
     addresses.ec2.refusedBy(
       failures,
       { placements: planned.placements, enis: observation.enis },

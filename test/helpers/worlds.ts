@@ -30,9 +30,26 @@ export const ALLOWED_CIDRS = [
 
 const noManage = { "node.k8s.amazonaws.com/no_manage": "true" };
 
+/** What an ENI holds at start besides its primary address: addresses, and delegated prefixes (/28, /80). */
+export interface EniOverride {
+  secondaryIpv4s?: string[];
+  ipv6s?: string[];
+  ipv4Prefixes?: string[];
+  ipv6Prefixes?: string[];
+}
+
 export interface WorldOverrides {
-  node1A1?: { secondaryIpv4s?: string[]; ipv6s?: string[] };
-  node2A1?: { secondaryIpv4s?: string[]; ipv6s?: string[] };
+  node1A1?: EniOverride;
+  node1A2?: EniOverride;
+  node2A1?: EniOverride;
+}
+
+/** The world-file keys of an override's prefixes, only those it sets. */
+function prefixesOf(override: EniOverride | undefined): Record<string, string[]> {
+  return {
+    ...(override?.ipv4Prefixes === undefined ? {} : { ipv4Prefixes: override.ipv4Prefixes }),
+    ...(override?.ipv6Prefixes === undefined ? {} : { ipv6Prefixes: override.ipv6Prefixes }),
+  };
 }
 
 export function twoNodeWorld(overrides: WorldOverrides = {}): Record<string, unknown> {
@@ -74,6 +91,7 @@ export function twoNodeWorld(overrides: WorldOverrides = {}): Record<string, unk
             primaryIpv4: "198.51.100.11",
             secondaryIpv4s: overrides.node1A1?.secondaryIpv4s ?? [],
             ipv6s: overrides.node1A1?.ipv6s ?? [],
+            ...prefixesOf(overrides.node1A1),
             tags: noManage,
           },
           {
@@ -82,6 +100,7 @@ export function twoNodeWorld(overrides: WorldOverrides = {}): Record<string, unk
             deviceIndex: 2,
             subnet: "subnet-00000000000000e00",
             primaryIpv4: "198.51.100.12",
+            ...prefixesOf(overrides.node1A2),
             tags: noManage,
           },
           {
@@ -113,6 +132,7 @@ export function twoNodeWorld(overrides: WorldOverrides = {}): Record<string, unk
             primaryIpv4: "198.51.100.21",
             secondaryIpv4s: overrides.node2A1?.secondaryIpv4s ?? [],
             ipv6s: overrides.node2A1?.ipv6s ?? [],
+            ...prefixesOf(overrides.node2A1),
             tags: noManage,
           },
         ],
@@ -135,17 +155,26 @@ export function floatingPairWorld(
     node2A1SecondaryIpv4s?: string[];
     /** Node 1's Multus ENI's secondary addresses. Default none. */
     node1A1SecondaryIpv4s?: string[];
+    /** Node 1's Multus ENI's delegated IPv4 prefixes (/28), its whereabouts slice in prefix mode. Default none. */
+    node1A1Ipv4Prefixes?: string[];
     /** Elastic IPs, in world-file form. Default none. */
     elasticIps?: unknown[];
   } = {},
 ): Record<string, unknown> {
-  const multus = (id: string, mac: string, primaryIpv4: string, secondaryIpv4s: string[] = []) => ({
+  const multus = (
+    id: string,
+    mac: string,
+    primaryIpv4: string,
+    secondaryIpv4s: string[] = [],
+    ipv4Prefixes: string[] = [],
+  ) => ({
     id,
     mac,
     deviceIndex: 1,
     subnet: "subnet-0000000000000000a",
     primaryIpv4,
     secondaryIpv4s,
+    ...(ipv4Prefixes.length === 0 ? {} : { ipv4Prefixes }),
     tags: noManage,
   });
   const eth0 = (id: string, mac: string, primaryIpv4: string) => ({
@@ -173,7 +202,13 @@ export function floatingPairWorld(
         instanceType: "m5.large",
         enis: [
           eth0("eni-00000000000000100", MAC.node1Eth0, "198.51.100.150"),
-          multus(ENI.node1A1, MAC.node1A1, "198.51.100.11", options.node1A1SecondaryIpv4s),
+          multus(
+            ENI.node1A1,
+            MAC.node1A1,
+            "198.51.100.11",
+            options.node1A1SecondaryIpv4s,
+            options.node1A1Ipv4Prefixes,
+          ),
         ],
       },
       {
