@@ -8,6 +8,9 @@
 import { AssignIpv6AddressesCommand, AssignPrivateIpAddressesCommand } from "@aws-sdk/client-ec2";
 import fc from "fast-check";
 import { afterEach, describe, expect, it } from "vitest";
+import { systemClock } from "../src/eni/process/clock.js";
+import { createLogger } from "../src/eni/process/logger.js";
+import { createKubeApi } from "../src/ipam-whereabouts-bridge/kube-client.js";
 import { loadWorldFile, parseWorld, type SimulatorHandle, WorldError } from "../src/sim/index.js";
 import { mustParseCidr } from "../src/sim/ip-math.js";
 import {
@@ -19,11 +22,13 @@ import {
   removeUnusedNodes,
   whereaboutsNetworkOf,
 } from "../src/sim/kube/node-slices.js";
+import { tempKubeconfig } from "./helpers/kube-proxy.js";
 import {
   control,
   eventually,
   type Json,
   kube,
+  kubeEndpointOf,
   kubeWorld,
   NODE_A,
   NODE_B,
@@ -540,5 +545,48 @@ describe("examples/world-prefix.yaml, the prefix-mode demo's world", () => {
     expect((await control(s, "POST", "/kubernetes/nodes", { instance: "i-0prefix2" })).status).toBe(201);
     await eventually(() => allocationsOf(s, "slices-v4")[1]?.[0] === NODE_2, "the joining node's slice");
     expect(allocationsOf(s, "slices-v6")[1]).toEqual([NODE_2, "2001:db8:200:2:11::/80"]);
+  });
+
+  it("is what the bridge's own Kubernetes adapter reads: the pools' names, ranges, slices and owners, and a node joining", async () => {
+    sim = await startKubeSim(await loadWorldFile("examples/world-prefix.yaml"), {
+      errorLog: (line) => errors.push(line),
+    });
+    const s = sim;
+    await eventually(() => slicePool(s, "slices-v6") !== undefined, "both pools made");
+    const kubeconfig = await tempKubeconfig(kubeEndpointOf(s));
+    const api = createKubeApi({
+      kubeconfig: kubeconfig.path,
+      clock: systemClock,
+      logger: createLogger("silent"),
+      watchTimeoutSeconds: 300,
+      requestTimeoutMs: 5_000,
+      restartBaseMs: 50,
+      restartMaxMs: 200,
+      component: "multus-ipmgr-bridge",
+      host: NODE_1,
+    });
+    try {
+      const pools = await api.watchNodeSlicePools({ changed: () => undefined });
+      const v4 = pools.list().find((p) => p.name === "slices-v4");
+      expect(v4).toEqual({
+        namespace: "kube-system",
+        name: "slices-v4",
+        range: "192.0.2.192/27",
+        sliceSize: "/28",
+        allocations: [
+          { nodeName: NODE_1, sliceRange: "192.0.2.192/28" },
+          { nodeName: "", sliceRange: "192.0.2.208/28" },
+        ],
+        ownerNads: ["slices-v4"],
+      });
+      s.kubernetes?.addNode({ instance: "i-0prefix2" });
+      await eventually(
+        () => pools.list().find((p) => p.name === "slices-v6")?.allocations[1]?.nodeName === NODE_2,
+        "the joining node's slice in the bridge's cache",
+      );
+    } finally {
+      await api.close();
+      kubeconfig.remove();
+    }
   });
 });
