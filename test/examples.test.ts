@@ -3,8 +3,8 @@
  * types, required fields and enums, its TypeScript models for unknown fields, see helpers/manifest-types.ts),
  * and says what the product needs: the one image, configuration the commands accept, probes on the
  * sidecar's endpoints, whereabouts pools clear of the addresses AWS reserves and inside the allowed CIDRs.
- * Each overlay (one per way of running) renders, with its ServiceAccounts' IAM steps in the README; the
- * README's own kustomization sets the registry; the monitoring objects fit the metrics and the ports; the
+ * Each overlay (one per way of running) renders, with its ServiceAccounts' IAM steps in docs/install-eks.md;
+ * the page's own kustomization sets the registry; the monitoring objects fit the metrics and the ports; the
  * node-side snippets agree with each other.
  */
 import { execFileSync } from "node:child_process";
@@ -41,7 +41,7 @@ const IMAGE = `multus-ipmgr:${VERSION}`;
 const DOCUMENTATION_RANGES = ["192.0.2.0/24", "198.51.100.0/24", "203.0.113.0/24", "2001:db8::/32"];
 const NAD = { apiVersion: "k8s.cni.cncf.io/v1", kind: "NetworkAttachmentDefinition" };
 const NETWORKS_ANNOTATION = "k8s.v1.cni.cncf.io/networks";
-/** The overlays, one per way of running (README.md, "Install on EKS"), and what else renders on its own. */
+/** The overlays, one per way of running (docs/install-eks.md), and what else renders on its own. */
 const OVERLAYS = ["overlays/init", "overlays/sidecar", "overlays/bridge"] as const;
 const KUSTOMIZATIONS = [...OVERLAYS, "monitoring"];
 /** Kinds of the Prometheus Operator (monitoring.coreos.com/v1), which kubernetes-models does not ship. */
@@ -611,7 +611,7 @@ describe("ServiceAccounts and IAM roles", () => {
   const accounts = objects.filter((d) => d.object.kind === "ServiceAccount");
   const readme = readFileSync(join(DEPLOY, "README.md"), "utf8");
 
-  it("IRSA: the README's patch, in a user's kustomization, names the pod role, whose trust policy admits exactly that ServiceAccount", () => {
+  it("IRSA: deploy/README.md's patch, in a user's kustomization, names the pod role, whose trust policy admits exactly that ServiceAccount", () => {
     const patch = /```yaml\n(patches:\n[\s\S]*?)```/.exec(readme)?.[1];
     expect(patch).toBeDefined();
     const rendered = renderKustomization(join(ROOT, "my-cluster"), ROOT, {
@@ -628,7 +628,7 @@ describe("ServiceAccounts and IAM roles", () => {
     expect(JSON.parse(trust).Statement[0].Action).toBe("sts:AssumeRoleWithWebIdentity");
   });
 
-  it("Pod Identity: the ServiceAccount has no role annotation; its association command is in its file and the README", () => {
+  it("Pod Identity: the ServiceAccount has no role annotation; its association command is in its file and deploy/README.md", () => {
     const doc = accounts.find((d) => d.file === "pod-serviceaccount/serviceaccount.yaml");
     const meta = metadataOf(doc?.object ?? {});
     expect(meta.annotations ?? {}).toEqual({});
@@ -749,19 +749,23 @@ describe("the bridge's RBAC (bridge-rbac.yaml)", () => {
 
 // ---- Kustomizations ---------------------------------------------------------------------------------------
 
-/** README.md's "Install on EKS" section, its shell lines with continuations joined. */
+/** The install page, docs/install-eks.md. */
+const INSTALL = join(ROOT, "docs", "install-eks.md");
+
+/** docs/install-eks.md's shell lines, with continuations joined. */
 function installCommands(): string[] {
-  const readme = readFileSync(join(ROOT, "README.md"), "utf8");
-  const section = readme.slice(readme.indexOf("\n## Install on EKS\n"), readme.indexOf("\n## Exit codes\n"));
-  return section.replace(/\\\n\s*/g, " ").split("\n");
+  return readFileSync(INSTALL, "utf8")
+    .replace(/\\\n\s*/g, " ")
+    .split("\n");
 }
 
-/** The kustomization README.md's step 7 writes to my-cluster/, with REGISTRY set as a user would set it. */
+/** The kustomization docs/install-eks.md's step 7 writes to my-cluster/, with REGISTRY set as a user would set it. */
 const REGISTRY = "111122223333.dkr.ecr.eu-west-1.amazonaws.com";
 function readmeKustomization(): Json {
-  const readme = readFileSync(join(ROOT, "README.md"), "utf8");
+  const readme = readFileSync(INSTALL, "utf8");
   const body = /cat > my-cluster\/kustomization\.yaml <<EOF\n([\s\S]*?)\nEOF\n/.exec(readme)?.[1];
-  if (body === undefined) throw new Error("README.md no longer writes my-cluster/kustomization.yaml");
+  if (body === undefined)
+    throw new Error("docs/install-eks.md no longer writes my-cluster/kustomization.yaml");
   return parseYaml(body.replaceAll("$REGISTRY", REGISTRY)) as Json;
 }
 
@@ -775,7 +779,7 @@ const renderedDocs = (dir: string): Doc[] =>
     object: o.object,
   }));
 
-/** The IAM policy each command's role needs (README.md, "IAM"). */
+/** The IAM policy each command's role needs (docs/install-eks.md, "IAM"). */
 const POLICY_OF: Readonly<Record<string, string>> = {
   init: "iam-policy-pod.json",
   sidecar: "iam-policy-pod.json",
@@ -833,7 +837,7 @@ describe("kustomizations: a base and one overlay per way of running", () => {
   });
 
   it.each(OVERLAYS.map((dir) => [dir] as const))(
-    "%s: every ServiceAccount of a pod running our image has its role, policy and association in README.md's Install on EKS",
+    "%s: every ServiceAccount of a pod running our image has its role, policy and association in docs/install-eks.md",
     (dir) => {
       const lines = installCommands();
       const docs = renderedDocs(dir);
@@ -880,7 +884,7 @@ describe("kustomizations: a base and one overlay per way of running", () => {
     },
   );
 
-  it("README.md's own kustomization (step 7) gives every multus-ipmgr image the registry, and no other image", () => {
+  it("docs/install-eks.md's own kustomization (step 7) gives every multus-ipmgr image the registry, and no other image", () => {
     const objects = renderKustomization(join(ROOT, "my-cluster"), ROOT, readmeKustomization());
     const images = objects.flatMap((o) => {
       const pod = (o.object.spec as { template?: { spec: PodSpec } } | undefined)?.template?.spec;
@@ -909,7 +913,7 @@ describe("kustomizations: a base and one overlay per way of running", () => {
 
   it
     .skipIf(kubectlMissing !== undefined)
-    .each([...KUSTOMIZATIONS, "README.md's my-cluster/"].map((d) => [d] as const))(
+    .each([...KUSTOMIZATIONS, "docs/install-eks.md's my-cluster/"].map((d) => [d] as const))(
     "%s: the renderer agrees with kubectl kustomize",
     (dir) => {
       let path = join(DEPLOY, dir);
@@ -1066,12 +1070,8 @@ describe("monitoring/: ServiceMonitors and alert rules for the documented metric
     }
   });
 
-  it("README.md's Metrics section lists every alert, and names no alert that the rules lack", () => {
-    const readme = readFileSync(join(ROOT, "README.md"), "utf8");
-    const metrics = readme.slice(
-      readme.indexOf("\n## Metrics\n"),
-      readme.indexOf("\n## ", readme.indexOf("\n## Metrics\n") + 1),
-    );
+  it("docs/metrics.md lists every alert, and names no alert that the rules lack", () => {
+    const metrics = readFileSync(join(ROOT, "docs", "metrics.md"), "utf8");
     const listed = [...metrics.matchAll(/`(MultusIpmgr[A-Za-z]+)`/g)].map((m) => m[1] ?? "");
     const alerts = groups.flatMap((g) => g.rules.map((r) => r.alert));
     expect([...new Set(listed)].sort()).toEqual([...alerts].sort());
@@ -1136,8 +1136,8 @@ describe("deploy/node: the Multus ENI at first boot", () => {
     expect(group?.iam.attachPolicyARNs).toContain("arn:aws:iam::aws:policy/AmazonEKS_CNI_Policy");
   });
 
-  it("README.md's launch template sets IMDSv2 with hop limit 2 and the user data", () => {
-    const readme = readFileSync(join(ROOT, "README.md"), "utf8");
+  it("docs/install-eks.md's launch template sets IMDSv2 with hop limit 2 and the user data", () => {
+    const readme = readFileSync(INSTALL, "utf8");
     const data = /--launch-template-data "(\{[\s\S]*?\})"\n/.exec(readme)?.[1];
     expect(data).toBeDefined();
     const json = JSON.parse((data ?? "").replace(/\$\([^)]*\)/, "BASE64").replaceAll('\\"', '"')) as Json;

@@ -1,7 +1,7 @@
 /**
  * The IAM policies in deploy/iam/ grant exactly the EC2 actions each mode can send, derived from the code
  * (see helpers/ec2-call-graph.ts), and scope them as the Service Authorization Reference allows
- * ("Actions, resources, and condition keys for Amazon EC2"; README, "IAM").
+ * ("Actions, resources, and condition keys for Amazon EC2"; docs/install-eks.md, "IAM").
  */
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";

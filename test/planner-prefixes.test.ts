@@ -156,6 +156,65 @@ describe("the planner with prefixes", () => {
     ]);
   });
 
+  it("refuses a floating address inside its own ENI's prefix (the node's slice), naming the address, prefix, ENI and fix", () => {
+    // .97 is the pod's IPAM address (there since startup), .98 a floating one added later: same prefix.
+    const result = plan(
+      input([iface("net1", MAC1, "198.51.100.97", "198.51.100.98")], { floating: ["198.51.100.98"] }),
+    );
+    expect(result.actions).toEqual([]);
+    expect(result.satisfied).toEqual(["198.51.100.97"]);
+    expect(result.refusals).toEqual([
+      {
+        address: "198.51.100.98",
+        interfaceName: "net1",
+        mac: MAC1,
+        reason: "floating-in-prefix",
+        detail:
+          "floating address 198.51.100.98 on net1 lies inside the prefix 198.51.100.96/28 that its own ENI eni-1b " +
+          "(MAC 0a:00:00:00:00:02) holds: that prefix is this node's whereabouts slice (node_slice_size), which " +
+          "stays on this node, so the address would be unrouted once it moves to another node; give floating " +
+          "addresses a range without node_slice_size, or take them out of the sliced range (a narrower range on " +
+          "the node-sliced NetworkAttachmentDefinition).",
+      },
+    ]);
+  });
+
+  it.each([
+    ["inside another ENI's IPv4 prefix", "net1", MAC1, "198.51.100.113", "floating-in-prefix", "ENI eni-2c"],
+    [
+      "inside its own ENI's IPv6 prefix",
+      "net1",
+      MAC1,
+      "2001:db8:0:1:1::9",
+      "floating-in-prefix",
+      "its own ENI eni-1b",
+    ],
+    ["outside every prefix: assigned as before", "net1", MAC1, "198.51.100.80", undefined, undefined],
+    [
+      "outside the allowed CIDRs: that refusal first",
+      "net1",
+      MAC1,
+      "198.51.100.10",
+      "outside-allowed-cidrs",
+      undefined,
+    ],
+  ])("a floating address %s", (_, name, mac, address, reason, holder) => {
+    const result = plan(input([iface(name, mac, address)], { floating: [address] }));
+    expect(result.refusals.map((r) => r.reason)).toEqual(reason === undefined ? [] : [reason]);
+    if (holder !== undefined) expect(result.refusals[0]?.detail).toContain(`that ${holder} (MAC`);
+    if (reason === undefined) expect(result.actions.flatMap((a) => a.addresses)).toEqual([address]);
+    else expect(result.actions).toEqual([]);
+  });
+
+  it("takes a floating address written in another form for the same address", () => {
+    const result = plan(
+      input([iface("net1", MAC1, "2001:db8:0:1:1:0:0:9")], { floating: ["2001:DB8:0:1:1::9"] }),
+    );
+    expect(result.refusals.map((r) => [r.address, r.reason])).toEqual([
+      ["2001:db8:0:1:1::9", "floating-in-prefix"],
+    ]);
+  });
+
   it("reads ENIs without prefix fields (older fixtures) as holding none", () => {
     const bare = eni({ eniId: "eni-1b" });
     const result = plan({ ...input([iface("net1", MAC1, "198.51.100.97")]), enis: [bare] });
@@ -255,6 +314,30 @@ describe("planner properties with prefixes (fast-check)", () => {
           expect(owner).toBeDefined();
           expect(refusal.detail).toContain(owner?.prefix);
           expect(refusal.detail).toContain(owner?.eniId);
+        }
+      }),
+    );
+  });
+
+  it("never holds, assigns or releases a floating address inside any prefix: it is refused, naming that prefix", () => {
+    fc.assert(
+      fc.property(scenario, fc.array(fc.boolean(), { minLength: 16, maxLength: 16 }), (pod, picks) => {
+        const present = [...new Set(pod.interfaces.flatMap((i) => i.addresses))];
+        const floating = present.filter((_, k) => picks[k % picks.length]);
+        const result = plan({ ...pod, floating });
+        const held = prefixesHeld(pod);
+        for (const address of floating) {
+          const owner = held.find((h) => coveringPrefix([h.prefix], address) !== undefined);
+          if (owner === undefined) continue;
+          expect(result.placements.map((p) => p.address)).not.toContain(address);
+          expect(result.satisfied).not.toContain(address);
+          expect(result.actions.flatMap((a) => a.addresses)).not.toContain(address);
+          const refusals = result.refusals.filter((r) => r.address === address);
+          expect(refusals.length).toBeGreaterThan(0);
+          for (const refusal of refusals.filter((r) => r.reason === "floating-in-prefix")) {
+            expect(refusal.detail).toContain(owner.prefix);
+            expect(refusal.detail).toContain(owner.eniId);
+          }
         }
       }),
     );

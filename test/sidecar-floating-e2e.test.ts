@@ -34,9 +34,13 @@ afterEach(async () => {
   lab = undefined;
 });
 
-async function startLab(pods: LabPodSpec[], faults: Record<string, unknown> = {}): Promise<Lab> {
+async function startLab(
+  pods: LabPodSpec[],
+  faults: Record<string, unknown> = {},
+  world: Omit<Parameters<typeof floatingPairWorld>[0], "faults"> = {},
+): Promise<Lab> {
   await removeStaleLabs();
-  lab = await Lab.start(floatingPairWorld({ faults }), pods);
+  lab = await Lab.start(floatingPairWorld({ ...world, faults }), pods);
   return lab;
 }
 
@@ -177,6 +181,38 @@ describe.skipIf(unavailable !== undefined)("a floating address stays routed", ()
     );
     expect(late).toEqual([]);
   }, 40_000);
+
+  it("refuses a floating address added inside the node's prefix (its whereabouts slice): not ready, one error line, no EC2 call", async () => {
+    // Node 1's Multus ENI holds 198.51.100.64/28; the pod's own address .70 lies in it and costs no call.
+    const l = await startLab([podA(["198.51.100.70/25"])], {}, { node1A1Ipv4Prefixes: ["198.51.100.64/28"] });
+    const a = sidecar(l, "a");
+    await eventually(() => ready(l, "a"), "ready");
+    expect(await l.calls()).toEqual([]);
+
+    await l.addAddress("a", "net1", "198.51.100.72/25");
+    const sentence =
+      `floating address 198.51.100.72 on net1 lies inside the prefix 198.51.100.64/28 that its own ENI ${ENI.node1A1} ` +
+      `(MAC 02:00:00:00:0a:01) holds: that prefix is this node's whereabouts slice (node_slice_size), which stays ` +
+      "on this node, so the address would be unrouted once it moves to another node; give floating addresses a " +
+      "range without node_slice_size, or take them out of the sliced range (a narrower range on the node-sliced " +
+      "NetworkAttachmentDefinition).";
+    await eventually(
+      async () => (await httpGet(l, "a", "/readyz")).body.includes(`refused: ${sentence}`),
+      "refused on /readyz",
+    );
+    expect((await httpGet(l, "a", "/readyz")).status).toBe(503);
+    await sleep(1_000);
+    expect(a.logged(/^floating address /)).toEqual([
+      expect.objectContaining({
+        level: 50,
+        msg: sentence,
+        address: "198.51.100.72",
+        reason: "floating-in-prefix",
+      }),
+    ]);
+    expect(await l.calls()).toEqual([]);
+    expect(await holds(l, ENI.node1A1, "198.51.100.72")).toBe(false);
+  }, 60_000);
 
   it("after an EC2 outage, converges soon after EC2 answers again, with bounded retries meanwhile", async () => {
     const l = await startLab([podA(["198.51.100.70/25"])]);

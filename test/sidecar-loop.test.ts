@@ -208,6 +208,42 @@ describe("the sidecar against the simulator", () => {
     expect(await metric(a, "multus_ipmgr_conflicts_total")).toBe(0);
   });
 
+  it("in prefix mode holds the pod's own address with no call, and refuses a floating address added inside the node's slice", async () => {
+    // Node 1's Multus ENI holds 198.51.100.64/28, the node's whereabouts slice; .70 is the pod's IPAM address.
+    const s = await simulator({ node1A1Ipv4Prefixes: ["198.51.100.64/28"] });
+    const a = await startPod(s, NODE1, MAC.node1A1, ["198.51.100.70"]);
+    await eventually(
+      async () => (await readyz(a)).body.includes(`198.51.100.70 on net1 held by ${ENI.node1A1}`),
+      "held by the prefix",
+    );
+    expect(s.calls()).toEqual([]);
+
+    a.interfaces.add("198.51.100.72");
+    const sentence =
+      `floating address 198.51.100.72 on net1 lies inside the prefix 198.51.100.64/28 that its own ENI ${ENI.node1A1} ` +
+      `(MAC ${MAC.node1A1}) holds: that prefix is this node's whereabouts slice (node_slice_size)`;
+    await eventually(
+      async () => (await readyz(a)).body.includes(`refused: ${sentence}`),
+      "refused on /readyz",
+    );
+    expect((await readyz(a)).status).toBe(503);
+    await eventually(() => logged(a, /^floating address 198\.51\.100\.72 /).length > 0, "logged");
+    const errors = logged(a, /^floating address 198\.51\.100\.72 /);
+    expect(errors).toHaveLength(1);
+    expect(errors[0]).toMatchObject({ level: 50, address: "198.51.100.72", reason: "floating-in-prefix" });
+    expect(String(errors[0]?.msg)).toContain(
+      "give floating addresses a range without node_slice_size, or take them out of the sliced range",
+    );
+    // Refused before EC2: no call at all, and the ENI holds nothing but its primary and the prefix.
+    expect(s.calls()).toEqual([]);
+    expect(eni(s, ENI.node1A1).ipv4s).toEqual(["198.51.100.11"]);
+
+    // Taken off the interface: ready again, still with no call.
+    a.interfaces.remove("198.51.100.72");
+    await eventually(async () => (await readyz(a)).status === 200, "ready again");
+    expect(s.calls()).toEqual([]);
+  });
+
   describe("times a change that a drift check's read saw before the watcher's own read", () => {
     // The watcher polls once an hour here, so that the drift check (every 100 ms) finds the new address. Its
     // read is the watcher's too: the change is reported from that read, and its reconcile is timed from it.

@@ -188,11 +188,11 @@ describe.skipIf(kubectlMissing !== undefined)("kubectl against the simulator", (
     expect(sim?.state().kubernetes?.pods).toEqual([]);
   });
 
-  it("runs the README's kubelet stand-in example: kubectl apply, then Running with whereabouts' addresses", async () => {
-    const readme = readFileSync("README.md", "utf8");
-    const section = readme.slice(readme.indexOf("**The kubelet stand-in**"));
+  it("runs docs/sim.md's kubelet stand-in example: kubectl apply, then Running with whereabouts' addresses", async () => {
+    const page = readFileSync("docs/sim.md", "utf8");
+    const section = page.slice(page.indexOf("**The kubelet stand-in**"));
     const manifest = /```yaml\n([\s\S]*?)```/.exec(section)?.[1];
-    expect(manifest, "README's kubelet stand-in section has a yaml block").toContain("name: upf-2");
+    expect(manifest, "docs/sim.md's kubelet stand-in section has a yaml block").toContain("name: upf-2");
     await sim?.close();
     sim = await startKubeSim(await loadWorldFile("examples/world-bridge.yaml"));
     await writeKubeconfig(join(dir as string, "kubeconfig"), kubeEndpointOf(sim));
@@ -204,13 +204,13 @@ describe.skipIf(kubectlMissing !== undefined)("kubectl against the simulator", (
       wide = (await kubectl("get", "pod", "-n", "cnf", "upf-2", "-o", "wide")).stdout;
       return /\bRunning\b/.test(wide);
     }, "upf-2 Running");
-    // The README's line, field by field, whatever the age.
+    // The page's line, field by field, whatever the age.
     const fields = (line: string) =>
       line
         .trim()
         .split(/\s+/)
         .map((f, i) => (i === 4 ? "AGE" : f));
-    const shown = /^# (upf-2 .*)$/m.exec(section)?.[1] ?? "README shows no upf-2 line";
+    const shown = /^# (upf-2 .*)$/m.exec(section)?.[1] ?? "docs/sim.md shows no upf-2 line";
     expect(fields(wide.split("\n")[1] ?? "")).toEqual(fields(shown));
     const status = await kubectl(
       "get",

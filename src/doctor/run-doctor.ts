@@ -144,7 +144,7 @@ export async function runDoctor(deps: DoctorDeps, options: DoctorOptions): Promi
         subject: unknown.name,
         fix:
           unknown.suggestion === undefined
-            ? `remove ${unknown.name} from the container's env, or rename it to the variable you meant (README.md, Configuration)`
+            ? `remove ${unknown.name} from the container's env, or rename it to the variable you meant (docs/configuration.md)`
             : `rename ${unknown.name} to ${unknown.suggestion} in the container's env`,
       }),
     );

@@ -10,6 +10,8 @@
  *   outside policy.allowedCidrs          -> refused `outside-allowed-cidrs`
  *   outside the ENI's subnet, or one of
  *   the five addresses AWS reserves      -> refused `outside-eni-subnet`
+ *   floating (input.floating), inside a
+ *   prefix any of our ENIs holds         -> refused `floating-in-prefix` (naming the prefix, the ENI, the fix)
  *   inside a prefix another of our ENIs
  *   holds                                -> refused `inside-prefix` (naming that ENI and the prefix)
  *   also accepted for a different ENI    -> refused `address-conflict` on every claimant
@@ -110,6 +112,7 @@ function analyze(input: PlanInput): Analysis {
   for (const eni of enis) if (eni.primaryIpv4 !== undefined) primaries.set(eni.primaryIpv4, eni);
   const allowed = input.policy.allowedCidrs.map(canonicalCidr);
   const knownMacs = [...byMac.keys()].sort(byString);
+  const floating = new Set((input.floating ?? []).map(canonical));
   const learned = new Map(
     (input.learnedRefusals ?? []).map((r) => [`${canonical(r.address)} ${r.interfaceName}`, r] as const),
   );
@@ -188,6 +191,25 @@ function analyze(input: PlanInput): Analysis {
             "(AWS keeps the first four and the last address of every subnet); exclude it from the IPAM range.",
         );
         continue;
+      }
+      if (floating.has(address)) {
+        const slice = enis
+          .map((holder) => ({ holder, prefix: coveringPrefix(holder.prefixes[fam], address) }))
+          .find((hit) => hit.prefix !== undefined);
+        if (slice !== undefined) {
+          const { holder, prefix } = slice;
+          const whose = holder.eniId === eni.eniId ? "its own ENI" : "ENI";
+          refuse(
+            address,
+            "floating-in-prefix",
+            `floating address ${address} on ${iface.name} lies inside the prefix ${prefix} that ${whose} ` +
+              `${holder.eniId} (MAC ${holder.mac}) holds: that prefix is this node's whereabouts slice ` +
+              "(node_slice_size), which stays on this node, so the address would be unrouted once it moves to " +
+              "another node; give floating addresses a range without node_slice_size, or take them out of the " +
+              "sliced range (a narrower range on the node-sliced NetworkAttachmentDefinition).",
+          );
+          continue;
+        }
       }
       const prefixOwner = enis
         .filter((other) => other.eniId !== eni.eniId)

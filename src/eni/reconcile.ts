@@ -60,7 +60,10 @@ export async function observe(deps: ReconcileDeps): Promise<Observation> {
  * What a plan is asked for besides the observation: the policy, and what only the sidecar knows (its
  * releases, and EC2's answers that IMDS does not show).
  */
-export type PlanRequest = Pick<PlanInput, "policy" | "released" | "assignedUnconfirmed" | "learnedRefusals">;
+export type PlanRequest = Pick<
+  PlanInput,
+  "policy" | "released" | "assignedUnconfirmed" | "learnedRefusals" | "floating"
+>;
 
 /**
  * Plans, looking up current holders of IPv6 addresses only when the plan needs them (one

@@ -80,6 +80,12 @@ export interface PlanInput {
    * call. The sidecar forgets them after a while, so that EC2 is asked again.
    */
   readonly learnedRefusals?: readonly Refusal[];
+  /**
+   * Floating addresses: addresses that move between pods and so between nodes (the sidecar's, those it saw
+   * appear on its interfaces after its startup). One inside a delegated prefix of any ENI of this instance is
+   * refused as `floating-in-prefix`: a prefix is a node's whereabouts slice and never moves. Default none.
+   */
+  readonly floating?: readonly string[];
 }
 
 export type PlanAction =
@@ -113,6 +119,11 @@ export type RefusalReason =
    * and a prefix is never split or moved.
    */
   | "inside-prefix"
+  /**
+   * A floating address (`PlanInput.floating`) inside a delegated prefix of an ENI of this instance, its own
+   * ENI's or another's: the prefix is a node's slice, and the address would be unrouted once it moves on.
+   */
+  | "floating-in-prefix"
   /**
    * EC2 refused the address because its ENI holds as many addresses as the instance type allows
    * (`PrivateIpAddressLimitExceeded`). Only learned from EC2 (the sidecar), never planned from reads.

@@ -26,6 +26,7 @@ export type BridgeRefusalReason =
   | "eni-primary-address"
   | "address-conflict"
   | "inside-prefix"
+  | "floating-in-prefix"
   | "not-multus-eni"
   | "eni-full";
 

@@ -1,7 +1,7 @@
 import { type BackoffPolicy, backoffDelay } from "../eni/backoff.js";
 import { DriftEpisodes, type EpisodeEvent, type Holder } from "../eni/drift-episodes.js";
 import { Ec2Error } from "../eni/errors/ec2-error.js";
-import { family } from "../eni/ip.js";
+import { family, tryCanonical } from "../eni/ip.js";
 import { isAssign, isRelease } from "../eni/plan-actions.js";
 import { plan as planOffline } from "../eni/planner.js";
 import type { ProbeResult, ProbeStatus } from "../eni/process/probe-server.js";
@@ -123,6 +123,11 @@ export class ReconcileLoop implements ProbeStatus {
   readonly #maxStepMs: number;
   readonly #random: () => number;
 
+  /**
+   * The addresses on our interfaces at startup: what CNI ADD put there (the IPAM's), and a floating address
+   * only if it was already there when this container started. Any other address is floating.
+   */
+  readonly #atStartup = new Set<string>();
   /** Addresses our ENI held at the last observation (or confirmation). */
   readonly #held = new Set<string>();
   readonly #episodes: DriftEpisodes;
@@ -195,6 +200,7 @@ export class ReconcileLoop implements ProbeStatus {
       ...plan.refusals.map((r) => r.address),
       ...plan.skipped.map((s) => s.address),
     ]);
+    for (const address of present) this.#atStartup.add(tryCanonical(address) ?? address);
     this.#setView({ plan, present, held, observedAt: this.#o.deps.clock.now() });
   }
 
@@ -347,6 +353,7 @@ export class ReconcileLoop implements ProbeStatus {
         released,
         assignedUnconfirmed: this.#ec2.assignedUnconfirmed,
         learnedRefusals: this.#ec2.refusals(now),
+        floating: this.#floating(present),
       },
       deps,
     );
@@ -371,7 +378,7 @@ export class ReconcileLoop implements ProbeStatus {
     // Our release made room on an ENI EC2 had called full: ask again at once, not at the next read.
     if (this.#ec2.applied(planned, new Set(failures.map((f) => f.action)))) this.#reconcileNow = true;
     // Another instance's primary, a full ENI: not asked about again before the next resync, or before the
-    // full ENI holds fewer addresses (see README, Failures).
+    // full ENI holds fewer addresses (see docs/troubleshooting.md, exit 6 `eni-full`).
     this.#ec2.refusedBy(
       failures,
       { placements: planned.placements, enis: observation.enis },
@@ -449,6 +456,16 @@ export class ReconcileLoop implements ProbeStatus {
     return view.plan.placements.some((p) => p.address === address) && !view.held.has(address);
   }
 
+  /**
+   * The floating addresses among `present`: those that appeared after startup. The planner refuses one inside
+   * a prefix (a node's whereabouts slice); the pod's own IPAM addresses, there since CNI ADD, may lie in one.
+   */
+  #floating(present: Iterable<string>): string[] {
+    return [...present]
+      .map((address) => tryCanonical(address) ?? address)
+      .filter((address) => !this.#atStartup.has(address));
+  }
+
   /** Observes; asks for a reconcile when something is out of place and may be repaired now. */
   async #driftCheck(): Promise<void> {
     const { deps } = this.#o;
@@ -494,6 +511,7 @@ export class ReconcileLoop implements ProbeStatus {
       enis: observation.enis,
       policy,
       learnedRefusals: this.#ec2.refusals(),
+      floating: this.#floating(addressesOf(observation.interfaces)),
     });
     const satisfied = new Set(offline.satisfied);
     const wanted = new Map(offline.placements.map((p) => [p.address, p]));

@@ -155,17 +155,26 @@ export function floatingPairWorld(
     node2A1SecondaryIpv4s?: string[];
     /** Node 1's Multus ENI's secondary addresses. Default none. */
     node1A1SecondaryIpv4s?: string[];
+    /** Node 1's Multus ENI's delegated IPv4 prefixes (/28), its whereabouts slice in prefix mode. Default none. */
+    node1A1Ipv4Prefixes?: string[];
     /** Elastic IPs, in world-file form. Default none. */
     elasticIps?: unknown[];
   } = {},
 ): Record<string, unknown> {
-  const multus = (id: string, mac: string, primaryIpv4: string, secondaryIpv4s: string[] = []) => ({
+  const multus = (
+    id: string,
+    mac: string,
+    primaryIpv4: string,
+    secondaryIpv4s: string[] = [],
+    ipv4Prefixes: string[] = [],
+  ) => ({
     id,
     mac,
     deviceIndex: 1,
     subnet: "subnet-0000000000000000a",
     primaryIpv4,
     secondaryIpv4s,
+    ...(ipv4Prefixes.length === 0 ? {} : { ipv4Prefixes }),
     tags: noManage,
   });
   const eth0 = (id: string, mac: string, primaryIpv4: string) => ({
@@ -193,7 +202,13 @@ export function floatingPairWorld(
         instanceType: "m5.large",
         enis: [
           eth0("eni-00000000000000100", MAC.node1Eth0, "198.51.100.150"),
-          multus(ENI.node1A1, MAC.node1A1, "198.51.100.11", options.node1A1SecondaryIpv4s),
+          multus(
+            ENI.node1A1,
+            MAC.node1A1,
+            "198.51.100.11",
+            options.node1A1SecondaryIpv4s,
+            options.node1A1Ipv4Prefixes,
+          ),
         ],
       },
       {

@@ -12,6 +12,8 @@ const REFUSAL_FIX: Readonly<Record<RefusalReason, string>> = {
     "give each Multus interface addresses of its own: one address can be held by one ENI only",
   "inside-prefix":
     "take the address out of the IPAM range, or use the master whose ENI holds the prefix: a prefix is never split",
+  "floating-in-prefix":
+    "give floating addresses a range without node_slice_size, or take them out of the node-sliced range",
   "unknown-mac": "see eni-match",
   "eni-full": "free addresses on the ENI or use a larger instance type; see the capacity check",
 };

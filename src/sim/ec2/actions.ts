@@ -3,6 +3,7 @@ import { assignIpv6Addresses } from "./assign-ipv6-addresses.js";
 import { assignPrivateIpAddresses } from "./assign-private-ip-addresses.js";
 import { associateAddress } from "./associate-address.js";
 import { describeAddresses } from "./describe-addresses.js";
+import { describeInstanceTypes } from "./describe-instance-types.js";
 import { describeInstances } from "./describe-instances.js";
 import { describeNetworkInterfaces } from "./describe-network-interfaces.js";
 import { describeSecurityGroups } from "./describe-security-groups.js";
@@ -74,6 +75,11 @@ export const actions: Readonly<Record<string, ActionSpec>> = {
     handler: describeInstances,
     dryRun: true,
     bucket: describeBucket("DescribeInstances", "InstanceId"),
+  },
+  DescribeInstanceTypes: {
+    handler: describeInstanceTypes,
+    dryRun: true,
+    bucket: fixed("DescribeInstanceTypes", 100, 20),
   },
   DescribeSubnets: { handler: describeSubnets, dryRun: true, bucket: fixed("DescribeSubnets", 100, 20) },
   DescribeSecurityGroups: {

@@ -1,0 +1,56 @@
+import { Ec2ModelError } from "../../errors/ec2-model-error.js";
+import { addressesPerEniOf, knownInstanceTypes } from "../../instance-limits.js";
+import type { Topology } from "../../topology.js";
+
+/** What DescribeInstanceTypes says of one type: the facts our commands read, nothing more. */
+export interface InstanceTypeView {
+  readonly instanceType: string;
+  /** `nitro` (takes delegated prefixes) or `xen`. */
+  readonly hypervisor: "nitro" | "xen";
+  /** Private IPv4 addresses per ENI, the primary counted; the same bound for IPv6. */
+  readonly addressesPerEni: number;
+}
+
+/**
+ * The types the simulator knows: its table of addresses per ENI, and the types of the world's instances. A
+ * type is Nitro unless a world instance of that type says `nitro: false` (the world's word wins, as it does for
+ * prefix delegation). A world instance's `ipv4AddressesPerEni` overrides the table for its type.
+ */
+function knownTypes(topology: Topology): Map<string, InstanceTypeView> {
+  const types = new Map<string, InstanceTypeView>();
+  for (const name of knownInstanceTypes) {
+    types.set(name, {
+      instanceType: name,
+      hypervisor: "nitro",
+      addressesPerEni: addressesPerEniOf(name) ?? 0,
+    });
+  }
+  for (const instance of topology.instances.values()) {
+    const known = types.get(instance.instanceType);
+    types.set(instance.instanceType, {
+      instanceType: instance.instanceType,
+      hypervisor: known?.hypervisor === "xen" || !instance.nitro ? "xen" : "nitro",
+      addressesPerEni: instance.addressLimit,
+    });
+  }
+  return types;
+}
+
+/**
+ * The types named (all known ones, sorted, when none is named). An unknown name fails the whole call with
+ * `InvalidInstanceType`, as EC2 answers for a type that does not exist (the code EC2 is seen to answer; its
+ * message here is the simulator's).
+ */
+export function instanceTypesNamed(topology: Topology, names: readonly string[]): InstanceTypeView[] {
+  const types = knownTypes(topology);
+  if (names.length === 0)
+    return [...types.values()].sort((a, b) => a.instanceType.localeCompare(b.instanceType));
+  const unknown = names.filter((n) => !types.has(n));
+  if (unknown.length > 0) {
+    throw new Ec2ModelError(
+      "InvalidInstanceType",
+      `The following supplied instance types do not exist: [${unknown.join(", ")}]`,
+    );
+  }
+  return [...new Set(names)].map((n) => types.get(n) as InstanceTypeView);
+}

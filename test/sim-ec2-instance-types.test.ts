@@ -1,0 +1,78 @@
+/**
+ * The simulator's DescribeInstanceTypes through the real SDK: the hypervisor (nitro or xen, which decides
+ * prefix delegation) and the addresses per interface, from its own table and the world's instances.
+ */
+import { type _InstanceType, DescribeInstanceTypesCommand, type EC2Client } from "@aws-sdk/client-ec2";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { parseWorld, type SimulatorHandle } from "../src/sim/index.js";
+import { ec2Failure, startWithEc2, stopWithEc2 } from "./helpers/sim-fixtures.js";
+import { twoNodeWorld } from "./helpers/worlds.js";
+
+let sim: SimulatorHandle;
+let ec2: EC2Client;
+
+beforeAll(async () => {
+  // Node 2 (m5.large) declared as not Nitro: the world's word wins for its type.
+  const world = twoNodeWorld() as { instances: Record<string, unknown>[] };
+  const [node1, node2] = world.instances;
+  ({ sim, ec2 } = await startWithEc2(
+    parseWorld({
+      ...world,
+      instances: [node1, { ...node2, instanceType: "c5.large", nitro: false }],
+    }),
+  ));
+});
+afterAll(() => stopWithEc2(sim, ec2));
+
+describe("DescribeInstanceTypes through the real SDK", () => {
+  it("answers hypervisor nitro and the addresses per interface of a Nitro type", async () => {
+    const out = await ec2.send(new DescribeInstanceTypesCommand({ InstanceTypes: ["m5.xlarge"] }));
+    expect(out.InstanceTypes).toEqual([
+      {
+        InstanceType: "m5.xlarge",
+        CurrentGeneration: true,
+        Hypervisor: "nitro",
+        NetworkInfo: { Ipv4AddressesPerInterface: 15, Ipv6AddressesPerInterface: 15, Ipv6Supported: true },
+      },
+    ]);
+  });
+
+  it("answers xen for a type a world instance declares not Nitro, and several types in one call", async () => {
+    const out = await ec2.send(
+      new DescribeInstanceTypesCommand({ InstanceTypes: ["c5.large", "t3.small", "c5.large"] }),
+    );
+    expect(out.InstanceTypes?.map((t) => [t.InstanceType, t.Hypervisor])).toEqual([
+      ["c5.large", "xen"],
+      ["t3.small", "nitro"],
+    ]);
+  });
+
+  it("lists every type it knows when none is named", async () => {
+    const out = await ec2.send(new DescribeInstanceTypesCommand({}));
+    const names = out.InstanceTypes?.map((t) => t.InstanceType) ?? [];
+    expect(names).toContain("m5.large");
+    expect(names).toEqual([...names].sort());
+  });
+
+  it("refuses an unknown type with InvalidInstanceType, naming it", async () => {
+    const failure = await ec2Failure(
+      ec2.send(new DescribeInstanceTypesCommand({ InstanceTypes: ["m5.large", "q9.huge" as _InstanceType] })),
+    );
+    expect(failure).toMatchObject({ code: "InvalidInstanceType", status: 400 });
+    expect(failure.message).toContain("q9.huge");
+  });
+
+  it("refuses filters, which it does not simulate", async () => {
+    const failure = await ec2Failure(
+      ec2.send(new DescribeInstanceTypesCommand({ Filters: [{ Name: "hypervisor", Values: ["nitro"] }] })),
+    );
+    expect(failure).toMatchObject({ code: "InvalidParameterValue" });
+  });
+
+  it("answers DryRunOperation to a DryRun call", async () => {
+    const failure = await ec2Failure(
+      ec2.send(new DescribeInstanceTypesCommand({ InstanceTypes: ["m5.large"], DryRun: true })),
+    );
+    expect(failure.code).toBe("DryRunOperation");
+  });
+});
