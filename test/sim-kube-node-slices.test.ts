@@ -417,6 +417,30 @@ describe("the node-slice controller stand-in", () => {
     );
   });
 
+  it("gives nodes that join together their slices in one change of the pool, in name order", async () => {
+    const s = await start({ nodes: [], pods: [] });
+    expect(allocationsOf(s, "slices")).toEqual([
+      ["", "198.51.100.224/28"],
+      ["", "198.51.100.240/28"],
+    ]);
+    const rv = (await kube(s, "GET", POOLS)).body.metadata.resourceVersion;
+    const w = await openWatch(
+      s,
+      `${POOLS}?watch=true&resourceVersion=${rv}&fieldSelector=metadata.name%3Dslices`,
+    );
+    watches.push(w);
+    s.kubernetes?.addNode({ instance: "i-0b" });
+    s.kubernetes?.addNode({ instance: "i-0a" });
+    await w.until(1);
+    // Nodes in name order, whatever order they joined in.
+    expect(allocationsOf(s, "slices")).toEqual([
+      [NODE_A, "198.51.100.224/28"],
+      [NODE_B, "198.51.100.240/28"],
+    ]);
+    await kube(s, "GET", POOLS);
+    expect(w.events.map((e) => e.type)).toEqual(["MODIFIED"]);
+  });
+
   it("re-cuts the pool when the NAD's slice size changes, and deletes it with its NAD", async () => {
     const s = await start();
     const nad = (await kube(s, "GET", `${NADS}/slices`)).body;
