@@ -31,13 +31,13 @@ RUN npm run build && find dist -name '*.map' -delete && rm dist/cli.cjs.cache di
 # target platform: under emulation for another architecture, one run of node, a few seconds). The CLI's is
 # written after one training run of `init` against the simulator on 127.0.0.1 inside this stage, so that it
 # holds what a start runs. The entrypoint checks each cache at start and starts without it, the normal way,
-# when it does not fit (README, Decisions: start-up).
+# when it does not fit (docs/decisions.md: start-up).
 FROM node:24-bookworm-slim AS code-cache
 COPY --from=build /src/dist /app/dist
 RUN node /app/dist/write-code-cache.cjs
 
 # Debian slim, not distroless: the sidecar watches address changes through `ip -o monitor address`, so the
-# runtime needs iproute2 (without it the sidecar falls back to polling every 50 ms; see README, Decisions).
+# runtime needs iproute2 (without it the sidecar falls back to polling every 50 ms; see docs/decisions.md).
 FROM node:24-bookworm-slim
 # `multus-ipmgr` on the PATH, for `kubectl exec POD -- multus-ipmgr doctor` and `kubectl debug ... --
 # multus-ipmgr ...` (which replace the entrypoint); the link resolves once dist/ is copied below. It is the

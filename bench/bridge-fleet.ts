@@ -14,7 +14,7 @@
  *
  * IPv6 pod addresses: 5,000 IPv4 addresses do not fit in the documentation ranges (one /24 per VPC), so the
  * pods carry addresses of 2001:db8:1::/64; AssignIpv6Addresses has the same bucket as
- * AssignPrivateIpAddresses (100 burst, 5 per second: src/sim/ec2 and README "Faults"). Each node is an
+ * AssignPrivateIpAddresses (100 burst, 5 per second: src/sim/ec2 and docs/sim.md "Faults"). Each node is an
  * m5.4xlarge (30 addresses per ENI) with 4 Multus ENIs of 25 pods each, so the fewest calls the pods can
  * take is 4 per node, 200 in all, and the floor is (200 − 100) ÷ 5 = 20 s.
  */

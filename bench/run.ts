@@ -7,6 +7,7 @@ import { benchBridge } from "./bridge.js";
 import { benchElasticIps } from "./elastic-ips.js";
 import { benchInit } from "./init.js";
 import type { BenchResult } from "./result.js";
+import { benchScaleModel } from "./scale-model.js";
 import { benchSidecar } from "./sidecar.js";
 import { benchSidecarScenarios } from "./sidecar-scenarios.js";
 import { benchStartup } from "./startup.js";
@@ -32,8 +33,8 @@ for (const [signal, code] of [
 }
 
 const only = process.argv[2];
-// The bridge runs on the host, as on a node (hostNetwork): no namespace lab.
-const reason = only === "bridge" ? undefined : labUnavailableReason();
+// The bridge runs on the host, as on a node (hostNetwork), and the scale model in this process: no namespace lab.
+const reason = only === "bridge" || only === "scale-model" ? undefined : labUnavailableReason();
 if (reason !== undefined) {
   process.stderr.write(`bench: ${reason}\n`);
   process.exit(2);
@@ -72,6 +73,12 @@ if (only === undefined || only === "sidecar" || only === "elastic-ips") {
 if (only === undefined || only === "bridge") {
   process.stdout.write("# bridge\n");
   const results = await benchBridge();
+  print(results);
+  all.push(...results);
+}
+if (only === undefined || only === "scale-model") {
+  process.stdout.write("# scale model: per-address mode against prefix mode on one account's EC2 buckets\n");
+  const results = await benchScaleModel();
   print(results);
   all.push(...results);
 }

@@ -257,7 +257,7 @@ export async function benchStartup(): Promise<BenchResult[]> {
         target: "informational",
         ok: true,
       },
-      // What is ours: init against the floor, medians of the same run (README, Decisions: start-up).
+      // What is ours: init against the floor, medians of the same run (docs/decisions.md: start-up).
       {
         name: `init wall, fresh pod start / the floor's (${percentile(ms(fresh), 50).toFixed(1)} / ${percentile(ms(floor), 50).toFixed(1)} ms)`,
         value: percentile(ms(fresh), 50) / percentile(ms(floor), 50),

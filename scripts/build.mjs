@@ -39,7 +39,7 @@ const nodeFetchUrl = {
   },
 };
 
-// What every start of the CLI loaded of Node's own modules and used for nothing (README, Decisions: start-up):
+// What every start of the CLI loaded of Node's own modules and used for nothing (docs/decisions.md: start-up):
 // pino's transport (thread-stream) and its own look at worker_threads, sonic-boom's assert (which loads
 // Node's AssertionError machinery), and p-retry's global `performance` (whose first use loads perf_hooks and
 // its timing classes). pino and sonic-boom get the shims beside this file; p-retry gets a `performance` of

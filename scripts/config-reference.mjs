@@ -1,5 +1,5 @@
-// Rewrites the configuration tables of README.md from the settings tables in src/ (npm run docs:config).
-// `--check` changes nothing and exits 1 when README.md is stale. The renderer is TypeScript
+// Rewrites the configuration tables of docs/configuration.md from the settings tables in src/ (npm run docs:config).
+// `--check` changes nothing and exits 1 when the page is stale. The renderer is TypeScript
 // (scripts/config-reference.ts, also imported by test/readme-config.test.ts): bundled here with esbuild into
 // a temporary file, as scripts/build.mjs bundles the CLI, so that no TypeScript runner is needed.
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -25,21 +25,23 @@ try {
       js: "import { createRequire as __ipmgrCreateRequire } from 'node:module'; const require = __ipmgrCreateRequire(import.meta.url);",
     },
   });
-  const { staleBlocks, updateReadme, REGENERATE_COMMAND } = await import(pathToFileURL(outfile).href);
-  const readme = readFileSync("README.md", "utf8");
+  const { staleBlocks, updateReadme, REGENERATE_COMMAND, CONFIG_PAGE } = await import(
+    pathToFileURL(outfile).href
+  );
+  const readme = readFileSync(CONFIG_PAGE, "utf8");
   const stale = staleBlocks(readme);
   if (check) {
     if (stale.length > 0) {
       console.error(
-        `README.md's configuration tables are stale (${stale.join(", ")}); run ${REGENERATE_COMMAND}`,
+        `${CONFIG_PAGE}'s configuration tables are stale (${stale.join(", ")}); run ${REGENERATE_COMMAND}`,
       );
       process.exitCode = 1;
     }
   } else if (stale.length > 0) {
-    writeFileSync("README.md", updateReadme(readme));
-    console.log(`README.md: rewrote the configuration tables ${stale.join(", ")}`);
+    writeFileSync(CONFIG_PAGE, updateReadme(readme));
+    console.log(`${CONFIG_PAGE}: rewrote the configuration tables ${stale.join(", ")}`);
   } else {
-    console.log("README.md: the configuration tables are up to date");
+    console.log(`${CONFIG_PAGE}: the configuration tables are up to date`);
   }
 } finally {
   rmSync(dir, { recursive: true, force: true });

@@ -1,9 +1,9 @@
 /**
- * The configuration reference of README.md, rendered from the settings tables the commands parse with
+ * The configuration reference, docs/configuration.md, rendered from the settings tables the commands parse with
  * (the same tables `--help` prints), so the two cannot drift apart. Each table sits between two marker
  * comments, `<!-- config:NAME:start -->` and `<!-- config:NAME:end -->`; everything outside them is prose
  * and left alone. `npm run docs:config` rewrites the blocks (scripts/config-reference.mjs runs this module);
- * test/readme-config.test.ts fails when README.md and the tables disagree.
+ * test/readme-config.test.ts fails when the page and the tables disagree.
  */
 import { doctorSettings } from "../src/doctor/settings.js";
 import { podSettings } from "../src/eni/process/config.js";
@@ -14,6 +14,9 @@ import { sidecarSettings } from "../src/sidecar/settings.js";
 
 /** The command that regenerates the blocks; error messages name it. */
 export const REGENERATE_COMMAND = "npm run docs:config";
+
+/** The page that holds every block, relative to the repository root. */
+export const CONFIG_PAGE = "docs/configuration.md";
 
 export interface ConfigBlock {
   /** The marker name: `<!-- config:${name}:start -->`. */
@@ -36,7 +39,7 @@ function sharedSettings(table: SettingTable, ...bases: SettingTable[]): Setting<
   return Object.values(table).filter((s) => inherited.has(s));
 }
 
-/** Every block README.md carries, in the order of the README. */
+/** Every block the page carries, in the order of the page. */
 export function configBlocks(): readonly ConfigBlock[] {
   return [
     {
@@ -117,7 +120,7 @@ function blockRange(readme: string, name: string): { from: number; to: number } 
   const end = readme.indexOf(endMarker(name));
   if (start < 0 || end < 0 || end < start) {
     throw new Error(
-      `README.md lacks the markers ${startMarker(name)} and ${endMarker(name)} (in this order) around the ${name} settings table; add them where the table belongs, then run ${REGENERATE_COMMAND}`,
+      `${CONFIG_PAGE} lacks the markers ${startMarker(name)} and ${endMarker(name)} (in this order) around the ${name} settings table; add them where the table belongs, then run ${REGENERATE_COMMAND}`,
     );
   }
   return { from: start + startMarker(name).length, to: end };

@@ -2,7 +2,7 @@
 # npm run test:image: builds the image from the Dockerfile with podman and runs it as a user would
 # (read-only root file system, every capability dropped, its non-root user): --help, --version, `sim`, and
 # `init` and `sidecar` inside network-namespace labs against the simulator (test/image/image.e2e.ts); and
-# the commands the READMEs run in the example pods' BusyBox container, with Debian's busybox applets
+# the commands the docs (docs/install-eks.md, deploy/README.md) run in the example pods' BusyBox container, with Debian's busybox applets
 # (test/image/app-commands.e2e.ts).
 #
 # Needs root (podman as root, network namespaces) on Debian or Ubuntu; installs podman, runc, busybox and

@@ -53,6 +53,7 @@ class LeaseStore {
       watchNetworkAttachmentDefinitions: unused,
       watchIpPools: unused,
       watchOverlappingReservations: unused,
+      watchNodeSlicePools: unused,
       podUid: unused,
       createEvent: unused,
       close: unused,

@@ -1,4 +1,4 @@
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { doctorSettings, loadDoctorConfig } from "../src/doctor/settings.js";
 import { ConfigError } from "../src/eni/errors/config-error.js";
@@ -394,7 +394,7 @@ describe("configuration from environment and flags", () => {
     );
   });
 
-  it("enforces the range --help and README document for every whole-number setting, at both ends", () => {
+  it("enforces the range --help and docs/configuration.md document for every whole-number setting, at both ends", () => {
     const tables = { ...initSettings, ...sidecarSettings };
     const checked: string[] = [];
     for (const setting of Object.values(tables)) {
@@ -436,8 +436,8 @@ describe("configuration from environment and flags", () => {
     expect(() => parseFlags(["init"])).toThrow(ConfigError);
   });
 
-  it("documents every variable in README.md", () => {
-    const readme = readFileSync("README.md", "utf8");
+  it("documents every variable in docs/configuration.md", () => {
+    const readme = readFileSync("docs/configuration.md", "utf8");
     const missing = Object.values({
       ...initSettings,
       ...sidecarSettings,
@@ -449,9 +449,9 @@ describe("configuration from environment and flags", () => {
     expect(missing).toEqual([]);
   });
 
-  it("README's bridge section documents every metric the bridge exports", async () => {
-    const readme = readFileSync("README.md", "utf8");
-    const start = readme.indexOf("## multus-ipmgr bridge");
+  it("docs/metrics.md's bridge section documents every metric the bridge exports", async () => {
+    const readme = readFileSync("docs/metrics.md", "utf8");
+    const start = readme.indexOf("## bridge");
     const section = readme.slice(start, readme.indexOf("\n## ", start + 1));
     const exported = [...(await new BridgeMetrics().text()).matchAll(/^# TYPE (\S+) /gm)].map(
       (m) => m[1] ?? "",
@@ -461,13 +461,15 @@ describe("configuration from environment and flags", () => {
   });
 
   // The table's cells are the generated block's (test/readme-config.test.ts keeps it in step with the code);
-  // this checks where it stands, and that no second copy of it comes back elsewhere in README.md.
-  it("README lists each of the bridge's own settings in one table row, in the bridge section's Configuration", () => {
-    const readme = readFileSync("README.md", "utf8");
-    const start = readme.indexOf("## multus-ipmgr bridge");
-    const section = readme.slice(start, readme.indexOf("\n## ", start + 1));
-    const config = section.slice(section.indexOf("### Configuration"));
-    const configuration = config.slice(0, config.indexOf("\n### ", 1));
+  // this checks where it stands, and that no second copy of it comes back elsewhere in the docs.
+  it("docs/configuration.md lists each of the bridge's own settings in one table row, in its bridge section", () => {
+    const readme = ["README.md", ...readdirSync("docs").map((f) => `docs/${f}`)]
+      .map((f) => readFileSync(f, "utf8"))
+      .join("\n");
+    const page = readFileSync("docs/configuration.md", "utf8");
+    const start = page.indexOf("\n## bridge\n");
+    const next = page.indexOf("\n## ", start + 1);
+    const configuration = page.slice(start, next < 0 ? undefined : next);
     const elsewhere = new Set(
       [...Object.values(podSettings), ...Object.values(sidecarSettings)].map((s) => s.env),
     );
@@ -524,7 +526,7 @@ describe("IPMGR_* variables no command reads", () => {
       { name: "IPMGR_TIMOUT_MS", suggestion: "IPMGR_TIMEOUT_MS" },
     ]);
     expect(unknownVariables(env).map(unknownVariableSentence)).toEqual([
-      "IPMGR_COLOUR is not a variable of multus-ipmgr and changes nothing; check its spelling against README.md, Configuration, or remove it",
+      "IPMGR_COLOUR is not a variable of multus-ipmgr and changes nothing; check its spelling against docs/configuration.md, or remove it",
       "IPMGR_INTERFACE is not a variable of multus-ipmgr and changes nothing; did you mean IPMGR_INTERFACES?",
       "IPMGR_TIMOUT_MS is not a variable of multus-ipmgr and changes nothing; did you mean IPMGR_TIMEOUT_MS?",
     ]);

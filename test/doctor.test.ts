@@ -301,8 +301,8 @@ describe("doctor against the simulator", () => {
         subject: "IPMGR_COLOUR",
         status: "problem",
         detail:
-          "IPMGR_COLOUR is not a variable of multus-ipmgr and changes nothing; check its spelling against README.md, Configuration, or remove it",
-        fix: "remove IPMGR_COLOUR from the container's env, or rename it to the variable you meant (README.md, Configuration)",
+          "IPMGR_COLOUR is not a variable of multus-ipmgr and changes nothing; check its spelling against docs/configuration.md, or remove it",
+        fix: "remove IPMGR_COLOUR from the container's env, or rename it to the variable you meant (docs/configuration.md)",
       },
       {
         name: "config",
@@ -483,7 +483,7 @@ describe("doctor against the simulator", () => {
       expect(result.detail).toMatch(
         /^ec2:DescribeSecurityGroups is denied, so the groups of the Multus ENIs \(sg-/,
       );
-      expect(result.fix).toContain("examples/iam-policy-pod.json");
+      expect(result.fix).toContain("deploy/iam/iam-policy-pod.json");
       expect(only(results, "capacity").status).toBe("ok");
     });
   });

@@ -1,10 +1,10 @@
 /**
- * Every manifest in examples/ is valid against the Kubernetes schemas (kubernetes-models: its validator for
+ * Every manifest in deploy/ is valid against the Kubernetes schemas (kubernetes-models: its validator for
  * types, required fields and enums, its TypeScript models for unknown fields, see helpers/manifest-types.ts),
  * and says what the product needs: the one image, configuration the commands accept, probes on the
  * sidecar's endpoints, whereabouts pools clear of the addresses AWS reserves and inside the allowed CIDRs.
- * Each overlay (one per way of running) renders, with its ServiceAccounts' IAM steps in the README; the
- * README's own kustomization sets the registry; the monitoring objects fit the metrics and the ports; the
+ * Each overlay (one per way of running) renders, with its ServiceAccounts' IAM steps in docs/install-eks.md;
+ * the page's own kustomization sets the registry; the monitoring objects fit the metrics and the ports; the
  * node-side snippets agree with each other.
  */
 import { execFileSync } from "node:child_process";
@@ -33,15 +33,15 @@ import { objectId, type RenderedObject, renderKustomization } from "./helpers/ku
 import { checkManifestTypes, type ManifestDocument } from "./helpers/manifest-types.js";
 
 const ROOT = resolve(import.meta.dirname, "..");
-const EXAMPLES = join(ROOT, "examples");
+const DEPLOY = join(ROOT, "deploy");
 const VERSION = (JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as { version: string }).version;
 
-/** The one image every example names; a user's kustomization gives it a registry (examples/README.md). */
+/** The one image every example names; a user's kustomization gives it a registry (deploy/README.md). */
 const IMAGE = `multus-ipmgr:${VERSION}`;
 const DOCUMENTATION_RANGES = ["192.0.2.0/24", "198.51.100.0/24", "203.0.113.0/24", "2001:db8::/32"];
 const NAD = { apiVersion: "k8s.cni.cncf.io/v1", kind: "NetworkAttachmentDefinition" };
 const NETWORKS_ANNOTATION = "k8s.v1.cni.cncf.io/networks";
-/** The overlays, one per way of running (README.md, "Install on EKS"), and what else renders on its own. */
+/** The overlays, one per way of running (docs/install-eks.md), and what else renders on its own. */
 const OVERLAYS = ["overlays/init", "overlays/sidecar", "overlays/bridge"] as const;
 const KUSTOMIZATIONS = [...OVERLAYS, "monitoring"];
 /** Kinds of the Prometheus Operator (monitoring.coreos.com/v1), which kubernetes-models does not ship. */
@@ -53,14 +53,14 @@ interface Doc extends ManifestDocument {
   readonly file: string;
 }
 
-/** Every YAML file under examples/ but the simulator's worlds, as `dir/file.yaml`. */
-const manifestFiles = (readdirSync(EXAMPLES, { recursive: true }) as string[])
-  .filter((f) => f.endsWith(".yaml") && !f.startsWith("world-") && !f.startsWith("node/"))
+/** Every YAML file under deploy/ but the node snippets, as `dir/file.yaml`. */
+const manifestFiles = (readdirSync(DEPLOY, { recursive: true }) as string[])
+  .filter((f) => f.endsWith(".yaml") && !f.startsWith("node/"))
   .sort();
 
 const yamlErrors: string[] = [];
 const docs: Doc[] = manifestFiles.flatMap((file) =>
-  parseAllDocuments(readFileSync(join(EXAMPLES, file), "utf8")).flatMap((parsed, i) => {
+  parseAllDocuments(readFileSync(join(DEPLOY, file), "utf8")).flatMap((parsed, i) => {
     for (const error of parsed.errors) yamlErrors.push(`${file}, document ${i + 1}: ${error.message}`);
     const object: unknown = parsed.toJS();
     if (object === null || object === undefined) return [];
@@ -319,7 +319,7 @@ function networksOf(workload: Workload): { name: string; namespace: string }[] {
 
 // ---- Tests ------------------------------------------------------------------------------------------------
 
-describe("examples/*.yaml", () => {
+describe("deploy/**/*.yaml", () => {
   it("parse as YAML (no duplicate keys), each document with apiVersion, kind and metadata.name", () => {
     expect(yamlErrors).toEqual([]);
     expect(manifestFiles.length).toBeGreaterThan(0);
@@ -500,7 +500,7 @@ describe("the multus-ipmgr containers", () => {
   );
 
   it.each(workloads.filter((w) => ipmgrContainers(w.pod).length > 0).map((w) => [w.doc.label, w] as const))(
-    "%s: its ServiceAccount is in examples/",
+    "%s: its ServiceAccount is in deploy/",
     (_, w) => {
       const accounts = objects
         .filter((d) => d.object.kind === "ServiceAccount")
@@ -609,13 +609,13 @@ describe("NetworkAttachmentDefinitions", () => {
 
 describe("ServiceAccounts and IAM roles", () => {
   const accounts = objects.filter((d) => d.object.kind === "ServiceAccount");
-  const readme = readFileSync(join(EXAMPLES, "README.md"), "utf8");
+  const readme = readFileSync(join(DEPLOY, "README.md"), "utf8");
 
-  it("IRSA: the README's patch, in a user's kustomization, names the pod role, whose trust policy admits exactly that ServiceAccount", () => {
+  it("IRSA: deploy/README.md's patch, in a user's kustomization, names the pod role, whose trust policy admits exactly that ServiceAccount", () => {
     const patch = /```yaml\n(patches:\n[\s\S]*?)```/.exec(readme)?.[1];
     expect(patch).toBeDefined();
-    const rendered = renderKustomization(join(ROOT, "deploy"), ROOT, {
-      resources: ["../examples/overlays/sidecar"],
+    const rendered = renderKustomization(join(ROOT, "my-cluster"), ROOT, {
+      resources: ["../deploy/overlays/sidecar"],
       ...(parseYaml(patch ?? "") as Json),
     });
     const account = rendered.find((o) => o.object.kind === "ServiceAccount");
@@ -623,25 +623,25 @@ describe("ServiceAccounts and IAM roles", () => {
     expect(meta.annotations).toEqual({
       "eks.amazonaws.com/role-arn": "arn:aws:iam::<ACCOUNT_ID>:role/multus-ipmgr-pod",
     });
-    const trust = readFileSync(join(EXAMPLES, "iam-trust-policy-irsa.json"), "utf8");
+    const trust = readFileSync(join(DEPLOY, "iam/iam-trust-policy-irsa.json"), "utf8");
     expect(trust).toContain(`"system:serviceaccount:${meta.namespace}:${meta.name}"`);
     expect(JSON.parse(trust).Statement[0].Action).toBe("sts:AssumeRoleWithWebIdentity");
   });
 
-  it("Pod Identity: the ServiceAccount has no role annotation; its association command is in its file and the README", () => {
+  it("Pod Identity: the ServiceAccount has no role annotation; its association command is in its file and deploy/README.md", () => {
     const doc = accounts.find((d) => d.file === "pod-serviceaccount/serviceaccount.yaml");
     const meta = metadataOf(doc?.object ?? {});
     expect(meta.annotations ?? {}).toEqual({});
     const command =
       /aws eks create-pod-identity-association[^\n]*\\\n[^\n]*--namespace (\S+) --service-account (\S+)/;
     for (const text of [
-      readFileSync(join(EXAMPLES, "pod-serviceaccount/serviceaccount.yaml"), "utf8"),
+      readFileSync(join(DEPLOY, "pod-serviceaccount/serviceaccount.yaml"), "utf8"),
       readme,
     ]) {
       const match = command.exec(text.replace(/^# ?/gm, ""));
       expect(match?.slice(1, 3)).toEqual([meta.namespace, meta.name]);
     }
-    const trust = JSON.parse(readFileSync(join(EXAMPLES, "iam-trust-policy-pod-identity.json"), "utf8"));
+    const trust = JSON.parse(readFileSync(join(DEPLOY, "iam/iam-trust-policy-pod-identity.json"), "utf8"));
     expect(trust.Statement[0].Principal).toEqual({ Service: "pods.eks.amazonaws.com" });
     expect(trust.Statement[0].Action).toEqual(["sts:AssumeRole", "sts:TagSession"]);
   });
@@ -691,6 +691,9 @@ describe("the bridge's RBAC (bridge-rbac.yaml)", () => {
       "whereabouts.cni.cncf.io/ippools get",
       "whereabouts.cni.cncf.io/ippools list",
       "whereabouts.cni.cncf.io/ippools watch",
+      "whereabouts.cni.cncf.io/nodeslicepools get",
+      "whereabouts.cni.cncf.io/nodeslicepools list",
+      "whereabouts.cni.cncf.io/nodeslicepools watch",
       "whereabouts.cni.cncf.io/overlappingrangeipreservations get",
       "whereabouts.cni.cncf.io/overlappingrangeipreservations list",
       "whereabouts.cni.cncf.io/overlappingrangeipreservations watch",
@@ -746,24 +749,28 @@ describe("the bridge's RBAC (bridge-rbac.yaml)", () => {
 
 // ---- Kustomizations ---------------------------------------------------------------------------------------
 
-/** README.md's "Install on EKS" section, its shell lines with continuations joined. */
+/** The install page, docs/install-eks.md. */
+const INSTALL = join(ROOT, "docs", "install-eks.md");
+
+/** docs/install-eks.md's shell lines, with continuations joined. */
 function installCommands(): string[] {
-  const readme = readFileSync(join(ROOT, "README.md"), "utf8");
-  const section = readme.slice(readme.indexOf("\n## Install on EKS\n"), readme.indexOf("\n## Exit codes\n"));
-  return section.replace(/\\\n\s*/g, " ").split("\n");
+  return readFileSync(INSTALL, "utf8")
+    .replace(/\\\n\s*/g, " ")
+    .split("\n");
 }
 
-/** The kustomization README.md's step 7 writes to deploy/, with REGISTRY set as a user would set it. */
+/** The kustomization docs/install-eks.md's step 7 writes to my-cluster/, with REGISTRY set as a user would set it. */
 const REGISTRY = "111122223333.dkr.ecr.eu-west-1.amazonaws.com";
 function readmeKustomization(): Json {
-  const readme = readFileSync(join(ROOT, "README.md"), "utf8");
-  const body = /cat > deploy\/kustomization\.yaml <<EOF\n([\s\S]*?)\nEOF\n/.exec(readme)?.[1];
-  if (body === undefined) throw new Error("README.md no longer writes deploy/kustomization.yaml");
+  const readme = readFileSync(INSTALL, "utf8");
+  const body = /cat > my-cluster\/kustomization\.yaml <<EOF\n([\s\S]*?)\nEOF\n/.exec(readme)?.[1];
+  if (body === undefined)
+    throw new Error("docs/install-eks.md no longer writes my-cluster/kustomization.yaml");
   return parseYaml(body.replaceAll("$REGISTRY", REGISTRY)) as Json;
 }
 
 const rendered = new Map<string, RenderedObject[]>(
-  KUSTOMIZATIONS.map((dir) => [dir, renderKustomization(join(EXAMPLES, dir), EXAMPLES)]),
+  KUSTOMIZATIONS.map((dir) => [dir, renderKustomization(join(DEPLOY, dir), DEPLOY)]),
 );
 const renderedDocs = (dir: string): Doc[] =>
   (rendered.get(dir) ?? []).map((o) => ({
@@ -772,7 +779,7 @@ const renderedDocs = (dir: string): Doc[] =>
     object: o.object,
   }));
 
-/** The IAM policy each command's role needs (README.md, "IAM"). */
+/** The IAM policy each command's role needs (docs/install-eks.md, "IAM"). */
 const POLICY_OF: Readonly<Record<string, string>> = {
   init: "iam-policy-pod.json",
   sidecar: "iam-policy-pod.json",
@@ -830,7 +837,7 @@ describe("kustomizations: a base and one overlay per way of running", () => {
   });
 
   it.each(OVERLAYS.map((dir) => [dir] as const))(
-    "%s: every ServiceAccount of a pod running our image has its role, policy and association in README.md's Install on EKS",
+    "%s: every ServiceAccount of a pod running our image has its role, policy and association in docs/install-eks.md",
     (dir) => {
       const lines = installCommands();
       const docs = renderedDocs(dir);
@@ -877,8 +884,8 @@ describe("kustomizations: a base and one overlay per way of running", () => {
     },
   );
 
-  it("README.md's own kustomization (step 7) gives every multus-ipmgr image the registry, and no other image", () => {
-    const objects = renderKustomization(join(ROOT, "deploy"), ROOT, readmeKustomization());
+  it("docs/install-eks.md's own kustomization (step 7) gives every multus-ipmgr image the registry, and no other image", () => {
+    const objects = renderKustomization(join(ROOT, "my-cluster"), ROOT, readmeKustomization());
     const images = objects.flatMap((o) => {
       const pod = (o.object.spec as { template?: { spec: PodSpec } } | undefined)?.template?.spec;
       return pod === undefined ? [] : [...(pod.initContainers ?? []), ...pod.containers].map((c) => c.image);
@@ -888,28 +895,28 @@ describe("kustomizations: a base and one overlay per way of running", () => {
       "public.ecr.aws/docker/library/busybox:1.37",
     ]);
     const commands = installCommands().join("\n");
-    expect(commands).toContain(`kubectl apply -k deploy/`);
+    expect(commands).toContain(`kubectl apply -k my-cluster/`);
     expect(commands).not.toMatch(/sed -i/);
-    expect(readFileSync(join(ROOT, ".gitignore"), "utf8").split("\n")).toContain("/deploy*/");
+    expect(readFileSync(join(ROOT, ".gitignore"), "utf8").split("\n")).toContain("/my-cluster*/");
   });
 
   it("the renderer refuses what it does not implement, naming it", () => {
     expect(() =>
-      renderKustomization(join(ROOT, "deploy"), ROOT, { resources: [], namePrefix: "x-" }),
-    ).toThrow("deploy: kustomization field(s) namePrefix not supported here");
+      renderKustomization(join(ROOT, "my-cluster"), ROOT, { resources: [], namePrefix: "x-" }),
+    ).toThrow("my-cluster: kustomization field(s) namePrefix not supported here");
     expect(() =>
-      renderKustomization(join(ROOT, "deploy"), ROOT, {
-        resources: ["../examples/overlays/init", "../examples/overlays/sidecar"],
+      renderKustomization(join(ROOT, "my-cluster"), ROOT, {
+        resources: ["../deploy/overlays/init", "../deploy/overlays/sidecar"],
       }),
-    ).toThrow("deploy: Namespace /cnf is rendered twice");
+    ).toThrow("my-cluster: Namespace /cnf is rendered twice");
   });
 
   it
     .skipIf(kubectlMissing !== undefined)
-    .each([...KUSTOMIZATIONS, "README.md's deploy/"].map((d) => [d] as const))(
+    .each([...KUSTOMIZATIONS, "docs/install-eks.md's my-cluster/"].map((d) => [d] as const))(
     "%s: the renderer agrees with kubectl kustomize",
     (dir) => {
-      let path = join(EXAMPLES, dir);
+      let path = join(DEPLOY, dir);
       let ours: RenderedObject[] | undefined = rendered.get(dir);
       let temp: string | undefined;
       try {
@@ -917,11 +924,11 @@ describe("kustomizations: a base and one overlay per way of running", () => {
           temp = mkdtempSync(join(tmpdir(), "ipmgr-kustomize-"));
           const k = readmeKustomization();
           const resources = (k.resources as string[]).map((r) =>
-            relative(temp ?? "", join(ROOT, "deploy", r)),
+            relative(temp ?? "", join(ROOT, "my-cluster", r)),
           );
           writeFileSync(join(temp, "kustomization.yaml"), JSON.stringify({ ...k, resources }));
           path = temp;
-          ours = renderKustomization(join(ROOT, "deploy"), ROOT, k);
+          ours = renderKustomization(join(ROOT, "my-cluster"), ROOT, k);
         }
         const theirs = kubectlKustomize(path);
         expect(new Map(ours.map((o) => [objectId(o.object), o.object]))).toEqual(theirs);
@@ -933,16 +940,16 @@ describe("kustomizations: a base and one overlay per way of running", () => {
 });
 
 describe("placeholders", () => {
-  it("every placeholder used in examples/ is listed in examples/README.md, and every listed one is used", () => {
-    const files = (readdirSync(EXAMPLES, { recursive: true }) as string[]).filter((f) =>
+  it("every placeholder used in deploy/ is listed in deploy/README.md, and every listed one is used", () => {
+    const files = (readdirSync(DEPLOY, { recursive: true }) as string[]).filter((f) =>
       /\.(ya?ml|json)$/.test(f),
     );
     const used = new Set(
       files.flatMap((f) =>
-        [...readFileSync(join(EXAMPLES, f), "utf8").matchAll(/<[A-Z][A-Z0-9_]*>/g)].map((m) => m[0]),
+        [...readFileSync(join(DEPLOY, f), "utf8").matchAll(/<[A-Z][A-Z0-9_]*>/g)].map((m) => m[0]),
       ),
     );
-    const readme = readFileSync(join(EXAMPLES, "README.md"), "utf8");
+    const readme = readFileSync(join(DEPLOY, "README.md"), "utf8");
     const section = readme.slice(
       readme.indexOf("## Placeholders"),
       readme.indexOf("\n## ", readme.indexOf("## Placeholders") + 1),
@@ -1063,20 +1070,16 @@ describe("monitoring/: ServiceMonitors and alert rules for the documented metric
     }
   });
 
-  it("README.md's Metrics section lists every alert, and names no alert that the rules lack", () => {
-    const readme = readFileSync(join(ROOT, "README.md"), "utf8");
-    const metrics = readme.slice(
-      readme.indexOf("\n## Metrics\n"),
-      readme.indexOf("\n## ", readme.indexOf("\n## Metrics\n") + 1),
-    );
+  it("docs/metrics.md lists every alert, and names no alert that the rules lack", () => {
+    const metrics = readFileSync(join(ROOT, "docs", "metrics.md"), "utf8");
     const listed = [...metrics.matchAll(/`(MultusIpmgr[A-Za-z]+)`/g)].map((m) => m[1] ?? "");
     const alerts = groups.flatMap((g) => g.rules.map((r) => r.alert));
     expect([...new Set(listed)].sort()).toEqual([...alerts].sort());
   });
 });
 
-describe("examples/node: the Multus ENI at first boot", () => {
-  const NODE = join(EXAMPLES, "node");
+describe("deploy/node: the Multus ENI at first boot", () => {
+  const NODE = join(DEPLOY, "node");
   const script = readFileSync(join(NODE, "multus-eni.sh"), "utf8");
   const pascal = (kebab: string) => kebab.replace(/(^|-)([a-z])/g, (_, __, c: string) => c.toUpperCase());
 
@@ -1133,8 +1136,8 @@ describe("examples/node: the Multus ENI at first boot", () => {
     expect(group?.iam.attachPolicyARNs).toContain("arn:aws:iam::aws:policy/AmazonEKS_CNI_Policy");
   });
 
-  it("README.md's launch template sets IMDSv2 with hop limit 2 and the user data", () => {
-    const readme = readFileSync(join(ROOT, "README.md"), "utf8");
+  it("docs/install-eks.md's launch template sets IMDSv2 with hop limit 2 and the user data", () => {
+    const readme = readFileSync(INSTALL, "utf8");
     const data = /--launch-template-data "(\{[\s\S]*?\})"\n/.exec(readme)?.[1];
     expect(data).toBeDefined();
     const json = JSON.parse((data ?? "").replace(/\$\([^)]*\)/, "BASE64").replaceAll('\\"', '"')) as Json;

@@ -1,7 +1,7 @@
 /**
- * The IAM policies in examples/ grant exactly the EC2 actions each mode can send, derived from the code
+ * The IAM policies in deploy/iam/ grant exactly the EC2 actions each mode can send, derived from the code
  * (see helpers/ec2-call-graph.ts), and scope them as the Service Authorization Reference allows
- * ("Actions, resources, and condition keys for Amazon EC2"; README, "IAM").
+ * ("Actions, resources, and condition keys for Amazon EC2"; docs/install-eks.md, "IAM").
  */
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
@@ -21,7 +21,7 @@ import {
 
 const ROOT = resolve(import.meta.dirname, "..");
 const SRC = join(ROOT, "src");
-const EXAMPLES = join(ROOT, "examples");
+const IAM = join(ROOT, "deploy", "iam");
 
 type Mode = "pod" | "bridge";
 
@@ -54,7 +54,7 @@ const PLANNED_BRIDGE_METHODS = [
   "deleteSubnetCidrReservation",
 ];
 
-/** Elastic IP actions: granted by the opt-in examples/iam-policy-elastic-ips.json, never by the pod policy. */
+/** Elastic IP actions: granted by the opt-in deploy/iam/iam-policy-elastic-ips.json, never by the pod policy. */
 const ELASTIC_IP_ACTIONS = new Set([
   "AllocateAddress",
   "AssociateAddress",
@@ -128,7 +128,7 @@ interface Policy {
 }
 
 function readPolicy(name: string): Policy {
-  return JSON.parse(readFileSync(join(EXAMPLES, name), "utf8")) as Policy;
+  return JSON.parse(readFileSync(join(IAM, name), "utf8")) as Policy;
 }
 
 const list = (value: string | string[]): string[] => (Array.isArray(value) ? value : [value]);
@@ -305,8 +305,8 @@ describe("the commands", () => {
   });
 });
 
-describe("examples/iam-policy-*.json", () => {
-  const files = readdirSync(EXAMPLES).filter((f) => /^iam-policy.*\.json$/.test(f));
+describe("deploy/iam/iam-policy-*.json", () => {
+  const files = readdirSync(IAM).filter((f) => /^iam-policy.*\.json$/.test(f));
 
   it("are the pod and bridge policies and the opt-in Elastic IP one, nothing this test does not check", () => {
     const known = new Set<string>(Object.values(POLICY_FILES));
@@ -358,7 +358,7 @@ describe("examples/iam-policy-*.json", () => {
   });
 
   it(`${POLICY_FILES.elasticIps}, when present, allows exactly the Elastic IP calls init and sidecar can send`, () => {
-    const present = existsSync(join(EXAMPLES, POLICY_FILES.elasticIps));
+    const present = existsSync(join(IAM, POLICY_FILES.elasticIps));
     expect({ present, needed: sorted(podElasticIp) }).toEqual({
       present: podElasticIp.size > 0,
       needed: sorted(podElasticIp),

@@ -358,7 +358,7 @@ describe.skipIf(unavailable !== undefined)("multus-ipmgr init in a pod namespace
     expect(result.stderr).toBe(
       `multus-ipmgr init: ${path}: the file does not exist, and the downward API writes it before any ` +
         "container starts; add a downwardAPI volume with the item {path: annotations, fieldRef: {fieldPath: " +
-        `metadata.annotations}} and mount it at ${podinfo} (as examples/deployment-init-network-status.yaml ` +
+        `metadata.annotations}} and mount it at ${podinfo} (as deploy/overlays/init/deployment-init-network-status.yaml ` +
         "does), or point IPMGR_NETWORK_STATUS_FILE at the file where it is mounted, or set " +
         "IPMGR_ADDRESS_SOURCE=interfaces\n",
     );

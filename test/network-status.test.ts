@@ -258,7 +258,7 @@ describe("NetworkStatusSource", () => {
       expect((error as Error).message).toBe(
         `${path}: the file does not exist, and the downward API writes it before any container starts; add a ` +
           "downwardAPI volume with the item {path: annotations, fieldRef: {fieldPath: metadata.annotations}} and " +
-          `mount it at ${dirname(path)} (as examples/deployment-init-network-status.yaml does), or point ` +
+          `mount it at ${dirname(path)} (as deploy/overlays/init/deployment-init-network-status.yaml does), or point ` +
           "IPMGR_NETWORK_STATUS_FILE at the file where it is mounted, or set IPMGR_ADDRESS_SOURCE=interfaces",
       );
     }

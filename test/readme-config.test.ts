@@ -2,6 +2,7 @@ import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import * as z from "zod/mini";
 import {
+  CONFIG_PAGE,
   type ConfigBlock,
   configBlocks,
   endMarker,
@@ -16,7 +17,7 @@ import { field } from "../src/eni/process/settings.js";
 import { bridgeSettings } from "../src/ipam-whereabouts-bridge/settings.js";
 import { simUsage } from "../src/sim/cli-args.js";
 
-const readme = readFileSync("README.md", "utf8");
+const readme = readFileSync(CONFIG_PAGE, "utf8");
 
 const sample: ConfigBlock = {
   name: "sample",
@@ -45,12 +46,12 @@ const sample: ConfigBlock = {
   alsoReads: [],
 };
 
-describe("README.md's configuration reference, generated from the settings tables", () => {
+describe("docs/configuration.md's configuration reference, generated from the settings tables", () => {
   it("matches the settings of every command (otherwise run the command this test names)", () => {
     const stale = staleBlocks(readme);
     expect(
       stale,
-      `README.md's configuration tables differ from the settings in src/ (blocks: ${stale.join(", ")}); run ${REGENERATE_COMMAND} and commit README.md`,
+      `${CONFIG_PAGE}'s configuration tables differ from the settings in src/ (blocks: ${stale.join(", ")}); run ${REGENERATE_COMMAND} and commit ${CONFIG_PAGE}`,
     ).toEqual([]);
   });
 
@@ -89,7 +90,7 @@ describe("README.md's configuration reference, generated from the settings table
 
   it("names the missing markers and the command when a block has none", () => {
     expect(() => updateReadme("# no markers\n", [sample])).toThrow(
-      `README.md lacks the markers ${startMarker("sample")} and ${endMarker("sample")} (in this order) around the sample settings table; add them where the table belongs, then run ${REGENERATE_COMMAND}`,
+      `${CONFIG_PAGE} lacks the markers ${startMarker("sample")} and ${endMarker("sample")} (in this order) around the sample settings table; add them where the table belongs, then run ${REGENERATE_COMMAND}`,
     );
   });
 
@@ -103,14 +104,15 @@ describe("README.md's configuration reference, generated from the settings table
     );
   });
 
-  // The simulator parses its flags by hand (src/sim/cli-args.ts), not from a settings table: its README table
-  // stays hand-written, and this checks that it names every flag and variable `sim --help` prints.
+  // The simulator parses its flags by hand (src/sim/cli-args.ts), not from a settings table: its table in
+  // docs/sim.md stays hand-written, and this checks that it names every flag and variable `sim --help` prints.
   it("lists every flag and variable of multus-ipmgr sim", () => {
     const flags = [...simUsage.matchAll(/^ {2}(--[a-z-]+)/gm)].map((m) => m[1] ?? "");
     const variables = [...simUsage.matchAll(/\[(IPMGR_SIM_[A-Z_]+)\]/g)].map((m) => m[1] ?? "");
     expect(flags.length).toBeGreaterThan(5);
     expect(variables.length).toBeGreaterThan(5);
-    const missing = [...flags, ...variables].filter((name) => !readme.includes(`\`${name}`));
+    const simPage = readFileSync("docs/sim.md", "utf8");
+    const missing = [...flags, ...variables].filter((name) => !simPage.includes(`\`${name}`));
     expect(missing).toEqual([]);
   });
 });

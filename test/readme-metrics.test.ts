@@ -3,21 +3,12 @@ import { describe, expect, it } from "vitest";
 import { BridgeMetrics } from "../src/ipam-whereabouts-bridge/metrics.js";
 import { SidecarMetrics } from "../src/sidecar/metrics.js";
 
-/** The text of README.md's section `heading` (a `## ` heading), up to the next `## `. */
-function section(heading: string): string {
-  const readme = readFileSync("README.md", "utf8");
-  const start = readme.indexOf(`\n## ${heading}\n`);
-  expect(start, `README.md has no section "## ${heading}"`).toBeGreaterThanOrEqual(0);
-  const end = readme.indexOf("\n## ", start + 1);
-  return readme.slice(start, end < 0 ? undefined : end);
-}
-
 function metricNames(registry: { getMetricsAsArray(): { name: string }[] }): string[] {
   return registry.getMetricsAsArray().map((m) => m.name);
 }
 
-describe("README.md's Metrics section", () => {
-  const metrics = section("Metrics");
+describe("docs/metrics.md", () => {
+  const metrics = readFileSync("docs/metrics.md", "utf8");
 
   it("names every metric the sidecar registers", () => {
     const names = metricNames(new SidecarMetrics().registry);

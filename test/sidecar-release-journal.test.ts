@@ -48,7 +48,7 @@ describe("ReleaseJournal", () => {
     expect(error).toBeInstanceOf(ConfigError);
     expect((error as Error).message).toBe(
       `IPMGR_STATE_FILE=${JSON.stringify(path)}: the directory ${missing} does not exist or may not be written (ENOENT); ` +
-        "mount a volume that survives a container restart there (an emptyDir, as examples/statefulset-sidecar.yaml does), or unset IPMGR_STATE_FILE",
+        "mount a volume that survives a container restart there (an emptyDir, as deploy/overlays/sidecar/statefulset-sidecar.yaml does), or unset IPMGR_STATE_FILE",
     );
   });
 

@@ -85,6 +85,7 @@ describe("discovery", () => {
     expect(whereabouts.resources.map((r: { kind: string }) => r.kind)).toEqual([
       "IPPool",
       "OverlappingRangeIPReservation",
+      "NodeSlicePool",
     ]);
     expect((await kube(s, "GET", "/apis/k8s.cni.cncf.io")).body).toMatchObject({
       kind: "APIGroup",

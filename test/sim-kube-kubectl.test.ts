@@ -129,17 +129,70 @@ describe.skipIf(kubectlMissing !== undefined)("kubectl against the simulator", (
     ]);
   });
 
+  it("applies a node-sliced NAD, then gets, reads and edits the NodeSlicePool whereabouts' controller makes", async () => {
+    const file = join(dir as string, "sliced.yaml");
+    writeFileSync(
+      file,
+      [
+        "apiVersion: k8s.cni.cncf.io/v1",
+        "kind: NetworkAttachmentDefinition",
+        "metadata: { name: slices, namespace: kube-system }",
+        `spec: { config: '{"cniVersion":"0.3.1","name":"slices","type":"ipvlan","master":"eth1","ipam":{"type":"whereabouts","network_name":"slices","range":"198.51.100.224/27","node_slice_size":"/28"}}' }`,
+      ].join("\n"),
+    );
+    expect((await kubectl("apply", "-f", file)).stdout).toBe(
+      "networkattachmentdefinition.k8s.cni.cncf.io/slices created\n",
+    );
+    let listed = "";
+    await eventually(async () => {
+      listed = (await kubectl("get", "nodeslicepools", "-n", "kube-system")).stdout;
+      return listed.includes("slices");
+    }, "the NodeSlicePool listed");
+    expect(listed).toMatch(/^NAME\s+AGE\nslices\s+\d+s\n$/);
+    const slices = await kubectl(
+      "get",
+      "nodeslicepool",
+      "slices",
+      "-n",
+      "kube-system",
+      "-o",
+      "jsonpath={range .status.allocations[*]}{.nodeName}={.sliceRange}{'\\n'}{end}",
+    );
+    expect(slices.stdout).toBe(
+      "ip-198-51-100-10.ec2.internal=198.51.100.224/28\nip-198-51-100-20.ec2.internal=198.51.100.240/28\n",
+    );
+    const patched = await kubectl(
+      "patch",
+      "nodeslicepool",
+      "slices",
+      "-n",
+      "kube-system",
+      "--type=json",
+      "-p",
+      '[{"op":"replace","path":"/status/allocations/1/nodeName","value":""}]',
+    );
+    expect(patched).toMatchObject({
+      code: 0,
+      stdout: "nodeslicepool.whereabouts.cni.cncf.io/slices patched\n",
+    });
+    const pool = sim?.state().kubernetes?.nodeSlicePools.find((p) => p.metadata.name === "slices");
+    expect((pool?.status as { allocations: unknown[] } | undefined)?.allocations[1]).toEqual({
+      nodeName: "",
+      sliceRange: "198.51.100.240/28",
+    });
+  });
+
   it("deletes a pod and waits for it to be gone", async () => {
     const deleted = await kubectl("delete", "pod", "-n", "cnf", "upf-0");
     expect(deleted).toMatchObject({ code: 0, stdout: 'pod "upf-0" deleted\n' });
     expect(sim?.state().kubernetes?.pods).toEqual([]);
   });
 
-  it("runs the README's kubelet stand-in example: kubectl apply, then Running with whereabouts' addresses", async () => {
-    const readme = readFileSync("README.md", "utf8");
-    const section = readme.slice(readme.indexOf("**The kubelet stand-in**"));
+  it("runs docs/sim.md's kubelet stand-in example: kubectl apply, then Running with whereabouts' addresses", async () => {
+    const page = readFileSync("docs/sim.md", "utf8");
+    const section = page.slice(page.indexOf("**The kubelet stand-in**"));
     const manifest = /```yaml\n([\s\S]*?)```/.exec(section)?.[1];
-    expect(manifest, "README's kubelet stand-in section has a yaml block").toContain("name: upf-2");
+    expect(manifest, "docs/sim.md's kubelet stand-in section has a yaml block").toContain("name: upf-2");
     await sim?.close();
     sim = await startKubeSim(await loadWorldFile("examples/world-bridge.yaml"));
     await writeKubeconfig(join(dir as string, "kubeconfig"), kubeEndpointOf(sim));
@@ -151,13 +204,13 @@ describe.skipIf(kubectlMissing !== undefined)("kubectl against the simulator", (
       wide = (await kubectl("get", "pod", "-n", "cnf", "upf-2", "-o", "wide")).stdout;
       return /\bRunning\b/.test(wide);
     }, "upf-2 Running");
-    // The README's line, field by field, whatever the age.
+    // The page's line, field by field, whatever the age.
     const fields = (line: string) =>
       line
         .trim()
         .split(/\s+/)
         .map((f, i) => (i === 4 ? "AGE" : f));
-    const shown = /^# (upf-2 .*)$/m.exec(section)?.[1] ?? "README shows no upf-2 line";
+    const shown = /^# (upf-2 .*)$/m.exec(section)?.[1] ?? "docs/sim.md shows no upf-2 line";
     expect(fields(wide.split("\n")[1] ?? "")).toEqual(fields(shown));
     const status = await kubectl(
       "get",

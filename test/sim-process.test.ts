@@ -15,8 +15,8 @@ interface Ready {
   imds: Record<string, string>;
 }
 
-/** The README's "In your own tests" example, as another project would run it. */
-describe.skipIf(unbuilt)("the simulator as a process, as the README shows", () => {
+/** docs/sim.md's "In your own tests" example, as another project would run it. */
+describe.skipIf(unbuilt)("the simulator as a process, as docs/sim.md shows", () => {
   it("prints the ready line, answers any SDK on it, and exits 0 on SIGTERM", async () => {
     const sim = spawn(process.execPath, [BINARY, "sim", "--world", "examples/world-two-nodes.yaml"], {
       stdio: ["ignore", "pipe", "pipe"],

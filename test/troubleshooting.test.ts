@@ -3,14 +3,14 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { ExitCode } from "../src/eni/errors/exit-codes.js";
 
-const readme = readFileSync("README.md", "utf8");
+const page = readFileSync("docs/troubleshooting.md", "utf8");
 
-/** The text of README.md's section `heading` (a `## ` heading), up to the next `## `. */
+/** The text of docs/troubleshooting.md's section `heading` (a `## ` heading), up to the next `## `. */
 function section(heading: string): string {
-  const start = readme.indexOf(`\n## ${heading}\n`);
-  expect(start, `README.md has no section "## ${heading}"`).toBeGreaterThanOrEqual(0);
-  const end = readme.indexOf("\n## ", start + 1);
-  return readme.slice(start, end < 0 ? undefined : end);
+  const start = page.indexOf(`\n## ${heading}\n`);
+  expect(start, `docs/troubleshooting.md has no section "## ${heading}"`).toBeGreaterThanOrEqual(0);
+  const end = page.indexOf("\n## ", start + 1);
+  return page.slice(start, end < 0 ? undefined : end);
 }
 
 /** Every `errors/` folder under src/, at any depth. */
@@ -41,8 +41,8 @@ const errorClasses = errorFolders("src").flatMap((folder) =>
     ),
 );
 
-describe("README.md's Troubleshooting section", () => {
-  const troubleshooting = section("Troubleshooting");
+describe("docs/troubleshooting.md", () => {
+  const troubleshooting = section("Every error, by exit code");
 
   it("finds the error classes (the scan itself works)", () => {
     const names = errorClasses.map((c) => c.name);
@@ -57,7 +57,7 @@ describe("README.md's Troubleshooting section", () => {
       .filter((c) => !NOT_PRINTED.has(c.name))
       .filter((c) => !troubleshooting.includes(`\`${c.name}\``))
       .map((c) => `${c.name} (${c.file})`);
-    expect(missing, "add each to README.md, Troubleshooting: its sentence, cause and fix").toEqual([]);
+    expect(missing, "add each to docs/troubleshooting.md: its sentence, cause and fix").toEqual([]);
   });
 
   it("has an entry for every reason the planner refuses an address for", () => {

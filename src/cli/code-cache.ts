@@ -10,7 +10,7 @@ import { constants, Script } from "node:vm";
  *
  * V8 checks its own version and flags when it reads a cache, but of the source only its length: so the cache
  * file starts with one line saying what it was made for (the bundle's SHA-256, Node's version and the CPU
- * architecture), and a start uses it only when all three are its own. See README, Decisions.
+ * architecture), and a start uses it only when all three are its own. See docs/decisions.md.
  */
 
 /** What a cache was made for: the first line of the cache file, as JSON. */

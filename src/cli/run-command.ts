@@ -24,7 +24,7 @@ commands:
   doctor    check IMDS, the ENIs, IAM, the subnets and the pod's interfaces from inside the pod (--json)
   sim       run the local EC2 Query API and IMDSv2 simulator (--world FILE)
 
-Every flag has an environment variable; see README.md ("Configuration") or <command> --help.`;
+Every flag has an environment variable; see docs/configuration.md or <command> --help.`;
 
 export type CommandMain = (argv: readonly string[]) => Promise<number>;
 

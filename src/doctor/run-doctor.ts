@@ -144,7 +144,7 @@ export async function runDoctor(deps: DoctorDeps, options: DoctorOptions): Promi
         subject: unknown.name,
         fix:
           unknown.suggestion === undefined
-            ? `remove ${unknown.name} from the container's env, or rename it to the variable you meant (README.md, Configuration)`
+            ? `remove ${unknown.name} from the container's env, or rename it to the variable you meant (docs/configuration.md)`
             : `rename ${unknown.name} to ${unknown.suggestion} in the container's env`,
       }),
     );
@@ -375,7 +375,7 @@ async function securityGroupResults(
           "security-group",
           `ec2:DescribeSecurityGroups is denied, so the groups of the Multus ENIs (${listText(ids)}) cannot be checked: ${errorSentence(error)}`,
           {
-            fix: "grant ec2:DescribeSecurityGroups (examples/iam-policy-pod.json has it), or read the rules with aws ec2 describe-security-groups --group-ids ...",
+            fix: "grant ec2:DescribeSecurityGroups (deploy/iam/iam-policy-pod.json has it), or read the rules with aws ec2 describe-security-groups --group-ids ...",
           },
         ),
       ];

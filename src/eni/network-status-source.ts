@@ -35,7 +35,7 @@ function readText(path: string): Promise<string> {
 function mountFix(path: string): string {
   return (
     `add a downwardAPI volume with the item {path: ${basename(path)}, fieldRef: {fieldPath: metadata.annotations}} ` +
-    `and mount it at ${dirname(path)} (as examples/deployment-init-network-status.yaml does), or point ` +
+    `and mount it at ${dirname(path)} (as deploy/overlays/init/deployment-init-network-status.yaml does), or point ` +
     "IPMGR_NETWORK_STATUS_FILE at the file where it is mounted, or set IPMGR_ADDRESS_SOURCE=interfaces"
   );
 }

@@ -15,7 +15,7 @@ const help = (): string =>
     "usage: multus-ipmgr init [flags]",
     `Assigns this pod's Multus addresses as secondary IPs of the worker ENIs that carry them (matched by MAC),
 waits until EC2 holds them all, and exits 0. Exits non-zero with one sentence saying what is wrong
-otherwise; exit codes are listed in README.md.`,
+otherwise; exit codes are listed in docs/troubleshooting.md.`,
     initSettings,
   );
 
@@ -52,7 +52,7 @@ export async function main(argv: readonly string[], seams: InitSeams = {}): Prom
     const deps = seams.interfaces === undefined ? built : { ...built, interfaces: seams.interfaces };
     // The EC2 SDK loads on the first EC2 call, not during IMDS discovery: a rerun on a correct pod makes
     // none and never loads it (about 20 ms less), and a fresh start lost nothing measurable, since IMDS
-    // answers within a millisecond and left little to overlap (README, Decisions: start-up).
+    // answers within a millisecond and left little to overlap (docs/decisions.md: start-up).
     try {
       await runInit(deps, {
         policy: { allowedCidrs: config.allowedCidrs },

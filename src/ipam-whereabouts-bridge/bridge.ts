@@ -5,39 +5,35 @@
  * Every wave starts from the full state, so nothing is lost between waves: a wave that fails (EC2 throttled
  * or unavailable after its retries, IMDS failing) is run again whole after a capped exponential backoff.
  */
-import { type BackoffPolicy, backoffDelay } from "../eni/backoff.js";
+import type { BackoffPolicy } from "../eni/backoff.js";
 import type { Ec2Api } from "../eni/ec2-api.js";
 import { readEnis } from "../eni/eni-discovery.js";
-import { Ec2Error } from "../eni/errors/ec2-error.js";
 import { IpmgrError } from "../eni/errors/ipmgr-error.js";
 import type { Imds } from "../eni/imds.js";
-import { linkedAbort } from "../eni/linked-abort.js";
+import { LoopSchedule } from "../eni/loop-schedule.js";
 import { isAssign, isMove } from "../eni/plan-actions.js";
 import type { Clock } from "../eni/process/clock.js";
 import type { Logger } from "../eni/process/logger.js";
 import type { ProbeResult } from "../eni/process/probe-server.js";
-import { applyPlan, planFor } from "../eni/reconcile.js";
-import type { EniState, Plan, PlanAction } from "../eni/types.js";
+import { planFor } from "../eni/reconcile.js";
+import type { Plan } from "../eni/types.js";
+import { BridgeWatches } from "./bridge-watches.js";
 import { ConflictEpisodes, DEFAULT_EPISODE_CHECK_MS, DEFAULT_REPAIR_BACKOFF } from "./conflict-episodes.js";
-import { type DesiredState, desiredState, type PodRef } from "./desired-state.js";
-import type {
-  IpPoolInfo,
-  KubeApi,
-  NadInfo,
-  OverlappingReservationInfo,
-  PodInfo,
-  WatchedCollection,
-} from "./kube-api.js";
+import { type DesiredState, desiredState } from "./desired-state.js";
+import type { IpPoolInfo, KubeApi, OverlappingReservationInfo, PodInfo } from "./kube-api.js";
 import type { BridgeMetrics, ReleaseHoldReason, WaveOutcome } from "./metrics.js";
+import { MultusEnis } from "./multus-enis.js";
 import type { PodEventReporter } from "./pod-events.js";
+import type { PrefixMode } from "./prefix-mode.js";
 import { ReleaseGuard } from "./release-guard.js";
 import type { SubnetView } from "./reservation-cover.js";
-import { type ViewTrust, viewTrust } from "./view-trust.js";
-import { type BridgeRefusal, overlayRecent, planWave, type RecentChange } from "./wave-plan.js";
+import type { ViewTrust } from "./view-trust.js";
+import { announceReleases, applyWave } from "./wave-apply.js";
+import { overlayRecent, planWave, type RecentChange } from "./wave-plan.js";
+import { reportLines, tellWave, type WaveReport, type WaveReportInput } from "./wave-report.js";
 import type { WhereaboutsRange } from "./whereabouts-ranges.js";
 
-/** The tag that marks an ENI the VPC CNI must leave alone: a Multus ENI. */
-export const NO_MANAGE_TAG = "node.k8s.amazonaws.com/no_manage";
+export { NO_MANAGE_TAG } from "./multus-enis.js";
 
 export interface BridgeDeps {
   readonly kube: KubeApi;
@@ -47,6 +43,8 @@ export interface BridgeDeps {
   readonly logger: Logger;
   readonly metrics: BridgeMetrics;
   readonly events: PodEventReporter;
+  /** Prefix mode (IPMGR_BRIDGE_PREFIX_MODE); undefined when off. */
+  readonly prefixes?: PrefixMode;
 }
 
 export interface BridgeOptions {
@@ -74,56 +72,30 @@ export interface BridgeOptions {
   readonly episodeCheckMs?: number;
 }
 
-/** What the last wave saw and did, for /readyz and the tests. */
-export interface WaveReport {
-  readonly at: number;
-  readonly outcome: WaveOutcome;
-  readonly mutatingCalls: number;
-  readonly wanted: number;
-  readonly held: number;
-  readonly refusals: readonly BridgeRefusal[];
-  readonly conflicts: readonly string[];
-  readonly failures: readonly string[];
-  readonly pendingReleases: number;
-}
-
-const WAKE = Symbol("wake");
-
-interface Collections {
-  readonly pods: WatchedCollection<PodInfo>;
-  readonly nads: WatchedCollection<NadInfo>;
-  readonly ipPools: WatchedCollection<IpPoolInfo>;
-  readonly reservations: WatchedCollection<OverlappingReservationInfo>;
-}
-
-function ref(pod: PodRef): string {
-  return `${pod.namespace}/${pod.name}`;
-}
+export type { WaveReport } from "./wave-report.js";
 
 function isAbort(error: unknown, signal: AbortSignal): boolean {
   return signal.aborted || (error instanceof Error && error.name === "AbortError");
 }
 
 export class Bridge {
-  #collections: Collections | undefined;
+  readonly #watches = new BridgeWatches();
   #dirty = true;
   /** The last wave changed the ENIs and refused addresses for room: the next runs without the window. */
   #roomMade = false;
-  #wake: (() => void) | undefined;
   #lastWaveAt = Number.NEGATIVE_INFINITY;
-  #retryAt: number | undefined;
-  #failures = 0;
-  #lastFailure: string | undefined;
+  /** Failed waves, the retry's time and the wake-up on a change. */
+  readonly #schedule: LoopSchedule;
   #unusedSince = new Map<string, number>();
   #recent: RecentChange[] = [];
   #nextPendingAt: number | undefined;
-  #taggedEniIds: Set<string> | undefined;
   #dryRunLogged = new Set<string>();
   #report: WaveReport | undefined;
   #running = false;
   #stopped = false;
   #lastGoodRanges = new Map<string, readonly WhereaboutsRange[]>();
   readonly #guard: ReleaseGuard;
+  readonly #multusEnis: MultusEnis;
 
   /** Addresses another ENI took back after ours held them (two pods on two nodes carrying one address). */
   readonly #episodes: ConflictEpisodes;
@@ -135,6 +107,8 @@ export class Bridge {
   ) {
     this.#episodes = new ConflictEpisodes({ backoff: options.repairBackoff ?? DEFAULT_REPAIR_BACKOFF });
     this.#guard = new ReleaseGuard(deps);
+    this.#multusEnis = new MultusEnis(deps.ec2, options.deviceIndexes);
+    this.#schedule = new LoopSchedule({ clock: deps.clock, backoff: options.retry });
   }
 
   /** Starts the four watches; resolves once each has listed once (or failed and is being retried). */
@@ -145,24 +119,13 @@ export class Bridge {
       failed: (resource: string) => metrics.watchRestart(resource),
       healthChanged: () => this.#healthChanged(),
     };
-    const [pods, nads, ipPools, reservations] = await Promise.all([
-      kube.watchPods(this.options.nodeName, listener),
-      kube.watchNetworkAttachmentDefinitions(listener),
-      kube.watchIpPools(listener),
-      kube.watchOverlappingReservations(listener),
-    ]);
-    this.#collections = { pods, nads, ipPools, reservations };
+    await this.#watches.start(kube, this.options.nodeName, listener);
+    await this.deps.prefixes?.start(listener);
   }
 
   /** Whether releases may act on the watches' caches now, and why not. */
   #trustNow(): ViewTrust {
-    const c = this.#collections;
-    if (c === undefined) return { trusted: false, reasons: ["the Kubernetes watches have not started"] };
-    return viewTrust(
-      Object.values(c).map((collection) => collection.health()),
-      this.deps.clock.now(),
-      this.options.watchSilenceMs,
-    );
+    return this.#watches.trust(this.deps.clock.now(), this.options.watchSilenceMs);
   }
 
   /** A watch failed, relisted or works again: graces restart on a stale view, a wave runs when it is back. */
@@ -173,14 +136,13 @@ export class Bridge {
   /** Records the trust (the guard logs each change once); every grace restarts while the view is stale. */
   #noteTrust(trust: ViewTrust): boolean {
     if (!trust.trusted) this.#unusedSince = new Map();
-    const faulted = Object.values(this.#collections ?? {}).some((c) => c.health().fault !== undefined);
-    return this.#guard.noteTrust(trust, faulted);
+    return this.#guard.noteTrust(trust, this.#watches.faulted);
   }
 
   /** A Kubernetes object changed: a wave runs after the window. */
   changed(): void {
     this.#dirty = true;
-    this.#wake?.();
+    this.#schedule.wake();
   }
 
   /** The last wave's report; undefined before the first. */
@@ -201,8 +163,7 @@ export class Bridge {
 
   /** Whether every watch has listed once. */
   get synced(): boolean {
-    const c = this.#collections;
-    return c !== undefined && Object.values(c).every((collection) => collection.synced);
+    return this.#watches.synced;
   }
 
   /** The ranges the last wave managed, for the reservations keeper. */
@@ -240,22 +201,19 @@ export class Bridge {
     try {
       const outcome = await this.#wave(signal);
       metrics.wave(outcome, clock.now() - started);
-      if (this.#failures > 0) logger.info({ failures: this.#failures }, "waves work again");
-      this.#failures = 0;
-      this.#lastFailure = undefined;
-      this.#retryAt = undefined;
+      const failures = this.#schedule.failures;
+      if (this.#schedule.succeeded() !== undefined) logger.info({ failures }, "waves work again");
       return outcome;
     } catch (error) {
       if (isAbort(error, signal)) throw error;
       metrics.wave("error", clock.now() - started);
-      this.#failures += 1;
-      const delay = backoffDelay(this.options.retry, this.#failures);
-      this.#retryAt = clock.now() + delay;
-      this.#lastFailure = error instanceof Error ? error.message : String(error);
+      const message = error instanceof Error ? error.message : String(error);
+      const { failures, retryInMs } = this.#schedule.failed(message, message);
       if (!(error instanceof IpmgrError)) logger.error({ err: error }, "a wave failed unexpectedly");
-      if (this.#failures === 1 || this.#failures % 10 === 0) {
+      // The first failure and every tenth: a wave that keeps failing stays visible in the log.
+      if (failures === 1 || failures % 10 === 0) {
         logger.warn(
-          { err: error, failures: this.#failures, retryInMs: delay },
+          { err: error, failures, retryInMs },
           "a wave failed; it runs again whole after the backoff",
         );
       }
@@ -270,10 +228,11 @@ export class Bridge {
     for (;;) {
       signal.throwIfAborted();
       const now = clock.now();
-      if (this.#retryAt !== undefined) {
+      const retryAt = this.#schedule.retryAt;
+      if (retryAt !== undefined) {
         // While backing off, changes wait: the retry runs the whole state anyway.
-        if (now >= this.#retryAt) return;
-        await this.#sleepUntil(this.#retryAt, signal, false);
+        if (now >= retryAt) return;
+        await this.#schedule.sleepUntil(retryAt, signal, false);
         continue;
       }
       if (this.#dirty) return;
@@ -281,50 +240,18 @@ export class Bridge {
         this.#lastWaveAt + this.options.resyncIntervalMs,
         this.#nextPendingAt ?? Infinity,
         this.#nextEpisodeCheckAt ?? Infinity,
+        this.deps.prefixes?.nextAt ?? Infinity,
       );
       if (now >= due) return;
-      await this.#sleepUntil(due, signal, true);
+      await this.#schedule.sleepUntil(due, signal, true);
     }
   }
 
-  async #sleepUntil(at: number, signal: AbortSignal, wakeOnChange: boolean): Promise<void> {
-    const link = linkedAbort(signal);
-    if (wakeOnChange) this.#wake = () => link.abort(WAKE);
-    try {
-      await this.deps.clock.sleep(Math.max(0, at - this.deps.clock.now()), link.signal);
-    } catch (error) {
-      if (error !== WAKE) throw error;
-    } finally {
-      link.dispose();
-      this.#wake = undefined;
-    }
-  }
-
-  /** The Multus ENIs: by device index when configured, else by the no_manage tag (EC2, read when needed). */
-  async #multusEniIds(enis: readonly EniState[], resync: boolean): Promise<Set<string>> {
-    if (this.options.deviceIndexes.length > 0) {
-      return new Set(
-        enis.filter((e) => this.options.deviceIndexes.includes(e.deviceIndex)).map((e) => e.eniId),
-      );
-    }
-    const known = this.#taggedEniIds;
-    const unknown =
-      known === undefined || enis.some((e) => !known.has(e.eniId) && !this.#untagged.has(e.eniId));
-    if (unknown || resync) {
-      const described = await this.deps.ec2.describeNetworkInterfaces({ eniIds: enis.map((e) => e.eniId) });
-      this.#taggedEniIds = new Set(
-        described.filter((e) => e.tags[NO_MANAGE_TAG] === "true").map((e) => e.eniId),
-      );
-      this.#untagged = new Set(described.filter((e) => e.tags[NO_MANAGE_TAG] !== "true").map((e) => e.eniId));
-    }
-    return new Set(this.#taggedEniIds);
-  }
-  #untagged = new Set<string>();
   #lastTagReadAt = Number.NEGATIVE_INFINITY;
 
   async #wave(signal: AbortSignal): Promise<WaveOutcome> {
     const { clock, logger, imds, ec2 } = this.deps;
-    const collections = this.#collections;
+    const collections = this.#watches.collections;
     if (collections === undefined) throw new Error("internal: the bridge ran before start()");
     const trust = this.#trustNow();
     this.#noteTrust(trust);
@@ -332,11 +259,23 @@ export class Bridge {
     const observed = await readEnis(imds);
     signal.throwIfAborted();
     const resyncTags = now - this.#lastTagReadAt >= this.options.resyncIntervalMs;
-    const multusEniIds = await this.#multusEniIds(observed, resyncTags);
+    const multusEniIds = await this.#multusEnis.ids(observed, resyncTags);
     if (resyncTags) this.#lastTagReadAt = now;
     const overlay = overlayRecent(observed, this.#recent, now);
     this.#recent = overlay.recent;
-    const enis = overlay.enis;
+    // Prefix mode first: its prefixes hold pod addresses (no call) and EC2 refuses a single address inside one.
+    const enis =
+      (await this.deps.prefixes?.wave(
+        {
+          enis: overlay.enis,
+          multusEniIds,
+          nads: collections.nads.list(),
+          pods: collections.pods.list(),
+          trusted: trust.trusted,
+          freshPods: () => collections.pods.fetchNow(),
+        },
+        signal,
+      )) ?? overlay.enis;
 
     const nodePods = (all: readonly PodInfo[]): PodInfo[] =>
       all.filter((p) => p.nodeName === this.options.nodeName);
@@ -376,7 +315,11 @@ export class Bridge {
     if (releases.length > 0) {
       const confirmation = await this.#guard.confirm(
         releases,
-        () => this.#freshReading(desiredFrom, signal),
+        async () => {
+          const fresh = await this.#watches.fresh();
+          signal.throwIfAborted();
+          return desiredFrom(fresh.pods, fresh.ipPools, fresh.reservations);
+        },
         (error) => isAbort(error, signal),
       );
       if (confirmation === undefined) {
@@ -412,45 +355,8 @@ export class Bridge {
       multusEniIds,
       addressesPerEni: this.options.addressesPerEni,
     });
-    for (const release of releases) {
-      const key = `${release.eniId} ${release.address}`;
-      if (this.options.releaseDryRun) {
-        if (this.#dryRunLogged.has(key)) continue;
-        this.#dryRunLogged.add(key);
-        this.deps.metrics.released(1, true);
-        logger.info(
-          { eniId: release.eniId, address: release.address, reason: release.reason },
-          "dry run: would release",
-        );
-      } else {
-        logger.info({ eniId: release.eniId, address: release.address, reason: release.reason }, "releasing");
-      }
-    }
-
-    const failures: { action: PlanAction; error: unknown }[] = [];
-    const done = new Set<PlanAction>();
-    /** Releases EC2 refused because the ENI no longer held the address (applyPlan logs each). */
-    const notHeld = new Set<string>();
-    for (const action of wave.actions) {
-      signal.throwIfAborted();
-      try {
-        const { refusedReleases } = await applyPlan({ ...plan, actions: [action] }, { ec2, logger });
-        for (const address of refusedReleases) notHeld.add(`${action.eniId} ${address}`);
-        if (refusedReleases.length > 0) {
-          logger.warn(
-            { eniId: action.eniId, addresses: refusedReleases },
-            "EC2 refused to release addresses the ENI seemed to hold; taken as gone until IMDS shows them again after the confirm timeout, then released again",
-          );
-        }
-        done.add(action);
-      } catch (error) {
-        // Throttled or unavailable after every retry: the whole wave runs again after a backoff.
-        if (error instanceof Ec2Error && error.kind === "unavailable") throw error;
-        if (!(error instanceof IpmgrError)) throw error;
-        failures.push({ action, error });
-        logger.warn({ err: error, action }, "EC2 refused an action of the wave; the others go on");
-      }
-    }
+    announceReleases(releases, this.options.releaseDryRun ? this.#dryRunLogged : undefined, this.deps);
+    const { done, failures, notHeld } = await applyWave(plan, wave, { ec2, logger }, signal);
     const mutatingCalls = done.size + failures.length;
     const until = clock.now() + this.options.recentMemoryMs;
     for (const action of done) {
@@ -477,138 +383,16 @@ export class Bridge {
     );
 
     const outcome: WaveOutcome = done.size > 0 ? "applied" : "noop";
-    this.#reportWave(desired, wave, enis, done, failures, outcome, mutatingCalls, now);
+    const taken = this.#episodes.conflicts(now);
+    this.#tellWave({ desired, wave, enis, done, failures, taken, outcome, mutatingCalls, at: now });
     return outcome;
   }
 
-  /** The desired state from a fresh list of this node's pods, the IPPools and the reservations. */
-  async #freshReading(
-    desiredFrom: (
-      pods: readonly PodInfo[],
-      ipPools: readonly IpPoolInfo[],
-      reservations: readonly OverlappingReservationInfo[],
-    ) => DesiredState,
-    signal: AbortSignal,
-  ): Promise<DesiredState> {
-    const c = this.#collections;
-    if (c === undefined) throw new Error("internal: the bridge confirmed releases before start()");
-    const [pods, ipPools, reservations] = await Promise.all([
-      c.pods.fetchNow(),
-      c.ipPools.fetchNow(),
-      c.reservations.fetchNow(),
-    ]);
-    signal.throwIfAborted();
-    return desiredFrom(pods, ipPools, reservations);
-  }
-
-  #reportWave(
-    desired: DesiredState,
-    wave: ReturnType<typeof planWave>,
-    enis: readonly EniState[],
-    done: ReadonlySet<PlanAction>,
-    failures: readonly { action: PlanAction; error: unknown }[],
-    outcome: WaveOutcome,
-    mutatingCalls: number,
-    at: number,
-  ): void {
-    const { events, metrics } = this.deps;
-    const heldBefore = new Set(enis.flatMap((e) => [...e.ipv4s, ...e.ipv6s].map((a) => `${e.eniId} ${a}`)));
-    const assignedNow = new Set<string>();
-    for (const action of done) {
-      if (isAssign(action)) {
-        for (const a of action.addresses) assignedNow.add(`${action.eniId} ${a}`);
-      }
-    }
-    const failedBy = new Map<string, string>();
-    for (const { action, error } of failures) {
-      for (const a of action.addresses)
-        failedBy.set(a, error instanceof Error ? error.message : String(error));
-    }
-
-    // Per pod: what is now held, what was assigned in this wave, what could not be.
-    const perPod = new Map<string, { pod: PodRef; assigned: string[]; problems: string[] }>();
-    const entry = (pod: PodRef) => {
-      const key = ref(pod);
-      const found = perPod.get(key) ?? { pod, assigned: [], problems: [] };
-      perPod.set(key, found);
-      return found;
-    };
-    let held = 0;
-    for (const p of wave.placements) {
-      const pod = desired.podOfInterface.get(p.interfaceName);
-      if (pod === undefined) continue;
-      const key = `${p.eniId} ${p.address}`;
-      const failure = failedBy.get(p.address);
-      if (failure !== undefined && !heldBefore.has(key)) {
-        entry(pod).problems.push(failure);
-        continue;
-      }
-      if (heldBefore.has(key) || assignedNow.has(key)) held += 1;
-      if (assignedNow.has(key))
-        entry(pod).assigned.push(`${p.address} (${p.interfaceName.split("/").pop()}) on ${p.eniId}`);
-    }
-    for (const refusal of wave.refusals) {
-      const pod = desired.podOfInterface.get(refusal.interfaceName);
-      if (pod !== undefined) entry(pod).problems.push(refusal.detail);
-    }
-    for (const { pod, assigned, problems } of perPod.values()) {
-      if (problems.length > 0) {
-        events.report({ pod, type: "Warning", reason: "AddressesNotAssigned", message: problems.join(" ") });
-      } else if (assigned.length > 0) {
-        events.report({
-          pod,
-          type: "Normal",
-          reason: "AddressesAssigned",
-          message: `assigned ${assigned.join(", ")}`,
-        });
-      }
-    }
-    for (const conflict of desired.conflicts) {
-      events.report({
-        pod: conflict.pod,
-        type: "Warning",
-        reason: "AddressConflict",
-        message: conflict.detail,
-      });
-      events.report({
-        pod: conflict.other,
-        type: "Warning",
-        reason: "AddressConflict",
-        message: conflict.detail,
-      });
-    }
-    const taken = this.#episodes.conflicts(at);
-    for (const conflict of taken) {
-      events.report({
-        pod: conflict.pod,
-        type: "Warning",
-        reason: "AddressConflict",
-        message: conflict.message,
-      });
-    }
-
-    const conflictLines = [...new Set([...desired.conflicts, ...taken].map((c) => c.detail))];
-    metrics.view({
-      managed: desired.managedPods.length,
-      optedOut: desired.skippedPods.filter((s) => s.reason === "opted-out").length,
-      sidecar: desired.skippedPods.filter((s) => s.reason === "sidecar").length,
-      wanted: wave.placements.length,
-      held,
-      refused: wave.refusals.length,
-      conflicts: conflictLines.length,
-      pendingReleases: desired.pending.length,
-    });
-    this.#report = {
-      at,
-      outcome,
-      mutatingCalls,
-      wanted: wave.placements.length,
-      held,
-      refusals: wave.refusals,
-      conflicts: conflictLines,
-      failures: [...new Set(failedBy.values())],
-      pendingReleases: desired.pending.length,
-    };
+  #tellWave(input: WaveReportInput): void {
+    const told = tellWave(input);
+    for (const event of told.events) this.deps.events.report(event);
+    this.deps.metrics.view(told.view);
+    this.#report = told.report;
   }
 
   /** /healthz: the loop runs (or has not been asked to yet). */
@@ -624,9 +408,8 @@ export class Bridge {
    */
   readiness(extra: readonly string[] = []): ProbeResult {
     const lines: string[] = [];
-    const c = this.#collections;
     let ok = true;
-    if (c === undefined) {
+    if (this.#watches.collections === undefined) {
       return { ok: false, lines: ["the Kubernetes watches have not started"] };
     }
     const trust = this.#trustNow();
@@ -637,18 +420,14 @@ export class Bridge {
       ok = false;
       lines.push("no wave has run yet");
     } else {
-      lines.push(
-        `${report.held} of ${report.wanted} pod addresses held by their ENI; ${report.pendingReleases} releases pending`,
-      );
-      for (const r of report.refusals) lines.push(`refused: ${r.detail}`);
-      for (const conflict of report.conflicts) lines.push(`conflict: ${conflict}`);
-      for (const failure of report.failures) lines.push(`failed: ${failure}`);
+      lines.push(...reportLines(report));
     }
-    if (this.#lastFailure !== undefined) {
+    const lastFailure = this.#schedule.open?.description;
+    if (lastFailure !== undefined) {
       ok = false;
-      lines.push(`the last wave failed (it runs again after a backoff): ${this.#lastFailure}`);
+      lines.push(`the last wave failed (it runs again after a backoff): ${lastFailure}`);
     }
-    lines.push(...extra);
+    lines.push(...(this.deps.prefixes?.lines() ?? []), ...extra);
     return { ok, lines };
   }
 }

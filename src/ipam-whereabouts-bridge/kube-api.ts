@@ -2,7 +2,7 @@
  * The Kubernetes calls the bridge makes, and only those, in the bridge's own shapes. Implemented by
  * kube-client.ts, the only importer of @kubernetes/client-node (loaded with a dynamic import, so that no
  * other command parses it). Each method's doc comment names the RBAC verbs and resources it needs; the
- * ClusterRole in examples/overlays/bridge/bridge-rbac.yaml grants exactly those.
+ * ClusterRole in deploy/overlays/bridge/bridge-rbac.yaml grants exactly those.
  */
 
 import type { WatchHealth } from "./view-trust.js";
@@ -51,6 +51,30 @@ export interface IpPoolInfo {
   readonly name: string;
   readonly range: string;
   readonly allocations: Readonly<Record<string, WhereaboutsAllocation>>;
+}
+
+/** One slice of a NodeSlicePool: the node it is given to ("" while free) and its CIDR. */
+export interface NodeSliceAllocation {
+  readonly nodeName: string;
+  readonly sliceRange: string;
+}
+
+/**
+ * A whereabouts NodeSlicePool (whereabouts.cni.cncf.io/v1alpha1), made by whereabouts' node slice controller
+ * for each NAD with `node_slice_size`, in whereabouts' namespace, named after the network (`network_name`,
+ * else the CNI configuration's `name`), owned by the NADs that share it.
+ */
+export interface NodeSlicePoolInfo {
+  readonly namespace: string;
+  readonly name: string;
+  /** `spec.range`: the whole range, sliced. */
+  readonly range: string;
+  /** `spec.sliceSize`: the slices' prefix length, as whereabouts writes it ("/28" or "28"). */
+  readonly sliceSize: string;
+  /** `status.allocations`. */
+  readonly allocations: readonly NodeSliceAllocation[];
+  /** Names of the NetworkAttachmentDefinitions among `metadata.ownerReferences`. */
+  readonly ownerNads: readonly string[];
 }
 
 /** A whereabouts OverlappingRangeIPReservation: one per allocated address, named after it (`:` as `-`). */
@@ -124,6 +148,8 @@ export interface KubeApi {
   watchOverlappingReservations(
     listener: WatchListener,
   ): Promise<WatchedCollection<OverlappingReservationInfo>>;
+  /** RBAC: nodeslicepools (whereabouts.cni.cncf.io) list, watch, in every namespace. Prefix mode only. */
+  watchNodeSlicePools(listener: WatchListener): Promise<WatchedCollection<NodeSlicePoolInfo>>;
   /** RBAC: pods get. The pod's uid; undefined when there is no such pod. */
   podUid(namespace: string, name: string): Promise<string | undefined>;
   /** RBAC: leases (coordination.k8s.io) get. Undefined when there is none. */

@@ -31,6 +31,7 @@ import type {
   KubeApi,
   LeaseInfo,
   NadInfo,
+  NodeSlicePoolInfo,
   OverlappingReservationInfo,
   PodEvent,
   PodInfo,
@@ -183,6 +184,24 @@ function ipPoolOf(pool: Raw): IpPoolInfo {
   };
 }
 
+function nodeSlicePoolOf(pool: Raw): NodeSlicePoolInfo {
+  const allocations = Array.isArray(pool?.status?.allocations) ? pool.status.allocations : [];
+  const owners = Array.isArray(pool?.metadata?.ownerReferences) ? pool.metadata.ownerReferences : [];
+  return {
+    namespace: text(pool?.metadata?.namespace) ?? "",
+    name: text(pool?.metadata?.name) ?? "",
+    range: text(pool?.spec?.range) ?? "",
+    sliceSize: text(pool?.spec?.sliceSize) ?? "",
+    allocations: allocations.map((a: Raw) => ({
+      nodeName: text(a?.nodeName) ?? "",
+      sliceRange: text(a?.sliceRange) ?? "",
+    })),
+    ownerNads: owners
+      .filter((o: Raw) => o?.kind === "NetworkAttachmentDefinition" && typeof o?.name === "string")
+      .map((o: Raw) => o.name as string),
+  };
+}
+
 function reservationOf(orip: Raw): OverlappingReservationInfo {
   return {
     namespace: text(orip?.metadata?.namespace) ?? "",
@@ -268,7 +287,7 @@ function kubeError(operation: string, error: unknown): KubeError {
     status === 401
       ? "the service account token was refused; check the kubeconfig or the pod's service account"
       : status === 403
-        ? "the bridge's ClusterRole lacks this permission; apply examples/overlays/bridge/bridge-rbac.yaml"
+        ? "the bridge's ClusterRole lacks this permission; apply deploy/overlays/bridge/bridge-rbac.yaml"
         : status === 404
           ? "the resource is not served; install its CRD (Multus, whereabouts) or check the namespace"
           : status === undefined
@@ -345,6 +364,15 @@ class KubeClient implements KubeApi {
       "ippools",
       `/apis/${WHEREABOUTS.group}/${WHEREABOUTS.version}/ippools`,
       ipPoolOf,
+      listener,
+    );
+  }
+
+  watchNodeSlicePools(listener: WatchListener): Promise<WatchedCollection<NodeSlicePoolInfo>> {
+    return this.#reflect(
+      "nodeslicepools",
+      `/apis/${WHEREABOUTS.group}/${WHEREABOUTS.version}/nodeslicepools`,
+      nodeSlicePoolOf,
       listener,
     );
   }

@@ -217,7 +217,7 @@ export function describeWatchFailure(resource: string, server: string, error: un
   if (status === 403) {
     return {
       status,
-      detail: `${what}: 403 Forbidden (${message}); the bridge's ClusterRole lacks list/watch on ${resource}: apply examples/overlays/bridge/bridge-rbac.yaml`,
+      detail: `${what}: 403 Forbidden (${message}); the bridge's ClusterRole lacks list/watch on ${resource}: apply deploy/overlays/bridge/bridge-rbac.yaml`,
     };
   }
   if (status === 404) {

@@ -42,7 +42,7 @@ export function leaseIdentity(
     { identity },
     "POD_NAME and POD_UID are not set: the reservations Lease's holder identity is the host name, the node " +
       "and a random uuid, unique to this process but naming no pod; set both from the downward API " +
-      "(fieldRef metadata.name and metadata.uid, as examples/overlays/bridge/daemonset-bridge.yaml does)",
+      "(fieldRef metadata.name and metadata.uid, as deploy/overlays/bridge/daemonset-bridge.yaml does)",
   );
   return identity;
 }

@@ -13,6 +13,7 @@ import { leaseIdentity } from "./lease-renewer.js";
 import { BridgeMetrics } from "./metrics.js";
 import { addressesPerEni, vpcIdOf } from "./node-facts.js";
 import { EVENT_BURST, EVENTS_PER_SECOND, PodEventReporter } from "./pod-events.js";
+import { PrefixMode } from "./prefix-mode.js";
 import { ReservationKeeper } from "./reservation-keeper.js";
 import { ReservationsLoop } from "./reservations-loop.js";
 import { type BridgeConfig, bridgeSettings, loadBridgeConfig } from "./settings.js";
@@ -70,8 +71,34 @@ export async function main(argv: readonly string[]): Promise<number> {
       perSecond: EVENTS_PER_SECOND,
       burst: EVENT_BURST,
     });
+    const perEni = await addressesPerEni(imds, log);
+    const prefixes =
+      config.prefixMode === "off"
+        ? undefined
+        : new PrefixMode(
+            { kube: kubeApi, ec2, clock, logger: log, metrics, events },
+            {
+              nodeName: config.nodeName,
+              allowedCidrs: config.allowedCidrs,
+              overlap: config.prefixMode,
+              releaseGraceMs: config.releaseGraceMs,
+              releaseDryRun: config.releaseDryRun,
+              recentMemoryMs: config.confirmTimeoutMs,
+              addressesPerEni: perEni,
+              watchSilenceMs: config.watchSilenceMs,
+            },
+          );
     const waves = new Bridge(
-      { kube: kubeApi, imds, ec2, clock, logger: log, metrics, events },
+      {
+        kube: kubeApi,
+        imds,
+        ec2,
+        clock,
+        logger: log,
+        metrics,
+        events,
+        ...(prefixes === undefined ? {} : { prefixes }),
+      },
       {
         nodeName: config.nodeName,
         allowedCidrs: config.allowedCidrs,
@@ -82,7 +109,7 @@ export async function main(argv: readonly string[]): Promise<number> {
         resyncIntervalMs: config.resyncIntervalMs,
         retry: { baseMs: config.retryBaseMs, maxMs: config.retryMaxMs },
         recentMemoryMs: config.confirmTimeoutMs,
-        addressesPerEni: await addressesPerEni(imds, log),
+        addressesPerEni: perEni,
         watchSilenceMs: config.watchSilenceMs,
       },
     );

@@ -34,6 +34,13 @@ export class BridgeMetrics {
   readonly #viewTrusted: Gauge;
   readonly #releasesHeld: Gauge<"reason">;
   readonly #inputProblems: Gauge<"kind">;
+  readonly #prefixesWanted: Gauge;
+  readonly #prefixesHeld: Gauge;
+  readonly #prefixesDeferred: Gauge;
+  readonly #prefixRefused: Gauge<"nad" | "reason">;
+  readonly #prefixReleasesPending: Gauge;
+  readonly #prefixReleases: Counter<"mode">;
+  readonly #prefixSwapGap: Histogram;
 
   constructor() {
     const registers = [this.registry];
@@ -133,6 +140,45 @@ export class BridgeMetrics {
       labelNames: ["kind"],
       registers,
     });
+    this.#prefixesWanted = new Gauge({
+      name: `${PREFIX}prefixes_wanted`,
+      help: "Prefix mode: delegated prefixes (/28, /80) that this node's slices of node-sliced whereabouts ranges make, on their master's ENI, at the last wave.",
+      registers,
+    });
+    this.#prefixesHeld = new Gauge({
+      name: `${PREFIX}prefixes_held`,
+      help: "Prefix mode: of those, the prefixes their ENI holds after the last wave.",
+      registers,
+    });
+    this.#prefixesDeferred = new Gauge({
+      name: `${PREFIX}prefixes_deferred`,
+      help: "Prefix mode (defer): prefixes waiting because their ENI holds single addresses inside (released after their grace when no pod uses them).",
+      registers,
+    });
+    this.#prefixRefused = new Gauge({
+      name: `${PREFIX}prefix_refused`,
+      help: "Prefix mode: 1 for each NAD whose node slice cannot be held as prefixes, by reason (slice-too-small, unaligned, outside-eni-subnet, ...); the network stays per-address. The NAD's Warning Event PrefixModeRefused names the fix.",
+      labelNames: ["nad", "reason"],
+      registers,
+    });
+    this.#prefixReleasesPending = new Gauge({
+      name: `${PREFIX}prefix_releases_pending`,
+      help: "Prefix mode: prefixes of slices this node no longer owns, unused, waiting for their grace period to end.",
+      registers,
+    });
+    this.#prefixReleases = new Counter({
+      name: `${PREFIX}prefix_releases_total`,
+      help: "Prefix mode: prefixes released from a Multus ENI after their grace period, by mode: released, or dry-run (logged only).",
+      labelNames: ["mode"],
+      registers,
+    });
+    this.#prefixSwapGap = new Histogram({
+      name: `${PREFIX}prefix_swap_gap_seconds`,
+      help: "Prefix mode (swap): from the unassign of the single addresses inside a new prefix to the end of the prefix assign that routes them again (one EC2 call), in seconds.",
+      buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+      registers,
+    });
+    for (const mode of ["released", "dry-run"] as const) this.#prefixReleases.inc({ mode }, 0);
     for (const reason of HELD_REASONS) this.#releasesHeld.set({ reason }, 0);
     for (const kind of ["Pod", "NetworkAttachmentDefinition", "IPPool"]) this.#inputProblems.set({ kind }, 0);
     this.#viewTrusted.set(0);
@@ -180,6 +226,31 @@ export class BridgeMetrics {
     for (const kind of ["Pod", "NetworkAttachmentDefinition", "IPPool"]) {
       this.#inputProblems.set({ kind }, counts[kind] ?? 0);
     }
+  }
+
+  /** Prefix mode's view after a wave. */
+  prefixes(v: {
+    wanted: number;
+    held: number;
+    deferred: number;
+    pendingReleases: number;
+    refused: readonly { nad: string; reason: string }[];
+  }): void {
+    this.#prefixesWanted.set(v.wanted);
+    this.#prefixesHeld.set(v.held);
+    this.#prefixesDeferred.set(v.deferred);
+    this.#prefixReleasesPending.set(v.pendingReleases);
+    this.#prefixRefused.reset();
+    for (const r of v.refused) this.#prefixRefused.set({ nad: r.nad, reason: r.reason }, 1);
+  }
+
+  prefixesReleased(count: number, dryRun: boolean): void {
+    this.#prefixReleases.inc({ mode: dryRun ? "dry-run" : "released" }, count);
+  }
+
+  /** The time single addresses were unassigned before the prefix over them was assigned, ms. */
+  prefixSwapGap(ms: number): void {
+    this.#prefixSwapGap.observe(Math.max(0, ms) / 1000);
   }
 
   released(count: number, dryRun: boolean): void {

@@ -215,7 +215,7 @@ export class ReservationKeeper {
       const problem =
         `ec2:DescribeSubnets is denied (${error.code}), so only the subnets of this node's Multus ENIs ` +
         `(${own.map((s) => s.subnetId).join(", ") || "none"}) are compared, not those of other zones of ${vpcId}: ` +
-        "add ec2:DescribeSubnets to the bridge's role (examples/iam-policy-bridge.json)";
+        "add ec2:DescribeSubnets to the bridge's role (deploy/iam/iam-policy-bridge.json)";
       if (!this.#deniedLogged) this.deps.logger.warn({ err: error }, problem);
       this.#deniedLogged = true;
       return { subnets: [...own], problems: [problem] };

@@ -378,7 +378,7 @@ export class ReconcileLoop implements ProbeStatus {
     // Our release made room on an ENI EC2 had called full: ask again at once, not at the next read.
     if (this.#ec2.applied(planned, new Set(failures.map((f) => f.action)))) this.#reconcileNow = true;
     // Another instance's primary, a full ENI: not asked about again before the next resync, or before the
-    // full ENI holds fewer addresses (see README, Failures).
+    // full ENI holds fewer addresses (see docs/troubleshooting.md, exit 6 `eni-full`).
     this.#ec2.refusedBy(
       failures,
       { placements: planned.placements, enis: observation.enis },

@@ -50,7 +50,7 @@ export class ReleaseJournal {
         VARIABLE,
         path,
         `the directory ${directory} does not exist or may not be written (${(cause as NodeJS.ErrnoException).code ?? String(cause)}); ` +
-          `mount a volume that survives a container restart there (an emptyDir, as examples/statefulset-sidecar.yaml does), or unset ${VARIABLE}`,
+          `mount a volume that survives a container restart there (an emptyDir, as deploy/overlays/sidecar/statefulset-sidecar.yaml does), or unset ${VARIABLE}`,
         { cause },
       );
     }

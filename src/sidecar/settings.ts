@@ -8,7 +8,7 @@ import { field, loadSettings, type SettingValues, setting } from "../eni/process
 
 const { addressEvents, shutdownGraceMs, httpPort, httpHost } = sidecarSharedSettings;
 
-/** The sidecar's settings: the pod settings, then its own, in the order of `--help` and README.md. */
+/** The sidecar's settings: the pod settings, then its own, in the order of `--help` and docs/configuration.md. */
 export const sidecarSettings = {
   ...podSettings,
   pollIntervalMs: setting({

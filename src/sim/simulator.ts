@@ -73,6 +73,10 @@ export interface KubeControl {
   patchPod(namespace: string, name: string, patch: unknown): KubeObject;
   /** Deletes at once, or with a grace period above 0 only marks it terminating (deletionTimestamp). */
   deletePod(namespace: string, name: string, gracePeriodSeconds?: number): KubeObject;
+  /** Adds a node in world-file form (`{instance, name?, labels?, annotations?}`; ADDED). */
+  addNode(node: unknown): KubeObject;
+  /** Deletes a node at once (DELETED); its pods stay. */
+  deleteNode(name: string): KubeObject;
   /** Ends every open watch from the server side (with `reset`, destroys their connections); returns how many. */
   closeWatches(reset?: boolean): number;
   /** Drops the change history (older resourceVersions get 410 Gone); returns the compacted revision. */

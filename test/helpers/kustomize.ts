@@ -1,5 +1,5 @@
 /**
- * Renders a kustomization as `kubectl kustomize` does, for the subset the examples and the README use:
+ * Renders a kustomization as `kubectl kustomize` does, for the subset deploy/ and the docs use:
  * `resources` (files and directories holding a kustomization.yaml, directories recursively), `images`
  * (`name` → `newName`, `newTag`) and inline strategic-merge `patches` whose lists are left alone (maps are
  * merged, as they are for metadata.annotations). Any other field is refused with its name, so a
@@ -36,7 +36,7 @@ export function objectId(object: Json): string {
 
 /**
  * The objects `dir`'s kustomization renders. `kustomization` replaces the file (a kustomization written in
- * a README, rendered as if it were `dir`/kustomization.yaml). Files are named relative to `root`.
+ * the docs, rendered as if it were `dir`/kustomization.yaml). Files are named relative to `root`.
  */
 export function renderKustomization(dir: string, root: string, kustomization?: Json): RenderedObject[] {
   const absolute = resolve(dir);

@@ -137,7 +137,7 @@ function pathAt(source: ts.SourceFile, position: number): string {
 
 /** Type-checks the documents; `root` is the directory whose node_modules holds kubernetes-models. */
 export function checkManifestTypes(root: string, documents: readonly ManifestDocument[]): TypeProblem[] {
-  const fileName = join(root, "examples", "__manifests__.ts");
+  const fileName = join(root, "deploy", "__manifests__.ts");
   const ranges: { start: number; end: number; label: string }[] = [];
   let text = LOCAL_MODELS;
   documents.forEach((doc, i) => {

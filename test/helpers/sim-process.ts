@@ -1,7 +1,7 @@
 /**
  * `multus-ipmgr sim` as a process (the built entry), for the tests and benches that need it apart from
  * their own event loop: started with the given arguments, its ready line parsed, its stderr collected.
- * (test/sim-process.test.ts does the same by hand on purpose: it is the README's example for other projects.)
+ * (test/sim-process.test.ts does the same by hand on purpose: it is docs/sim.md's example for other projects.)
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { resolve } from "node:path";

@@ -1,5 +1,5 @@
 /**
- * The commands README.md and examples/README.md tell a user to run in the example pods' `app` container
+ * The commands docs/install-eks.md and deploy/README.md tell a user to run in the example pods' `app` container
  * (`kubectl -n cnf exec POD -c app -- COMMAND`) work in that container's image, BusyBox
  * (public.ecr.aws/docker/library/busybox:1.37), and print what the docs show under them.
  *
@@ -18,7 +18,7 @@ import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 const run = promisify(execFile);
-const DOCS = ["README.md", "examples/README.md"];
+const DOCS = ["docs/install-eks.md", "deploy/README.md"];
 /** The pods the docs exec into, with the net1 address the docs show for each. */
 const PODS: Readonly<Record<string, string>> = {
   "cnf-0": "198.51.100.193/24",
@@ -136,7 +136,7 @@ describe("the commands the docs run in the app container (BusyBox)", () => {
   }, 60_000);
   afterAll(removeLab);
 
-  it("finds the commands: ip, ping and wget, in both READMEs, each in a pod the lab has", () => {
+  it("finds the commands: ip, ping and wget, in both docs, each in a pod the lab has", () => {
     expect(new Set(commands.map((c) => c.file))).toEqual(new Set(DOCS));
     expect(new Set(commands.map((c) => c.argv[0]))).toEqual(new Set(["ip", "ping", "wget"]));
     expect(commands.filter((c) => !(c.pod in PODS)).map((c) => `${c.file}: ${c.pod}`)).toEqual([]);

@@ -9,7 +9,7 @@ import { type CheckResult, listText, ok, problem, skipped, warn } from "../check
 import { cidrRelation } from "../cidr-coverage.js";
 import { eniLabel, type MultusEni } from "../multus-enis.js";
 
-/** The AWS CLI line that admits all traffic from the group itself (what the README's prerequisite says). */
+/** The AWS CLI line that admits all traffic from the group itself (what docs/install-eks.md, "Security groups", says). */
 export function selfIngressCommand(groupId: string): string {
   return `aws ec2 authorize-security-group-ingress --group-id ${groupId} --ip-permissions 'IpProtocol=-1,UserIdGroupPairs=[{GroupId=${groupId},Description=multus-ipmgr pods}]'`;
 }

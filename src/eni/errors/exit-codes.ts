@@ -1,5 +1,5 @@
 /**
- * Process exit codes, one per failure class. Documented in README.md ("Exit codes"); keep the two in step.
+ * Process exit codes, one per failure class. Documented in docs/troubleshooting.md ("Exit codes"); keep the two in step.
  * Beside the error classes, each of which names its code, so that the errors import nothing from the process
  * plumbing (src/eni/process/), which imports them.
  */

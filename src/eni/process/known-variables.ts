@@ -49,6 +49,7 @@ export const KNOWN_VARIABLES: readonly string[] = [
   "IPMGR_BRIDGE_WAVE_WINDOW_MS",
   "IPMGR_BRIDGE_RELEASE_GRACE_MS",
   "IPMGR_BRIDGE_RELEASE_DRY_RUN",
+  "IPMGR_BRIDGE_PREFIX_MODE",
   "IPMGR_BRIDGE_RESYNC_INTERVAL_MS",
   "IPMGR_BRIDGE_WATCH_SILENCE_MS",
   "IPMGR_BRIDGE_WATCH_RESTART_MAX_MS",
@@ -100,7 +101,7 @@ export function unknownVariables(env: Readonly<Record<string, string | undefined
 export function unknownVariableSentence(unknown: UnknownVariable): string {
   const fix =
     unknown.suggestion === undefined
-      ? "check its spelling against README.md, Configuration, or remove it"
+      ? "check its spelling against docs/configuration.md, or remove it"
       : `did you mean ${unknown.suggestion}?`;
   return `${unknown.name} is not a variable of multus-ipmgr and changes nothing; ${fix}`;
 }

@@ -7,7 +7,7 @@ import { nearestName } from "./nearest-name.js";
 
 /**
  * One configuration value: read from an environment variable (the Kubernetes way), overridden by a flag.
- * The table of settings is also the documentation: `--help` prints it, and a test checks README.md lists
+ * The table of settings is also the documentation: `--help` prints it, and a test checks docs/configuration.md lists
  * every variable.
  */
 export interface Setting<T> {
@@ -174,7 +174,7 @@ export function settingRange(setting: Setting<unknown>): { min: number; max: num
   return RANGES.get(setting.schema);
 }
 
-/** "50 to 60000 ms", for help and README; undefined for a setting without a range. */
+/** "50 to 60000 ms", for help and docs/configuration.md; undefined for a setting without a range. */
 export function rangeText(setting: Setting<unknown>): string | undefined {
   const range = settingRange(setting);
   if (range === undefined) return undefined;

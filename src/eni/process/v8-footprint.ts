@@ -9,7 +9,7 @@ import { runInNewContext } from "node:vm";
  * - a young generation that stays at its initial size (1 MB semi-spaces) instead of doubling up to 8 MB
  *   under a burst of work: a run of 60 failovers otherwise leaves the sidecar at 67 MB for about 20 s.
  *
- * Figures from `npm run bench -- sidecar` (README, "Measured"). Set at run time, before the command's modules
+ * Figures from `npm run bench -- sidecar` (docs/measurements.md). Set at run time, before the command's modules
  * load: V8 reads these flags each time it decides to tier a function up or grow the young generation, so they
  * take effect for all that follows. (Node calls setFlagsFromString after start "use with care"; these four
  * are read where they are used, never cached. test/v8-footprint.test.ts checks that each takes effect.)

@@ -33,7 +33,7 @@ async function jsonBody(req: IncomingMessage, optional = false): Promise<unknown
 }
 
 const kubeRoutes =
-  "POST /kubernetes/pods (one pod, or an array of pods), PUT|PATCH|DELETE /kubernetes/pods/NAMESPACE/NAME, POST /kubernetes/watches/close[?reset=true], POST /kubernetes/compact";
+  "POST /kubernetes/pods (one pod, or an array of pods), PUT|PATCH|DELETE /kubernetes/pods/NAMESPACE/NAME, POST /kubernetes/nodes, DELETE /kubernetes/nodes/NAME, POST /kubernetes/watches/close[?reset=true], POST /kubernetes/compact";
 
 /** The /kubernetes routes: scripted changes to the simulated cluster. Returns false for a path it does not know. */
 async function handleKube(
@@ -76,6 +76,10 @@ async function handleKube(
         }
         sendJson(res, 200, kube.deletePod(namespace, name, grace));
       } else return false;
+    } else if (route === "POST /kubernetes/nodes" && parts.length === 2) {
+      sendJson(res, 201, kube.addNode(await jsonBody(req)));
+    } else if (route === "DELETE /kubernetes/nodes" && parts.length === 3) {
+      sendJson(res, 200, kube.deleteNode(parts[2] as string));
     } else if (`${method} /${parts.join("/")}` === "POST /kubernetes/watches/close") {
       const reset = url.searchParams.get("reset");
       if (reset !== null && reset !== "true" && reset !== "false") {

@@ -506,7 +506,8 @@ export class KubeApi {
     metadata.resourceVersion = existing.metadata.resourceVersion as string;
     this.#validate(resource, object);
     let stored = resource.fromView(object);
-    if (resource.custom && !sameOutsideMetadataAndStatus(existing, stored)) {
+    // No served CRD has a status subresource, so a status change is a change of the object: generation + 1.
+    if (resource.custom && !sameOutsideMetadata(existing, stored)) {
       stored.metadata.generation = (existing.metadata.generation ?? 0) + 1;
     }
     if (jsonEqual(stored, existing)) return this.view(resource, existing);
@@ -635,9 +636,9 @@ function podGracePeriod(object: KubeObject): number {
   return typeof value === "number" && value >= 0 ? value : 30;
 }
 
-function sameOutsideMetadataAndStatus(a: KubeObject, b: KubeObject): boolean {
+function sameOutsideMetadata(a: KubeObject, b: KubeObject): boolean {
   const strip = (o: KubeObject): JsonObject => {
-    const { metadata: _m, status: _s, ...rest } = o;
+    const { metadata: _m, ...rest } = o;
     return rest;
   };
   return jsonEqual(strip(a), strip(b));

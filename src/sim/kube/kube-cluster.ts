@@ -15,11 +15,14 @@ import {
   type KubeWorldContext,
   namespaceObject,
   namespacesOf,
+  nodeObject,
   podObject,
   seedObjectsOf,
+  worldNodeSchema,
   worldPodSchema,
 } from "./kube-world.js";
 import { Kubelet } from "./kubelet.js";
+import { NodeSliceController } from "./node-slice-controller.js";
 import { primaryResource } from "./resources.js";
 import { WatchStreams } from "./watch-stream.js";
 
@@ -33,6 +36,7 @@ export interface SimKubeState {
   networkAttachmentDefinitions: KubeObject[];
   ipPools: KubeObject[];
   overlappingRangeIPReservations: KubeObject[];
+  nodeSlicePools: KubeObject[];
   leases: KubeObject[];
   /** core/v1 form. */
   events: KubeObject[];
@@ -68,6 +72,7 @@ export class KubeCluster {
   readonly watches = new WatchStreams();
   readonly #gate: KubeFaultGate;
   readonly #kubelet: Kubelet | undefined;
+  readonly #nodeSlices: NodeSliceController | undefined;
   readonly #world: KubeWorldContext;
   readonly #options: KubeClusterOptions;
   readonly #bookmarkIntervalMs: number;
@@ -96,6 +101,15 @@ export class KubeCluster {
             errorLog: options.errorLog,
           });
     this.#kubelet?.start();
+    this.#nodeSlices =
+      k?.nodeSliceController === false
+        ? undefined
+        : new NodeSliceController({
+            api: this.api,
+            log: options.log ?? (() => undefined),
+            errorLog: options.errorLog,
+          });
+    this.#nodeSlices?.start();
     this.#asGiven(() => this.#seed(world));
   }
 
@@ -250,6 +264,38 @@ export class KubeCluster {
     return this.#asGiven(() => this.api.forceDelete("pods", namespace, name));
   }
 
+  /**
+   * Adds a node in world-file form (ADDED), as a joining instance's kubelet registers it; the instance must
+   * be one of the world's. whereabouts' node-slice controller gives it a slice of every node-sliced network.
+   * 409 if a node of that name exists.
+   */
+  addNode(input: unknown): KubeObject {
+    const parsed = worldNodeSchema.safeParse(input);
+    if (!parsed.success) {
+      const problems = parsed.error.issues.map((i) => `${i.path.join(".") || "(body)"}: ${i.message}`);
+      throw badInput(`invalid node: ${problems.join("; ")}`);
+    }
+    if (!this.#world.instances.some((i) => i.id === parsed.data.instance)) {
+      throw badInput(
+        `invalid node: instance: unknown instance ${parsed.data.instance}; the instances are ${
+          this.#world.instances.map((i) => i.id).join(", ") || "none"
+        }`,
+      );
+    }
+    return this.api.create(primaryResource("nodes"), "", nodeObject(this.#world, parsed.data), {
+      dryRun: false,
+      asGiven: true,
+    });
+  }
+
+  /**
+   * Deletes a node at once (DELETED), as a node that leaves the cluster; its pods stay (the pod garbage
+   * collector is not modelled). whereabouts' node-slice controller frees its slices.
+   */
+  deleteNode(name: string): KubeObject {
+    return this.api.forceDelete("nodes", "", name);
+  }
+
   #ensureNamespace(namespace: string): void {
     if (!this.api.namespaceExists(namespace)) this.api.put("namespaces", namespaceObject(namespace));
   }
@@ -277,6 +323,7 @@ export class KubeCluster {
       networkAttachmentDefinitions: all("network-attachment-definitions"),
       ipPools: all("ippools"),
       overlappingRangeIPReservations: all("overlappingrangeipreservations"),
+      nodeSlicePools: all("nodeslicepools"),
       leases: all("leases"),
       events: all("events"),
     };
@@ -285,6 +332,7 @@ export class KubeCluster {
   /** Ends the watches and drops held requests, so that closing the server does not wait on them. */
   close(): void {
     this.#kubelet?.stop();
+    this.#nodeSlices?.stop();
     this.#gate.close();
     this.watches.endAll();
   }

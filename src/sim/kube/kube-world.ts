@@ -47,6 +47,17 @@ export const worldPodSchema = z.strictObject({
 
 export type WorldPod = z.output<typeof worldPodSchema>;
 
+/** A node in the world file (and in the control API's POST /kubernetes/nodes). */
+export const worldNodeSchema = z.strictObject({
+  /** Default: the instance's private DNS name, as EKS names nodes (ip-198-51-100-10.ec2.internal). */
+  name: z.string().min(1).optional(),
+  instance: z.string().min(1),
+  labels: stringMap.optional(),
+  annotations: stringMap.optional(),
+});
+
+export type WorldNode = z.output<typeof worldNodeSchema>;
+
 const allocation = z.strictObject({
   id: z.string().min(1),
   podref: z.string().min(1),
@@ -65,17 +76,12 @@ export const kubernetesSchema = z.strictObject({
    * Running with a pod IP and their Multus networks' addresses. Default true.
    */
   kubelet: z.boolean().default(true),
-  nodes: z
-    .array(
-      z.strictObject({
-        /** Default: the instance's private DNS name, as EKS names nodes (ip-198-51-100-10.ec2.internal). */
-        name: z.string().min(1).optional(),
-        instance: z.string().min(1),
-        labels: stringMap.optional(),
-        annotations: stringMap.optional(),
-      }),
-    )
-    .default([]),
+  /**
+   * Plays whereabouts' node-slice controller: a NAD in kube-system whose whereabouts IPAM has
+   * `node_slice_size` gets a NodeSlicePool with a slice for every node. Default true.
+   */
+  nodeSliceController: z.boolean().default(true),
+  nodes: z.array(worldNodeSchema).default([]),
   pods: z.array(worldPodSchema).default([]),
   networkAttachmentDefinitions: z
     .array(
@@ -169,7 +175,8 @@ export function reservationName(ip: string): string {
   return text.replaceAll(":", "-");
 }
 
-function nodeObject(world: KubeWorldContext, node: KubernetesWorld["nodes"][number]): KubeObject {
+/** A world-file node as the Node object the API serves. */
+export function nodeObject(world: KubeWorldContext, node: WorldNode): KubeObject {
   const instance = world.instances.find((i) => i.id === node.instance);
   const name = node.name ?? defaultNodeName(world, node.instance);
   const primary = instance?.enis.find((e) => e.deviceIndex === 0);

@@ -241,13 +241,14 @@ export class Kubelet {
     ];
     const allocations = this.#started.get(pod.metadata.uid ?? "") ?? [];
     for (const selection of selections) {
-      const config = this.#networkConfig(selection);
+      const { config, netName } = this.#networkConfig(selection);
       const ipam = objectAt(config, "ipam");
       let ips: string[] = [];
       if (ipam.type === "whereabouts") {
         ips = allocateAddresses(
           this.#deps.api,
           ipam,
+          { nodeName: str(objectAt(pod, "spec").nodeName) ?? "", netName },
           `${namespace}/${pod.metadata.name}`,
           selection.interface,
           containerId,
@@ -280,8 +281,8 @@ export class Kubelet {
     return entries;
   }
 
-  /** The CNI config of a NAD (the plugin with an `ipam`, in a plugin list). */
-  #networkConfig(selection: NetworkSelection): JsonObject {
+  /** The CNI config of a NAD (the plugin with an `ipam`, in a plugin list) and the network's `name`. */
+  #networkConfig(selection: NetworkSelection): { config: JsonObject; netName: string } {
     const nad = this.#deps.api.store.get(
       "network-attachment-definitions",
       selection.namespace,
@@ -302,11 +303,13 @@ export class Kubelet {
       throw new SandboxError(`${where}: its config is not JSON: ${(error as Error).message}`);
     }
     if (!isJsonObject(config)) throw new SandboxError(`${where}: its config is not a JSON object`);
+    // libcni hands each plugin of a list the list's name.
+    const netName = str(config.name) ?? "";
     if (Array.isArray(config.plugins)) {
       const plugin = config.plugins.filter(isJsonObject).find((p) => isJsonObject(p.ipam));
-      return plugin ?? {};
+      return { config: plugin ?? {}, netName };
     }
-    return config;
+    return { config, netName };
   }
 
   /** The kubelet's Warning Event when the sandbox's network cannot be set up; the pod stays Pending. */

@@ -317,6 +317,18 @@ export const resources: readonly ResourceDef[] = [
     custom: true,
     validate: validateWhereabouts.overlappingRangeIpReservation,
   }),
+  // whereabouts' CRD (doc/crds/whereabouts.cni.cncf.io_nodeslicepools.yaml) has no status subresource:
+  // the node-slice controller writes status.allocations with a plain update, as clients here do.
+  def({
+    group: "whereabouts.cni.cncf.io",
+    version: "v1alpha1",
+    plural: "nodeslicepools",
+    singular: "nodeslicepool",
+    kind: "NodeSlicePool",
+    namespaced: true,
+    custom: true,
+    validate: validateWhereabouts.nodeSlicePool,
+  }),
 ];
 
 /** `v1` or `group/version`. */

@@ -198,6 +198,40 @@ export const validateWhereabouts = {
     if (!isJsonObject(spec)) return [spec as StatusCause];
     return typeof spec.podref === "string" ? [] : [required("spec.podref")];
   },
+  /** spec.range and spec.sliceSize required; status, when set, requires allocations of {nodeName, sliceRange}. */
+  nodeSlicePool(pool: KubeObject): StatusCause[] {
+    const problems: StatusCause[] = [];
+    const spec = pool.spec;
+    if (spec !== undefined && !isJsonObject(spec)) problems.push(typeProblem("spec", spec, "object"));
+    if (isJsonObject(spec)) {
+      for (const field of ["range", "sliceSize"] as const) {
+        const value = spec[field];
+        if (value === undefined) problems.push(required(`spec.${field}`));
+        else if (typeof value !== "string") problems.push(typeProblem(`spec.${field}`, value, "string"));
+      }
+    }
+    const status = pool.status;
+    if (status === undefined) return problems;
+    if (!isJsonObject(status)) return [...problems, typeProblem("status", status, "object")];
+    const allocations = status.allocations;
+    if (allocations === undefined) return [...problems, required("status.allocations")];
+    if (!Array.isArray(allocations)) {
+      return [...problems, typeProblem("status.allocations", allocations, "array")];
+    }
+    allocations.forEach((allocation, i) => {
+      const field = `status.allocations[${i}]`;
+      if (!isJsonObject(allocation)) {
+        problems.push(typeProblem(field, allocation, "object"));
+        return;
+      }
+      for (const key of ["nodeName", "sliceRange"] as const) {
+        const value = allocation[key];
+        if (value === undefined) problems.push(required(`${field}.${key}`));
+        else if (typeof value !== "string") problems.push(typeProblem(`${field}.${key}`, value, "string"));
+      }
+    });
+    return problems;
+  },
 };
 
 /** `Pod "x" is invalid: spec.containers: Required value`, several causes in brackets, as the API server words it. */

@@ -1,9 +1,16 @@
 import { SandboxError } from "../errors/sandbox-error.js";
-import { bigIntToAddress } from "../ip-math.js";
+import { bigIntToAddress, parseCidr } from "../ip-math.js";
 import type { KubeApi } from "./kube-api.js";
 import { isJsonObject, type JsonObject } from "./kube-object.js";
+import { nodeIpPoolName } from "./node-slices.js";
 import { primaryResource } from "./resources.js";
-import { ipPoolName, lowestFree, reservationNameOf, whereaboutsRanges } from "./whereabouts-ipam.js";
+import {
+  ipPoolName,
+  lowestFree,
+  reservationNameOf,
+  type WhereaboutsRange,
+  whereaboutsRanges,
+} from "./whereabouts-ipam.js";
 
 /**
  * whereabouts' records over the simulated API, as whereabouts keeps them: an IPPool per range, with
@@ -26,30 +33,79 @@ function objectAt(object: JsonObject, field: string): JsonObject {
   return isJsonObject(value) ? value : {};
 }
 
+/** Where whereabouts runs: the node (its NODENAME) and the network's CNI config `name`. */
+export interface WhereaboutsCall {
+  readonly nodeName: string;
+  /** The NAD's CNI config `name` (a plugin list's): names the NodeSlicePool when `network_name` is unset. */
+  readonly netName: string;
+}
+
+/** A range to allocate from and the IPPool that records it. */
+interface PoolRange {
+  readonly range: WhereaboutsRange;
+  readonly poolName: string;
+}
+
 /**
- * whereabouts' ADD: one address of each range of `ipam`, recorded in the range's IPPool (created if missing)
- * and in an OverlappingRangeIPReservation. Appends what it recorded to `allocations`; returns the addresses.
- * Throws SandboxError for a config whereabouts refuses or a full range.
+ * whereabouts' node-slice mode (`node_slice_size` set): the node's slice, read from the NodeSlicePool named
+ * after `network_name` (else the config's `name`) in kube-system, as the one range, from its first to its
+ * last usable address with no exclusions (whereabouts drops `exclude` there), recorded in the per-node
+ * IPPool `network_name-node-slice`. One address per network: whereabouts reads one slice for all ranges.
+ */
+function nodeSliceRange(api: KubeApi, first: WhereaboutsRange, call: WhereaboutsCall): PoolRange {
+  const poolName = first.networkName === "" ? call.netName : first.networkName;
+  const pool = api.store.get("nodeslicepools", whereaboutsNamespace, poolName);
+  if (pool === undefined) {
+    throw new SandboxError(
+      `error at storage engine: nodeslicepools.whereabouts.cni.cncf.io "${poolName}" not found`,
+    );
+  }
+  const status = objectAt(pool, "status");
+  const list = Array.isArray(status.allocations) ? status.allocations.filter(isJsonObject) : [];
+  const slice = list.find((a) => a.nodeName === call.nodeName)?.sliceRange;
+  if (typeof slice !== "string")
+    throw new SandboxError("error at storage engine: no allocated node slice for node");
+  const cidr = parseCidr(slice);
+  if (typeof cidr === "string" || cidr.size <= 2n) {
+    throw new SandboxError(
+      `error at storage engine: node slice ${slice} ${typeof cidr === "string" ? cidr : "has no usable address"}`,
+    );
+  }
+  return {
+    range: { ...first, cidr, first: cidr.base + 1n, last: cidr.base + cidr.size - 2n, exclude: [] },
+    poolName: nodeIpPoolName(first.networkName, call.nodeName, cidr.text),
+  };
+}
+
+/**
+ * whereabouts' ADD: one address of each range of `ipam` (of the node's slice in node-slice mode), recorded
+ * in the range's IPPool (created if missing) and in an OverlappingRangeIPReservation. Appends what it
+ * recorded to `allocations`; returns the addresses. Throws SandboxError for a config whereabouts refuses,
+ * a full range, or a node without a slice.
  */
 export function allocateAddresses(
   api: KubeApi,
   ipam: JsonObject,
+  call: WhereaboutsCall,
   podRef: string,
   ifname: string,
   containerId: string,
   allocations: WhereaboutsAllocation[],
 ): string[] {
-  let ranges: ReturnType<typeof whereaboutsRanges>;
+  let poolRanges: PoolRange[];
   try {
-    ranges = whereaboutsRanges(ipam);
+    const ranges = whereaboutsRanges(ipam);
+    poolRanges = ranges.map((range) => ({ range, poolName: ipPoolName(range) }));
   } catch (error) {
     throw new SandboxError((error as Error).message);
+  }
+  if (typeof ipam.node_slice_size === "string" && ipam.node_slice_size !== "") {
+    poolRanges = [nodeSliceRange(api, (poolRanges[0] as PoolRange).range, call)];
   }
   const ippools = primaryResource("ippools");
   const reservations = primaryResource("overlappingrangeipreservations");
   const ips: string[] = [];
-  for (const range of ranges) {
-    const poolName = ipPoolName(range);
+  for (const { range, poolName } of poolRanges) {
     let pool = api.store.get("ippools", whereaboutsNamespace, poolName);
     if (pool === undefined) {
       pool = api.create(

@@ -1,0 +1,392 @@
+/**
+ * Prefix mode's part of a wave (docs/prefix-mode.md): watches whereabouts' NodeSlicePools, plans with
+ * prefix-plan.ts, makes the EC2 calls, and hands the address plan the ENIs as they are afterwards, so that
+ * every pod address inside a prefix counts as held (no call) and none is assigned singly inside one.
+ *
+ * Releases of prefixes take the same precautions as address releases: a trusted view (the bridge's watches
+ * and the NodeSlicePool watch listed, watching and heard from), every pod's network-status readable, a fresh
+ * list of pods and NodeSlicePools that agrees, the grace, and IPMGR_BRIDGE_RELEASE_DRY_RUN.
+ */
+import { networkInterfaces } from "node:os";
+import type { Ec2Api } from "../eni/ec2-api.js";
+import { Ec2Error } from "../eni/errors/ec2-error.js";
+import { IpmgrError } from "../eni/errors/ipmgr-error.js";
+import type { Clock } from "../eni/process/clock.js";
+import type { Logger } from "../eni/process/logger.js";
+import type { EniState, IpFamily } from "../eni/types.js";
+import { podFinished } from "./desired-state.js";
+import type {
+  KubeApi,
+  NadInfo,
+  NodeSlicePoolInfo,
+  PodInfo,
+  WatchedCollection,
+  WatchListener,
+} from "./kube-api.js";
+import type { BridgeMetrics } from "./metrics.js";
+import type { PodEventReporter } from "./pod-events.js";
+import { podNetworks } from "./pod-networks.js";
+import {
+  type PrefixOverlapMode,
+  type PrefixPlan,
+  type PrefixRelease,
+  type PrefixStep,
+  planPrefixes,
+  prefixKey,
+  prefixSteps,
+} from "./prefix-plan.js";
+import { viewTrust } from "./view-trust.js";
+
+export interface PrefixModeDeps {
+  readonly kube: KubeApi;
+  readonly ec2: Ec2Api;
+  readonly clock: Clock;
+  readonly logger: Logger;
+  readonly metrics: BridgeMetrics;
+  readonly events: PodEventReporter;
+}
+
+export interface PrefixModeOptions {
+  readonly nodeName: string;
+  readonly allowedCidrs: readonly string[];
+  readonly overlap: PrefixOverlapMode;
+  /** Grace of a prefix of a slice the node no longer owns, ms (the address releases' grace). */
+  readonly releaseGraceMs: number;
+  readonly releaseDryRun: boolean;
+  /** How long an EC2 change is trusted over IMDS, ms. */
+  readonly recentMemoryMs: number;
+  readonly addressesPerEni: number | undefined;
+  readonly watchSilenceMs: number;
+  /** The node's network interfaces, name -> MAC; default: os.networkInterfaces() (the bridge runs on the host network). */
+  readonly hostMacs?: () => ReadonlyMap<string, string>;
+}
+
+/** What a wave tells prefix mode. */
+export interface PrefixWaveInput {
+  /** This node's ENIs as IMDS shows them (the address changes EC2 accepted recently overlaid). */
+  readonly enis: readonly EniState[];
+  readonly multusEniIds: ReadonlySet<string>;
+  readonly nads: readonly NadInfo[];
+  readonly pods: readonly PodInfo[];
+  /** Whether the bridge's own watches are trusted now. */
+  readonly trusted: boolean;
+  /** A fresh list of this node's pods, to confirm releases. */
+  readonly freshPods: () => Promise<readonly PodInfo[]>;
+}
+
+interface RecentPrefixChange {
+  readonly eniId: string;
+  readonly family: IpFamily;
+  /** A prefix (CIDR) or a single address. */
+  readonly value: string;
+  readonly kind: "assigned" | "released";
+  readonly until: number;
+}
+
+/** The MACs of the host's interfaces (the bridge runs with hostNetwork: these are the node's). */
+export function hostInterfaceMacs(): ReadonlyMap<string, string> {
+  const out = new Map<string, string>();
+  for (const [name, addresses] of Object.entries(networkInterfaces())) {
+    const mac = addresses?.find((a) => a.mac !== "00:00:00:00:00:00")?.mac;
+    if (mac !== undefined) out.set(name, mac.toLowerCase());
+  }
+  return out;
+}
+
+export class PrefixMode {
+  #pools: WatchedCollection<NodeSlicePoolInfo> | undefined;
+  #unusedSince = new Map<string, number>();
+  #recent: RecentPrefixChange[] = [];
+  #dryRunLogged = new Set<string>();
+  #refusalsLogged = new Set<string>();
+  #nextAt: number | undefined;
+  #lines: string[] = [];
+
+  constructor(
+    private readonly deps: PrefixModeDeps,
+    private readonly options: PrefixModeOptions,
+  ) {}
+
+  /** Starts the NodeSlicePool watch (RBAC: nodeslicepools list, watch). */
+  async start(listener: WatchListener): Promise<void> {
+    this.#pools = await this.deps.kube.watchNodeSlicePools(listener);
+  }
+
+  /** When a wave is due for a prefix release whose grace ends; undefined: none pending. */
+  get nextAt(): number | undefined {
+    return this.#nextAt;
+  }
+
+  /** /readyz lines of the last wave. */
+  lines(): readonly string[] {
+    return this.#lines;
+  }
+
+  /**
+   * The prefix part of a wave: plan, release (when safe), assign. Returns the ENIs as they are now, for the
+   * address plan. Throws what the wave must retry whole (EC2 unavailable after its retries, an abort).
+   */
+  async wave(input: PrefixWaveInput, signal: AbortSignal): Promise<EniState[]> {
+    const { clock, logger, metrics } = this.deps;
+    const pools = this.#pools;
+    if (pools === undefined) throw new Error("internal: prefix mode ran before start()");
+    const now = clock.now();
+    const enis = this.#overlay(input.enis, now);
+    const planFrom = (
+      pods: readonly PodInfo[],
+      slicePools: readonly NodeSlicePoolInfo[],
+      unusedSince: ReadonlyMap<string, number>,
+    ) =>
+      planPrefixes({
+        nodeName: this.options.nodeName,
+        nads: input.nads,
+        slicePools,
+        enis,
+        multusEniIds: input.multusEniIds,
+        hostMacs: (this.options.hostMacs ?? hostInterfaceMacs)(),
+        allowedCidrs: this.options.allowedCidrs,
+        carried: carriedBy(pods, this.options.nodeName).addresses,
+        addressesPerEni: this.options.addressesPerEni,
+        overlap: this.options.overlap,
+        now,
+        releaseGraceMs: this.options.releaseGraceMs,
+        unusedSince,
+      });
+    const trusted = input.trusted && viewTrust([pools.health()], now, this.options.watchSilenceMs).trusted;
+    const readable = carriedBy(input.pods, this.options.nodeName).readable;
+    const plan = planFrom(input.pods, pools.list(), this.#unusedSince);
+    this.#unusedSince = trusted ? plan.unusedSince : new Map();
+    let releases: PrefixRelease[] = trusted && readable ? plan.releases : [];
+    if (releases.length > 0)
+      releases = await this.#confirm(
+        releases,
+        (pods, slicePools) => planFrom(pods, slicePools, plan.unusedSince),
+        input,
+        signal,
+      );
+    this.#nextAt = plan.pending.length === 0 ? undefined : Math.min(...plan.pending.map((p) => p.releaseAt));
+    if (plan.releases.length > 0 && releases.length === 0)
+      this.#nextAt = Math.min(this.#nextAt ?? Infinity, now + 1_000);
+
+    for (const r of releases) {
+      if (this.options.releaseDryRun) {
+        const key = prefixKey(r.eniId, r.prefix);
+        if (this.#dryRunLogged.has(key)) continue;
+        this.#dryRunLogged.add(key);
+        metrics.prefixesReleased(1, true);
+        logger.info(
+          { eniId: r.eniId, prefix: r.prefix, reason: r.reason },
+          "dry run: would release the prefix",
+        );
+      } else {
+        logger.info({ eniId: r.eniId, prefix: r.prefix, reason: r.reason }, "releasing the prefix");
+      }
+    }
+    const steps = prefixSteps(plan, this.options.releaseDryRun ? [] : releases);
+    const failures = await this.#apply(steps, signal);
+    this.#report(plan, failures);
+    return this.#overlay(input.enis, clock.now());
+  }
+
+  /** The releases a fresh list of pods and NodeSlicePools agrees on; none when the list fails. */
+  async #confirm(
+    releases: PrefixRelease[],
+    replan: (pods: readonly PodInfo[], pools: readonly NodeSlicePoolInfo[]) => PrefixPlan,
+    input: PrefixWaveInput,
+    signal: AbortSignal,
+  ): Promise<PrefixRelease[]> {
+    const pools = this.#pools;
+    if (pools === undefined) return [];
+    let fresh: PrefixPlan;
+    try {
+      const [pods, slicePools] = await Promise.all([input.freshPods(), pools.fetchNow()]);
+      if (!carriedBy(pods, this.options.nodeName).readable) return [];
+      fresh = replan(pods, slicePools);
+    } catch (error) {
+      if (signal.aborted) throw error;
+      this.deps.logger.warn(
+        { err: error, releases: releases.length },
+        "could not list pods and NodeSlicePools afresh to confirm prefix releases; they are held and tried again shortly",
+      );
+      return [];
+    }
+    const agreed = new Set(fresh.releases.map((r) => prefixKey(r.eniId, r.prefix)));
+    for (const r of releases)
+      if (!agreed.has(prefixKey(r.eniId, r.prefix))) this.#unusedSince.delete(prefixKey(r.eniId, r.prefix));
+    return releases.filter((r) => agreed.has(prefixKey(r.eniId, r.prefix)));
+  }
+
+  /** Runs the steps in order; a swap's assign that fails restores the singles at once. Returns the failures. */
+  async #apply(steps: readonly PrefixStep[], signal: AbortSignal): Promise<string[]> {
+    const { ec2, clock, logger, metrics } = this.deps;
+    const failures: string[] = [];
+    let swapStartedAt: number | undefined;
+    let skipAssign = false;
+    for (const step of steps) {
+      signal.throwIfAborted();
+      if (skipAssign && step.kind === "assign-prefixes") {
+        // The unassign before it failed: EC2 would refuse the prefix over the addresses still there.
+        skipAssign = false;
+        continue;
+      }
+      skipAssign = false;
+      const started = clock.now();
+      try {
+        if (step.kind === "release-prefixes") {
+          await (step.family === 4
+            ? ec2.unassignIpv4Prefixes(step.eniId, step.prefixes)
+            : ec2.unassignIpv6Prefixes(step.eniId, step.prefixes));
+          metrics.prefixesReleased(step.prefixes.length, false);
+          this.#remember(step.eniId, step.family, step.prefixes, "released");
+        } else if (step.kind === "unassign-addresses") {
+          swapStartedAt = started;
+          await (step.family === 4
+            ? ec2.unassignPrivateIpv4(step.eniId, step.addresses)
+            : ec2.unassignIpv6(step.eniId, step.addresses));
+          this.#remember(step.eniId, step.family, step.addresses, "released");
+        } else {
+          try {
+            await (step.family === 4
+              ? ec2.assignIpv4Prefixes(step.eniId, step.prefixes)
+              : ec2.assignIpv6Prefixes(step.eniId, step.prefixes));
+          } catch (error) {
+            if (step.restore.length > 0)
+              await this.#restore(step.eniId, step.family, step.restore, swapStartedAt ?? started);
+            throw error;
+          }
+          if (step.restore.length > 0) {
+            metrics.prefixSwapGap(clock.now() - (swapStartedAt ?? started));
+            logger.info(
+              {
+                eniId: step.eniId,
+                prefixes: step.prefixes,
+                addresses: step.restore,
+                gapMs: clock.now() - (swapStartedAt ?? started),
+              },
+              "single addresses taken over by a prefix (unassigned, then the prefix assigned in the next call)",
+            );
+          }
+          this.#remember(step.eniId, step.family, step.prefixes, "assigned");
+          logger.info({ eniId: step.eniId, prefixes: step.prefixes }, "prefixes assigned");
+        }
+      } catch (error) {
+        if (error instanceof Ec2Error && error.kind === "unavailable") throw error;
+        if (!(error instanceof IpmgrError)) throw error;
+        failures.push(error.message);
+        logger.warn({ err: error, step }, "EC2 refused a prefix step of the wave; the others go on");
+        skipAssign = step.kind === "unassign-addresses";
+      }
+    }
+    return failures;
+  }
+
+  /** A swap's assign failed: the singles it unassigned go back to the ENI at once, never reassigned from elsewhere. */
+  async #restore(
+    eniId: string,
+    family: IpFamily,
+    addresses: readonly string[],
+    since: number,
+  ): Promise<void> {
+    const { ec2, clock, logger, metrics } = this.deps;
+    try {
+      await (family === 4
+        ? ec2.assignPrivateIpv4(eniId, addresses, false)
+        : ec2.assignIpv6(eniId, addresses));
+      this.#remember(eniId, family, addresses, "assigned");
+    } finally {
+      metrics.prefixSwapGap(clock.now() - since);
+      logger.warn(
+        { eniId, addresses },
+        "the prefix assign failed after its single addresses were unassigned; they were assigned again",
+      );
+    }
+  }
+
+  #remember(
+    eniId: string,
+    family: IpFamily,
+    values: readonly string[],
+    kind: RecentPrefixChange["kind"],
+  ): void {
+    const until = this.deps.clock.now() + this.options.recentMemoryMs;
+    this.#recent = this.#recent.filter((c) => !(c.eniId === eniId && values.includes(c.value)));
+    for (const value of values) this.#recent.push({ eniId, family, value, kind, until });
+  }
+
+  /** The ENIs with the changes EC2 accepted recently that IMDS does not show yet. */
+  #overlay(enis: readonly EniState[], now: number): EniState[] {
+    this.#recent = this.#recent.filter((c) => c.until > now);
+    return enis.map((eni) => {
+      const mine = this.#recent.filter((c) => c.eniId === eni.eniId);
+      if (mine.length === 0) return eni;
+      const apply = (list: readonly string[], fam: IpFamily, prefixes: boolean): string[] => {
+        let out = [...list];
+        for (const c of mine) {
+          if (c.family !== fam || c.value.includes("/") !== prefixes) continue;
+          if (c.kind === "assigned" && !out.includes(c.value)) out.push(c.value);
+          if (c.kind === "released") out = out.filter((v) => v !== c.value);
+        }
+        return out;
+      };
+      return {
+        ...eni,
+        ipv4s: apply(eni.ipv4s, 4, false),
+        ipv6s: apply(eni.ipv6s, 6, false),
+        ipv4Prefixes: apply(eni.ipv4Prefixes ?? [], 4, true),
+        ipv6Prefixes: apply(eni.ipv6Prefixes ?? [], 6, true),
+      };
+    });
+  }
+
+  /** Metrics, one warning and an Event per refused NAD, and the /readyz lines. */
+  #report(plan: PrefixPlan, failures: readonly string[]): void {
+    const { logger, metrics, events } = this.deps;
+    const assigned = new Set(
+      this.#recent.filter((c) => c.kind === "assigned").map((c) => prefixKey(c.eniId, c.value)),
+    );
+    const held = plan.wanted.filter(
+      (w) => plan.held.includes(w) || assigned.has(prefixKey(w.eniId, w.prefix)),
+    ).length;
+    metrics.prefixes({
+      wanted: plan.wanted.length,
+      held,
+      deferred: plan.deferred.length,
+      pendingReleases: plan.pending.length,
+      refused: plan.refusals.map((r) => ({ nad: r.nad, reason: r.reason })),
+    });
+    const keys = new Set<string>();
+    for (const r of plan.refusals) {
+      const key = `${r.nad} ${r.detail}`;
+      keys.add(key);
+      if (!this.#refusalsLogged.has(key)) logger.warn({ nad: r.nad, reason: r.reason }, r.detail);
+      events.report({
+        pod: { namespace: r.namespace, name: r.name, uid: r.uid, kind: "NetworkAttachmentDefinition" },
+        type: "Warning",
+        reason: "PrefixModeRefused",
+        message: r.detail,
+      });
+    }
+    this.#refusalsLogged = keys;
+    this.#lines = [
+      `prefix mode: ${held} of ${plan.wanted.length} prefixes held; ${plan.deferred.length} waiting for single addresses inside to go; ${plan.pending.length} releases pending`,
+      ...plan.refusals.map((r) => `prefix mode refused: ${r.detail}`),
+      ...failures.map((f) => `prefix mode failed: ${f}`),
+    ];
+  }
+}
+
+/** The addresses this node's pods carry (finished pods carry none), and whether every pod's network-status reads. */
+function carriedBy(
+  pods: readonly PodInfo[],
+  nodeName: string,
+): { addresses: Set<string>; readable: boolean } {
+  const addresses = new Set<string>();
+  let readable = true;
+  for (const pod of pods) {
+    if (pod.nodeName !== nodeName || podFinished(pod)) continue;
+    const networks = podNetworks(pod);
+    if (networks.problems.length > 0) readable = false;
+    for (const a of networks.attachments) for (const address of a.addresses) addresses.add(address);
+  }
+  return { addresses, readable };
+}

@@ -1,0 +1,279 @@
+/**
+ * Prefix mode end to end: the bridge in-process against the simulator (EC2, IMDS, and the Kubernetes API
+ * with whereabouts' node-slice controller and node-slice IPAM played by its stand-ins). Each test checks the
+ * simulator's state and the EC2 calls it logged.
+ */
+import { afterEach, describe, expect, it } from "vitest";
+import { systemClock } from "../src/eni/process/clock.js";
+import { createLogger } from "../src/eni/process/logger.js";
+import { Bridge } from "../src/ipam-whereabouts-bridge/bridge.js";
+import { createKubeApi } from "../src/ipam-whereabouts-bridge/kube-client.js";
+import { BridgeMetrics } from "../src/ipam-whereabouts-bridge/metrics.js";
+import { PodEventReporter } from "../src/ipam-whereabouts-bridge/pod-events.js";
+import { PrefixMode } from "../src/ipam-whereabouts-bridge/prefix-mode.js";
+import type { PrefixOverlapMode } from "../src/ipam-whereabouts-bridge/prefix-plan.js";
+import type { SimulatorHandle } from "../src/sim/index.js";
+import { tempKubeconfig } from "./helpers/kube-proxy.js";
+import {
+  eventually,
+  type Json,
+  kube,
+  kubeEndpointOf,
+  kubeWorld,
+  MAC_A,
+  multusPod,
+  NODE_A,
+  startKubeSim,
+} from "./helpers/kube-worlds.js";
+import { ec2ApiFor, imdsFor } from "./helpers/sim-fixtures.js";
+
+const MUTATING = new Set([
+  "AssignPrivateIpAddresses",
+  "UnassignPrivateIpAddresses",
+  "AssignIpv6Addresses",
+  "UnassignIpv6Addresses",
+]);
+/** Node A's slice of the range below: whereabouts gives the first free slice to each node, in name order. */
+const SLICE_A = "198.51.100.160/28";
+const POOLS = "/apis/whereabouts.cni.cncf.io/v1alpha1/namespaces/kube-system/nodeslicepools";
+
+/** A node-sliced NAD in kube-system (whereabouts' namespace), master eth1: node A's Multus ENI eni-0a1. */
+const SLICED_NAD = {
+  namespace: "kube-system",
+  name: "slices",
+  config: {
+    cniVersion: "0.3.1",
+    name: "slices",
+    type: "ipvlan",
+    master: "eth1",
+    ipam: { type: "whereabouts", network_name: "slices", range: "198.51.100.160/27", node_slice_size: "/28" },
+  },
+};
+
+const running: { stop: () => Promise<void> }[] = [];
+afterEach(async () => {
+  for (const r of running.splice(0)) await r.stop();
+});
+
+async function startBridge(
+  overlap: PrefixOverlapMode,
+  pods: Record<string, unknown>[] = [],
+  before: (sim: SimulatorHandle) => Promise<void> = async () => undefined,
+  releaseGraceMs = 1_500,
+) {
+  const base = kubeWorld().kubernetes as unknown as { networkAttachmentDefinitions: unknown[] };
+  const sim = await startKubeSim(
+    kubeWorld({ networkAttachmentDefinitions: [...base.networkAttachmentDefinitions, SLICED_NAD], pods }),
+  );
+  await before(sim);
+  const kubeconfig = await tempKubeconfig(kubeEndpointOf(sim));
+  const logger = createLogger("silent");
+  const kubeApi = createKubeApi({
+    kubeconfig: kubeconfig.path,
+    clock: systemClock,
+    logger,
+    watchTimeoutSeconds: 300,
+    requestTimeoutMs: 5_000,
+    restartBaseMs: 50,
+    restartMaxMs: 200,
+    component: "multus-ipmgr-bridge",
+    host: NODE_A,
+  });
+  const metrics = new BridgeMetrics();
+  const ec2 = ec2ApiFor(sim, { observer: metrics.ec2Observer });
+  const imds = imdsFor(sim, "i-0a", { clock: systemClock });
+  const events = new PodEventReporter(kubeApi, systemClock, logger, metrics, {
+    repeatIntervalMs: 60_000,
+    perSecond: 100,
+    burst: 100,
+  });
+  const allowedCidrs = ["198.51.100.128/25"];
+  const prefixes = new PrefixMode(
+    { kube: kubeApi, ec2, clock: systemClock, logger, metrics, events },
+    {
+      nodeName: NODE_A,
+      allowedCidrs,
+      overlap,
+      releaseGraceMs,
+      releaseDryRun: false,
+      recentMemoryMs: 5_000,
+      addressesPerEni: 10,
+      watchSilenceMs: 90_000,
+      hostMacs: () => new Map([["eth1", MAC_A]]),
+    },
+  );
+  const bridge = new Bridge(
+    { kube: kubeApi, imds, ec2, clock: systemClock, logger, metrics, events, prefixes },
+    {
+      nodeName: NODE_A,
+      allowedCidrs,
+      deviceIndexes: [],
+      waveWindowMs: 50,
+      releaseGraceMs,
+      releaseDryRun: false,
+      resyncIntervalMs: 60_000,
+      retry: { baseMs: 50, maxMs: 500 },
+      recentMemoryMs: 5_000,
+      addressesPerEni: 10,
+      watchSilenceMs: 90_000,
+    },
+  );
+  await bridge.start();
+  const stop = new AbortController();
+  const loop = bridge.run(stop.signal);
+  running.push({
+    stop: async () => {
+      stop.abort();
+      await loop;
+      await events.flush();
+      await kubeApi.close();
+      await sim.close();
+      kubeconfig.remove();
+    },
+  });
+  const eni = () => sim.state().enis.find((e) => e.eniId === "eni-0a1");
+  const mutating = () => sim.calls().filter((c) => MUTATING.has(c.action) && c.outcome === "ok");
+  return { sim, bridge, prefixes, metrics, eni, mutating };
+}
+
+async function runPod(sim: SimulatorHandle, name: string): Promise<string[]> {
+  const manifest = {
+    apiVersion: "v1",
+    kind: "Pod",
+    metadata: {
+      name,
+      namespace: "cnf",
+      annotations: { "k8s.v1.cni.cncf.io/networks": "kube-system/slices" },
+    },
+    spec: { nodeName: NODE_A, containers: [{ name: "app", image: "registry.example/app:1" }] },
+  };
+  const answer = await kube(sim, "POST", "/api/v1/namespaces/cnf/pods", manifest);
+  expect(answer.status, JSON.stringify(answer.body)).toBe(201);
+  let pod: Json;
+  await eventually(async () => {
+    pod = (await kube(sim, "GET", `/api/v1/namespaces/cnf/pods/${name}`)).body;
+    return pod.status?.phase === "Running";
+  }, `pod ${name} Running`);
+  const status = JSON.parse(pod.metadata.annotations["k8s.v1.cni.cncf.io/network-status"]);
+  return status.slice(1).flatMap((s: Json) => s.ips);
+}
+
+describe("bridge prefix mode against the simulator", () => {
+  it("holds the node's slice as one prefix in one EC2 call, then three pods start with no EC2 call", async () => {
+    const h = await startBridge("defer");
+    await eventually(
+      async () => (h.eni()?.ipv4Prefixes ?? []).includes(SLICE_A),
+      "the slice held as a prefix",
+    );
+    const joined = h.mutating();
+    expect(joined.map((c) => c.action)).toEqual(["AssignPrivateIpAddresses"]);
+    expect(joined[0]?.params["Ipv4Prefix.1"]).toBe(SLICE_A);
+
+    const addresses = [
+      ...(await runPod(h.sim, "p1")),
+      ...(await runPod(h.sim, "p2")),
+      ...(await runPod(h.sim, "p3")),
+    ];
+    expect(addresses).toHaveLength(3);
+    for (const a of addresses)
+      expect(a.startsWith("198.51.100.16") || a.startsWith("198.51.100.17")).toBe(true);
+    // A wave that has seen the three pods counts their addresses held, with no call.
+    await eventually(
+      async () => (h.bridge.report?.wanted ?? 0) >= 4 && h.bridge.report?.held === h.bridge.report?.wanted,
+      "the pods' addresses held",
+    );
+    expect(h.mutating().length - joined.length).toBe(1); // upf-0's 198.51.100.193 (not sliced), and nothing for p1-p3
+    expect(
+      h
+        .mutating()
+        .slice(joined.length)
+        .flatMap((c) => Object.values(c.params)),
+    ).not.toContain(addresses[0]);
+    expect(h.eni()?.ipv4s).not.toContain(addresses[0]);
+  });
+
+  it("defer: a block where the ENI holds a pod's single address waits; the address stays routed", async () => {
+    const h = await startBridge(
+      "defer",
+      [multusPod("old", NODE_A, ["198.51.100.165"], MAC_A)],
+      async (sim) => {
+        await ec2ApiFor(sim).assignPrivateIpv4("eni-0a1", ["198.51.100.165"], false);
+        sim.clearCalls();
+      },
+    );
+    await eventually(async () => h.bridge.report !== undefined, "a wave");
+    expect(h.eni()?.ipv4s).toContain("198.51.100.165");
+    expect(h.eni()?.ipv4Prefixes ?? []).toEqual([]);
+    expect(h.mutating().filter((c) => c.action === "UnassignPrivateIpAddresses")).toEqual([]);
+    expect(await h.metrics.text()).toContain("multus_ipmgr_bridge_prefixes_deferred 1");
+  });
+
+  it("swap: the single address is unassigned in the call right before the prefix assign, and covered after", async () => {
+    const h = await startBridge(
+      "swap",
+      [multusPod("old", NODE_A, ["198.51.100.165"], MAC_A)],
+      async (sim) => {
+        await ec2ApiFor(sim).assignPrivateIpv4("eni-0a1", ["198.51.100.165"], false);
+        sim.clearCalls();
+      },
+    );
+    await eventually(
+      async () => (h.eni()?.ipv4Prefixes ?? []).includes(SLICE_A),
+      "the slice held as a prefix",
+    );
+    const calls = h.mutating();
+    const unassign = calls.findIndex((c) => c.action === "UnassignPrivateIpAddresses");
+    expect(calls[unassign]?.params["PrivateIpAddress.1"]).toBe("198.51.100.165");
+    // Nothing between the unassign and the prefix assign: the address is unrouted for one call.
+    expect(calls[unassign + 1]?.action).toBe("AssignPrivateIpAddresses");
+    expect(calls[unassign + 1]?.params["Ipv4Prefix.1"]).toBe(SLICE_A);
+    expect(calls[unassign + 1]?.seq).toBe((calls[unassign]?.seq ?? 0) + 1);
+    expect(h.eni()?.ipv4s).not.toContain("198.51.100.165");
+    expect(await h.metrics.text()).toMatch(/multus_ipmgr_bridge_prefix_swap_gap_seconds_count 1/);
+  });
+
+  it("releases the prefix once the node no longer owns the slice and no pod uses it, after the grace", async () => {
+    const h = await startBridge("defer");
+    await eventually(
+      async () => (h.eni()?.ipv4Prefixes ?? []).includes(SLICE_A),
+      "the slice held as a prefix",
+    );
+    const pool = (await kube(h.sim, "GET", `${POOLS}/slices`)).body;
+    pool.status.allocations = pool.status.allocations.map((a: Json) =>
+      a.nodeName === NODE_A ? { ...a, nodeName: "" } : a,
+    );
+    const put = await kube(h.sim, "PUT", `${POOLS}/slices`, pool);
+    expect(put.status, JSON.stringify(put.body)).toBe(200);
+    await eventually(
+      async () => !(h.eni()?.ipv4Prefixes ?? []).includes(SLICE_A),
+      "the prefix released",
+      10_000,
+    );
+    expect(await h.metrics.text()).toContain('multus_ipmgr_bridge_prefix_releases_total{mode="released"} 1');
+  });
+
+  it("keeps the prefix while a pod of the node holds an address inside, even when the slice is gone", async () => {
+    const h = await startBridge("defer", [multusPod("stays", NODE_A, ["198.51.100.170"], MAC_A)]);
+    await eventually(
+      async () => (h.eni()?.ipv4Prefixes ?? []).includes(SLICE_A),
+      "the slice held as a prefix",
+    );
+    const pool = (await kube(h.sim, "GET", `${POOLS}/slices`)).body;
+    pool.status.allocations = pool.status.allocations.map((a: Json) =>
+      a.nodeName === NODE_A ? { ...a, nodeName: "" } : a,
+    );
+    expect((await kube(h.sim, "PUT", `${POOLS}/slices`, pool)).status).toBe(200);
+    // A wave that has seen the slice go: the prefix is no longer wanted, and no grace runs for it (a pod uses it).
+    await eventually(
+      async () =>
+        h.prefixes
+          .lines()[0]
+          ?.startsWith(
+            "prefix mode: 0 of 0 prefixes held; 0 waiting for single addresses inside to go; 0 releases pending",
+          ) === true,
+      "a wave without the slice",
+    );
+    expect(h.eni()?.ipv4Prefixes).toContain(SLICE_A);
+    expect(h.mutating().filter((c) => c.action === "UnassignPrivateIpAddresses")).toEqual([]);
+  });
+});

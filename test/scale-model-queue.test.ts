@@ -1,0 +1,163 @@
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { EventQueue } from "../bench/scale-model/event-queue.js";
+import { delegatedPrefixesOf } from "../bench/scale-model/node-wave.js";
+import { DOCUMENTED_BUCKETS, TokenBucket } from "../bench/scale-model/token-bucket.js";
+
+describe("scale model: EventQueue", () => {
+  it("runs events in time order, ties in the order they were scheduled", () => {
+    const queue = new EventQueue();
+    const order: string[] = [];
+    queue.at(30, () => order.push("c"));
+    queue.at(10, () => order.push("a1"));
+    queue.at(20, () => order.push("b"));
+    queue.at(10, () => order.push("a2"));
+    expect(queue.run()).toBe(30);
+    expect(order).toEqual(["a1", "a2", "b", "c"]);
+    expect(queue.ran).toBe(4);
+    expect(queue.size).toBe(0);
+  });
+
+  it("moves the clock to each event, and runs what an event schedules", () => {
+    const queue = new EventQueue();
+    const seen: number[] = [];
+    queue.at(100, () => {
+      seen.push(queue.now);
+      queue.after(50, () => seen.push(queue.now));
+      queue.after(0, () => seen.push(queue.now));
+    });
+    queue.run();
+    expect(seen).toEqual([100, 100, 150]);
+  });
+
+  it("runs an event scheduled in the past at the current time, never earlier", () => {
+    const queue = new EventQueue();
+    const seen: number[] = [];
+    queue.at(40, () => queue.at(5, () => seen.push(queue.now)));
+    queue.run();
+    expect(seen).toEqual([40]);
+  });
+
+  it("stops before an event past the limit, and resumes from there", () => {
+    const queue = new EventQueue();
+    const seen: number[] = [];
+    for (const t of [10, 20, 30]) queue.at(t, () => seen.push(t));
+    expect(queue.run(25)).toBe(20);
+    expect(seen).toEqual([10, 20]);
+    expect(queue.size).toBe(1);
+    queue.run();
+    expect(seen).toEqual([10, 20, 30]);
+  });
+
+  it("stops after the event that makes done() true", () => {
+    const queue = new EventQueue();
+    let count = 0;
+    for (let t = 1; t <= 5; t++) queue.at(t, () => count++);
+    queue.run(Number.POSITIVE_INFINITY, () => count === 2);
+    expect(count).toBe(2);
+    expect(queue.now).toBe(2);
+  });
+
+  it("refuses a time that is not a finite number", () => {
+    const queue = new EventQueue();
+    expect(() => queue.at(Number.NaN, () => undefined)).toThrow(
+      "event time NaN is not a finite number of ms",
+    );
+    expect(() => queue.after(Number.POSITIVE_INFINITY, () => undefined)).toThrow(RangeError);
+  });
+
+  it("property: any schedule runs sorted by time, then by scheduling order", () => {
+    fc.assert(
+      fc.property(fc.array(fc.integer({ min: 0, max: 50 }), { maxLength: 200 }), (times) => {
+        const queue = new EventQueue();
+        const ran: { at: number; index: number }[] = [];
+        times.forEach((at, index) => {
+          queue.at(at, () => ran.push({ at: queue.now, index }));
+        });
+        queue.run();
+        const expected = times
+          .map((at, index) => ({ at, index }))
+          .sort((a, b) => a.at - b.at || a.index - b.index);
+        expect(ran).toEqual(expected);
+      }),
+    );
+  });
+});
+
+describe("scale model: TokenBucket", () => {
+  const spec = { name: "test", capacity: 3, refillPerSecond: 5 };
+
+  it("starts full: capacity requests at once are taken, the next is throttled", () => {
+    const bucket = new TokenBucket(spec);
+    expect([1, 2, 3, 4].map(() => bucket.take(0))).toEqual([true, true, true, false]);
+  });
+
+  it("refills at its rate: one token each 200 ms at 5 a second, fractions accrue", () => {
+    const bucket = new TokenBucket(spec);
+    for (let i = 0; i < 3; i++) bucket.take(0);
+    expect(bucket.take(100)).toBe(false);
+    expect(bucket.tokens(100)).toBeCloseTo(0.5);
+    expect(bucket.take(200)).toBe(true);
+    expect(bucket.take(200)).toBe(false);
+    expect(bucket.take(400)).toBe(true);
+  });
+
+  it("holds no more than its capacity however long it rests", () => {
+    const bucket = new TokenBucket(spec);
+    bucket.take(0);
+    expect(bucket.tokens(3_600_000)).toBe(3);
+    expect([1, 2, 3, 4].map(() => bucket.take(3_600_000))).toEqual([true, true, true, false]);
+  });
+
+  it("counts a request stamped before the last one at the last one's time", () => {
+    const bucket = new TokenBucket(spec);
+    for (let i = 0; i < 3; i++) bucket.take(1_000);
+    expect(bucket.take(500)).toBe(false);
+  });
+
+  it("has the documented sizes: AssignPrivateIpAddresses 100 a burst and 5 a second", () => {
+    const bucket = new TokenBucket(DOCUMENTED_BUCKETS.AssignPrivateIpAddresses);
+    let taken = 0;
+    // One request every 10 ms for 60 s: the burst, then 5 a second.
+    for (let t = 0; t < 60_000; t += 10) if (bucket.take(t)) taken++;
+    expect(taken).toBe(100 + 299);
+  });
+
+  it("property: requests taken by time T never exceed capacity + rate x T; spaced requests are all taken", () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.integer({ min: 0, max: 10_000 }), { minLength: 1, maxLength: 300 }),
+        fc.integer({ min: 1, max: 20 }),
+        fc.integer({ min: 1, max: 100 }),
+        (raw, refillPerSecond, capacity) => {
+          const times = [...raw].sort((a, b) => a - b);
+          const bucket = new TokenBucket({ name: "p", capacity, refillPerSecond });
+          let taken = 0;
+          for (const t of times) {
+            if (bucket.take(t)) taken++;
+            expect(taken).toBeLessThanOrEqual(capacity + Math.floor((t / 1000) * refillPerSecond + 1e-9));
+          }
+          const spaced = new TokenBucket({ name: "s", capacity, refillPerSecond });
+          const gap = 1000 / refillPerSecond;
+          for (let i = 0; i < 50; i++) expect(spaced.take(i * gap)).toBe(true);
+        },
+      ),
+    );
+  });
+});
+
+describe("scale model: delegatedPrefixesOf", () => {
+  it.each([
+    ["198.51.100.32/27", ["198.51.100.32/28", "198.51.100.48/28"]],
+    ["198.51.100.64/28", ["198.51.100.64/28"]],
+    ["2001:db8:1:0:4::/79", ["2001:db8:1:0:4::/80", "2001:db8:1:0:5::/80"]],
+  ])("splits %s into delegated prefixes", (slice, prefixes) => {
+    expect(delegatedPrefixesOf(slice)).toEqual(prefixes);
+  });
+
+  it("refuses a slice smaller than a prefix", () => {
+    expect(() => delegatedPrefixesOf("198.51.100.32/29")).toThrow(
+      "scale model: slice 198.51.100.32/29 does not split into /28 prefixes",
+    );
+  });
+});
