@@ -1,6 +1,7 @@
 import type { Ec2Error } from "./errors/ec2-error.js";
 import type {
   Ec2ElasticIp,
+  Ec2InstanceType,
   Ec2NetworkInterface,
   Ec2SecurityGroup,
   Ec2Subnet,
@@ -74,6 +75,11 @@ export interface Ec2Api {
   unassignIpv6Prefixes(eniId: string, prefixes: readonly string[]): Promise<void>;
   /** IAM: ec2:DescribeNetworkInterfaces. Follows NextToken to the end. */
   describeNetworkInterfaces(filter: NetworkInterfaceFilter): Promise<Ec2NetworkInterface[]>;
+  /**
+   * IAM: ec2:DescribeInstanceTypes. One type: its hypervisor (`nitro` takes delegated prefixes) and addresses
+   * per ENI; undefined when EC2 does not know the type (`InvalidInstanceType`).
+   */
+  describeInstanceType(instanceType: string): Promise<Ec2InstanceType | undefined>;
   /** IAM: ec2:DescribeSubnets. */
   describeSubnets(subnetIds: readonly string[]): Promise<Ec2Subnet[]>;
   /** IAM: ec2:DescribeSubnets. Every subnet of the VPC (filter `vpc-id`), following NextToken to the end. */

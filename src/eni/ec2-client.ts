@@ -12,6 +12,7 @@
  * earlier attempt, applied before its answer was lost) is success.
  */
 import {
+  type _InstanceType,
   type Address,
   AssignIpv6AddressesCommand,
   AssignPrivateIpAddressesCommand,
@@ -19,6 +20,8 @@ import {
   CreateSubnetCidrReservationCommand,
   DeleteSubnetCidrReservationCommand,
   DescribeAddressesCommand,
+  DescribeInstanceTypesCommand,
+  type DescribeInstanceTypesCommandOutput,
   DescribeNetworkInterfacesCommand,
   DescribeSecurityGroupsCommand,
   DescribeSubnetsCommand,
@@ -51,6 +54,7 @@ import type { Logger } from "./process/logger.js";
 import type { RetryOptions } from "./retry.js";
 import type {
   Ec2ElasticIp,
+  Ec2InstanceType,
   Ec2NetworkInterface,
   Ec2SecurityGroup,
   Ec2Subnet,
@@ -397,6 +401,29 @@ class Ec2ApiClient implements Ec2Api {
         ),
       (page) => (page.NetworkInterfaces ?? []).map(toNetworkInterface),
     );
+  }
+
+  async describeInstanceType(instanceType: string): Promise<Ec2InstanceType | undefined> {
+    let result: DescribeInstanceTypesCommandOutput;
+    try {
+      result = await this.instrument("DescribeInstanceTypes", { target: instanceType }, (sendOptions) =>
+        this.client.send(
+          // The SDK types the names as an enum of the types it knew when built; EC2 takes any string.
+          new DescribeInstanceTypesCommand({ InstanceTypes: [instanceType as _InstanceType] }),
+          sendOptions,
+        ),
+      );
+    } catch (err) {
+      if (err instanceof Ec2Error && err.code === "InvalidInstanceType") return undefined;
+      throw err;
+    }
+    const found = (result.InstanceTypes ?? []).find((t) => t.InstanceType === instanceType);
+    if (found === undefined) return undefined;
+    return {
+      instanceType,
+      hypervisor: found.Hypervisor,
+      ipv4AddressesPerEni: found.NetworkInfo?.Ipv4AddressesPerInterface,
+    };
   }
 
   async describeSubnets(subnetIds: readonly string[]): Promise<Ec2Subnet[]> {

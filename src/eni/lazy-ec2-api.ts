@@ -7,6 +7,7 @@ import type {
 } from "./ec2-api.js";
 import type {
   Ec2ElasticIp,
+  Ec2InstanceType,
   Ec2NetworkInterface,
   Ec2SecurityGroup,
   Ec2Subnet,
@@ -84,6 +85,10 @@ export class LazyEc2Api implements Ec2Api {
 
   async describeNetworkInterfaces(filter: NetworkInterfaceFilter): Promise<Ec2NetworkInterface[]> {
     return (await this.api()).describeNetworkInterfaces(filter);
+  }
+
+  async describeInstanceType(instanceType: string): Promise<Ec2InstanceType | undefined> {
+    return (await this.api()).describeInstanceType(instanceType);
   }
 
   async describeSubnets(subnetIds: readonly string[]): Promise<Ec2Subnet[]> {

@@ -216,6 +216,18 @@ export interface Ec2Subnet {
   readonly ipv6Cidrs: readonly string[];
 }
 
+/** What DescribeInstanceTypes says of one instance type, the members we read. */
+export interface Ec2InstanceType {
+  readonly instanceType: string;
+  /**
+   * `nitro`, `xen`, or undefined when EC2 says none (bare metal types): prefix delegation needs the Nitro
+   * System, which bare metal types of Nitro families are built on too, though they report no hypervisor.
+   */
+  readonly hypervisor: string | undefined;
+  /** Private IPv4 addresses per ENI, the primary counted; undefined when EC2 does not say. */
+  readonly ipv4AddressesPerEni: number | undefined;
+}
+
 export interface SubnetCidrReservation {
   readonly reservationId: string;
   readonly subnetId: string;

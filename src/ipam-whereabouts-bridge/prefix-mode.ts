@@ -7,7 +7,7 @@
  * and the NodeSlicePool watch listed, watching and heard from), every pod's network-status readable, a fresh
  * list of pods and NodeSlicePools that agrees, the grace, and IPMGR_BRIDGE_RELEASE_DRY_RUN.
  */
-import { networkInterfaces } from "node:os";
+
 import type { Ec2Api } from "../eni/ec2-api.js";
 import { Ec2Error } from "../eni/errors/ec2-error.js";
 import { IpmgrError } from "../eni/errors/ipmgr-error.js";
@@ -15,6 +15,7 @@ import type { Clock } from "../eni/process/clock.js";
 import type { Logger } from "../eni/process/logger.js";
 import type { EniState, IpFamily } from "../eni/types.js";
 import { podFinished } from "./desired-state.js";
+import { hostInterfaceMacs } from "./host-interface-macs.js";
 import type {
   KubeApi,
   NadInfo,
@@ -57,7 +58,7 @@ export interface PrefixModeOptions {
   readonly recentMemoryMs: number;
   readonly addressesPerEni: number | undefined;
   readonly watchSilenceMs: number;
-  /** The node's network interfaces, name -> MAC; default: os.networkInterfaces() (the bridge runs on the host network). */
+  /** The node's network interfaces, name -> MAC; default: /sys/class/net (the bridge runs on the host network). */
   readonly hostMacs?: () => ReadonlyMap<string, string>;
 }
 
@@ -83,16 +84,6 @@ interface RecentPrefixChange {
   readonly until: number;
 }
 
-/** The MACs of the host's interfaces (the bridge runs with hostNetwork: these are the node's). */
-export function hostInterfaceMacs(): ReadonlyMap<string, string> {
-  const out = new Map<string, string>();
-  for (const [name, addresses] of Object.entries(networkInterfaces())) {
-    const mac = addresses?.find((a) => a.mac !== "00:00:00:00:00:00")?.mac;
-    if (mac !== undefined) out.set(name, mac.toLowerCase());
-  }
-  return out;
-}
-
 export class PrefixMode {
   #pools: WatchedCollection<NodeSlicePoolInfo> | undefined;
   #unusedSince = new Map<string, number>();
@@ -101,6 +92,7 @@ export class PrefixMode {
   #refusalsLogged = new Set<string>();
   #nextAt: number | undefined;
   #lines: string[] = [];
+  #lastWave = { calls: 0, changed: 0 };
 
   constructor(
     private readonly deps: PrefixModeDeps,
@@ -117,6 +109,11 @@ export class PrefixMode {
     return this.#nextAt;
   }
 
+  /** The EC2 writes of the last wave's prefix part: all of them, and those EC2 accepted. */
+  get lastWave(): { readonly calls: number; readonly changed: number } {
+    return this.#lastWave;
+  }
+
   /** /readyz lines of the last wave. */
   lines(): readonly string[] {
     return this.#lines;
@@ -131,6 +128,7 @@ export class PrefixMode {
     const pools = this.#pools;
     if (pools === undefined) throw new Error("internal: prefix mode ran before start()");
     const now = clock.now();
+    this.#lastWave = { calls: 0, changed: 0 };
     const enis = this.#overlay(input.enis, now);
     const planFrom = (
       pods: readonly PodInfo[],
@@ -231,6 +229,7 @@ export class PrefixMode {
       }
       skipAssign = false;
       const started = clock.now();
+      this.#lastWave.calls += 1;
       try {
         if (step.kind === "release-prefixes") {
           await (step.family === 4
@@ -269,6 +268,7 @@ export class PrefixMode {
           this.#remember(step.eniId, step.family, step.prefixes, "assigned");
           logger.info({ eniId: step.eniId, prefixes: step.prefixes }, "prefixes assigned");
         }
+        this.#lastWave.changed += 1;
       } catch (error) {
         if (error instanceof Ec2Error && error.kind === "unavailable") throw error;
         if (!(error instanceof IpmgrError)) throw error;
@@ -288,11 +288,13 @@ export class PrefixMode {
     since: number,
   ): Promise<void> {
     const { ec2, clock, logger, metrics } = this.deps;
+    this.#lastWave.calls += 1;
     try {
       await (family === 4
         ? ec2.assignPrivateIpv4(eniId, addresses, false)
         : ec2.assignIpv6(eniId, addresses));
       this.#remember(eniId, family, addresses, "assigned");
+      this.#lastWave.changed += 1;
     } finally {
       metrics.prefixSwapGap(clock.now() - since);
       logger.warn(
