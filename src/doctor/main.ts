@@ -11,6 +11,7 @@ import { commandHelp } from "../eni/process/settings.js";
 import { HttpImdsProbe } from "./imds-probe.js";
 import { IpMonitorProbe } from "./ip-command-probe.js";
 import { SysfsLinks } from "./links.js";
+import { inClusterEndpoint, KubeNodeSlices } from "./node-slices.js";
 import { renderJson, renderText } from "./render.js";
 import { ProcRpFilter } from "./rp-filter.js";
 import { type DoctorDeps, runDoctor } from "./run-doctor.js";
@@ -37,9 +38,27 @@ function stderrLogger(level: DoctorConfig["logLevel"]): Logger {
   );
 }
 
-function buildDoctorDeps(config: DoctorConfig, logger: Logger): DoctorDeps {
+/** How long the one Kubernetes read (the NodeSlicePool list) may take, in ms. */
+const KUBE_TIMEOUT_MS = 5_000;
+
+/**
+ * Where this node's slices come from: the in-cluster Kubernetes API and NODE_NAME (the downward API's
+ * spec.nodeName), or the sentence saying why they cannot be read.
+ */
+async function nodeSlicesOf(env: NodeJS.ProcessEnv): Promise<NonNullable<DoctorDeps["nodeSlices"]>> {
+  const endpoint = await inClusterEndpoint(env, KUBE_TIMEOUT_MS);
+  if (typeof endpoint === "string") return endpoint;
+  const nodeName = env.NODE_NAME;
+  if (nodeName === undefined || nodeName === "") {
+    return "not checked: NODE_NAME is not set (add it from the downward API, fieldRef spec.nodeName, or run doctor in the bridge's pod, which has it).";
+  }
+  return { source: new KubeNodeSlices(endpoint), nodeName };
+}
+
+async function buildDoctorDeps(config: DoctorConfig, logger: Logger): Promise<DoctorDeps> {
   const pod = buildPodDeps(config, logger);
   return {
+    nodeSlices: await nodeSlicesOf(process.env),
     ...pod,
     imdsProbe: new HttpImdsProbe({
       endpoint: imdsEndpointOf(config),
@@ -59,7 +78,7 @@ export async function main(argv: readonly string[]): Promise<number> {
   try {
     const config = loadDoctorConfig(argv, process.env);
     logger = stderrLogger(config.logLevel);
-    const results = await runDoctor(buildDoctorDeps(config, logger), {
+    const results = await runDoctor(await buildDoctorDeps(config, logger), {
       allowedCidrs: config.allowedCidrs,
       region: config.region,
       addressSource: config.addressSource,
