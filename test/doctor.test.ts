@@ -189,6 +189,9 @@ describe("doctor against the simulator", () => {
       "allowed-cidr": ["ok", "ok"],
       "address-overlap": ["ok", "ok"],
       reservation: ["ok", "ok"],
+      "prefix-support": ["ok"],
+      "prefix-blocks": ["ok"],
+      "node-slice": ["skipped"],
       "ip-command": ["ok"],
     });
     expect(only(results, "capacity").detail).toBe(
@@ -197,6 +200,7 @@ describe("doctor against the simulator", () => {
     );
     const actions = new Set(sim?.calls().map((c) => c.action));
     expect([...actions].sort()).toEqual([
+      "DescribeInstanceTypes",
       "DescribeNetworkInterfaces",
       "DescribeSecurityGroups",
       "GetSubnetCidrReservations",
