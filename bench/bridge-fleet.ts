@@ -98,11 +98,13 @@ function fleetWorld() {
   };
 }
 
-/** `multus-ipmgr sim` on the fleet's world, from dist/ (npm run bench builds it first). */
-async function startFleetSim(): Promise<{ ready: SimReady; close(): Promise<void> }> {
+/** `multus-ipmgr sim` on a world (the fleet's by default), from dist/ (npm run bench builds it first). */
+export async function startFleetSim(
+  world: unknown = fleetWorld(),
+): Promise<{ ready: SimReady; close(): Promise<void> }> {
   const dir = mkdtempSync(join(tmpdir(), "ipmgr-bench-fleet-"));
   const worldFile = join(dir, "world.json");
-  writeFileSync(worldFile, JSON.stringify(fleetWorld()));
+  writeFileSync(worldFile, JSON.stringify(world));
   try {
     const sim = await startSimProcess(["--world", worldFile], "dist/multus-ipmgr.cjs");
     return {
@@ -118,7 +120,7 @@ async function startFleetSim(): Promise<{ ready: SimReady; close(): Promise<void
   }
 }
 
-async function control<T>(sim: SimReady, method: string, path: string, body?: unknown): Promise<T> {
+export async function control<T>(sim: SimReady, method: string, path: string, body?: unknown): Promise<T> {
   const res = await fetch(`${sim.control}${path}`, {
     method,
     ...(body === undefined

@@ -16,6 +16,7 @@ import { closedPortUrl } from "../test/helpers/closed-port.js";
 import { tempKubeconfig } from "../test/helpers/kube-proxy.js";
 import { Lab, labUnavailableReason } from "../test/helpers/netns.js";
 import { benchBridgeFleet } from "./bridge-fleet.js";
+import { benchBridgeFleetPrefix } from "./bridge-fleet-prefix.js";
 import { benchBridgeRecovery } from "./bridge-recovery.js";
 import type { BenchResult } from "./result.js";
 
@@ -473,6 +474,9 @@ export async function benchBridge(): Promise<BenchResult[]> {
     ...(only === undefined || only === "burst" || only === "init" ? await initsSideBySide() : []),
     ...(only === undefined || only === "rss" ? await rssWatching() : []),
     ...(only === undefined || only === "fleet" ? await benchBridgeFleet() : []),
+    ...(only === undefined || only === "fleet" || only === "fleet-prefix"
+      ? await benchBridgeFleetPrefix()
+      : []),
     ...(only === undefined || only === "churn"
       ? [...(await churn(6, 100, 0)), ...(await churn(4, 96, 1))]
       : []),

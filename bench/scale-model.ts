@@ -16,7 +16,7 @@ import {
   type NodeWavePlan,
   type NodeWavePlanner,
   perAddressWave,
-  prefixStandInWave,
+  prefixModeWave,
 } from "./scale-model/node-wave.js";
 import { DOCUMENTED_BUCKETS, EC2_THROTTLING_PAGE } from "./scale-model/token-bucket.js";
 
@@ -34,8 +34,8 @@ const CALL_LATENCY_MS = 100;
 const RESTART_CAP_MS = 6 * 3_600_000;
 /** Churn: pods replaced a minute across the cluster (2 a second: a pod lives 76 h on average). */
 const CHURN_PER_MINUTE = 120;
-const CHURN_WARMUP_MS = 7 * 60_000;
-const CHURN_MEASURE_MS = 10 * 60_000;
+const CHURN_WARMUP_MS = 6 * 60_000;
+const CHURN_MEASURE_MS = 5 * 60_000;
 const RATIO_TARGET = 50;
 
 /** The bridge's defaults, as the binary loads them, with the Multus ENIs given by device index. */
@@ -261,7 +261,7 @@ function unheldOctet(node: ModelNode, slot: number, mode: Mode, old = -1): numbe
 }
 
 function prefixPlanner(): NodeWavePlanner {
-  return prefixStandInWave;
+  return prefixModeWave;
 }
 
 const fmt = (n: number) => Math.round(n).toLocaleString("en-US");

@@ -173,4 +173,8 @@ echo "== the bridge (a DaemonSet): the simulator with a Kubernetes API on 127.0.
 "$NODE" scripts/demo-bridge.mjs
 
 echo
+echo "== prefix mode: the node's whereabouts slices held as prefixes, examples/world-prefix.yaml"
+"$NODE" scripts/demo-prefix.mjs
+
+echo
 echo "demo done; cleaning up"

@@ -13,6 +13,7 @@ import { PodEventReporter } from "../src/ipam-whereabouts-bridge/pod-events.js";
 import { PrefixMode } from "../src/ipam-whereabouts-bridge/prefix-mode.js";
 import type { PrefixOverlapMode } from "../src/ipam-whereabouts-bridge/prefix-plan.js";
 import type { SimulatorHandle } from "../src/sim/index.js";
+import { findResource } from "../src/sim/kube/resources.js";
 import { tempKubeconfig } from "./helpers/kube-proxy.js";
 import {
   eventually,
@@ -49,6 +50,12 @@ const SLICED_NAD = {
     ipam: { type: "whereabouts", network_name: "slices", range: "198.51.100.160/27", node_slice_size: "/28" },
   },
 };
+
+const unserved =
+  findResource("whereabouts.cni.cncf.io", "v1alpha1", "nodeslicepools") === undefined
+    ? "the simulator serves no NodeSlicePools yet (issue 20, its Kubernetes side)"
+    : undefined;
+if (unserved !== undefined) console.warn(`prefix mode end-to-end test skipped: ${unserved}`);
 
 const running: { stop: () => Promise<void> }[] = [];
 afterEach(async () => {
@@ -158,7 +165,7 @@ async function runPod(sim: SimulatorHandle, name: string): Promise<string[]> {
   return status.slice(1).flatMap((s: Json) => s.ips);
 }
 
-describe("bridge prefix mode against the simulator", () => {
+describe.skipIf(unserved !== undefined)("bridge prefix mode against the simulator", () => {
   it("holds the node's slice as one prefix in one EC2 call, then three pods start with no EC2 call", async () => {
     const h = await startBridge("defer");
     await eventually(
@@ -179,16 +186,10 @@ describe("bridge prefix mode against the simulator", () => {
       expect(a.startsWith("198.51.100.16") || a.startsWith("198.51.100.17")).toBe(true);
     // A wave that has seen the three pods counts their addresses held, with no call.
     await eventually(
-      async () => (h.bridge.report?.wanted ?? 0) >= 4 && h.bridge.report?.held === h.bridge.report?.wanted,
+      async () => h.bridge.report?.wanted === 3 && h.bridge.report?.held === 3,
       "the pods' addresses held",
     );
-    expect(h.mutating().length - joined.length).toBe(1); // upf-0's 198.51.100.193 (not sliced), and nothing for p1-p3
-    expect(
-      h
-        .mutating()
-        .slice(joined.length)
-        .flatMap((c) => Object.values(c.params)),
-    ).not.toContain(addresses[0]);
+    expect(h.mutating()).toEqual(joined);
     expect(h.eni()?.ipv4s).not.toContain(addresses[0]);
   });
 
@@ -229,7 +230,10 @@ describe("bridge prefix mode against the simulator", () => {
     expect(calls[unassign + 1]?.params["Ipv4Prefix.1"]).toBe(SLICE_A);
     expect(calls[unassign + 1]?.seq).toBe((calls[unassign]?.seq ?? 0) + 1);
     expect(h.eni()?.ipv4s).not.toContain("198.51.100.165");
-    expect(await h.metrics.text()).toMatch(/multus_ipmgr_bridge_prefix_swap_gap_seconds_count 1/);
+    await eventually(
+      async () => /multus_ipmgr_bridge_prefix_swap_gap_seconds_count 1\n/.test(await h.metrics.text()),
+      "the gap measured",
+    );
   });
 
   it("releases the prefix once the node no longer owns the slice and no pod uses it, after the grace", async () => {
@@ -249,7 +253,12 @@ describe("bridge prefix mode against the simulator", () => {
       "the prefix released",
       10_000,
     );
-    expect(await h.metrics.text()).toContain('multus_ipmgr_bridge_prefix_releases_total{mode="released"} 1');
+    // The simulator changes its state before it answers: the bridge counts the release once the answer is in.
+    await eventually(
+      async () =>
+        (await h.metrics.text()).includes('multus_ipmgr_bridge_prefix_releases_total{mode="released"} 1'),
+      "the release counted",
+    );
   });
 
   it("keeps the prefix while a pod of the node holds an address inside, even when the slice is gone", async () => {

@@ -358,6 +358,16 @@ describe("whereabouts ranges of a NAD, as whereabouts reads them", () => {
     expect(rangeContains(range, "2001:db8::1")).toBe(false);
   });
 
+  it("reads an IPv6 range with a node slice size as sliced (prefix mode's /80s), though whereabouts' own controller cuts IPv4 only", () => {
+    const read = rangesOfNad(
+      nad({ type: "whereabouts", range: "2001:db8:0:2:10::/76", node_slice_size: "/80" }),
+    );
+    expect(read.problems).toEqual([]);
+    expect(read.ranges.map((r) => [r.family, r.cidr, r.slicePrefix])).toEqual([
+      [6, "2001:db8:0:2:10::/76", 80],
+    ]);
+  });
+
   it.each([
     [{ range: "nope" }, 'NAD cnf/n: whereabouts range "nope" is not a CIDR or first-last/prefix'],
     [
@@ -375,7 +385,11 @@ describe("whereabouts ranges of a NAD, as whereabouts reads them", () => {
     [{ range: "198.51.100.0/24", exclude: ["x"] }, 'NAD cnf/n: exclude "x" is not a CIDR or an address'],
     [
       { range: "198.51.100.0/24", node_slice_size: "/20" },
-      'NAD cnf/n: node_slice_size "/20" is not a prefix length from the range\'s own (/24) to /30, so whereabouts cannot slice 198.51.100.0/24 per node',
+      'NAD cnf/n: node_slice_size "/20" is not a prefix length from the range\'s own (/24) to /30, so 198.51.100.0/24 cannot be sliced per node',
+    ],
+    [
+      { range: "2001:db8::/76", node_slice_size: "/127" },
+      'NAD cnf/n: node_slice_size "/127" is not a prefix length from the range\'s own (/76) to /126, so 2001:db8::/76 cannot be sliced per node',
     ],
   ])("reports %j", (ipam, problem) => {
     expect(rangesOfNad(nad({ type: "whereabouts", ...ipam })).problems).toEqual([problem]);

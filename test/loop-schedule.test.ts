@@ -78,7 +78,7 @@ describe("LoopSchedule: failures in a row and the retry's time", () => {
           fc.record({
             ok: fc.boolean(),
             key: fc.constantFrom("a", "b"),
-            jitter: fc.double({ min: 0, max: 0.999 }),
+            jitter: fc.double({ min: 0, max: 0.999, noNaN: true }),
           }),
         ),
         (steps) => {

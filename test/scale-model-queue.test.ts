@@ -1,7 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { EventQueue } from "../bench/scale-model/event-queue.js";
-import { delegatedPrefixesOf } from "../bench/scale-model/node-wave.js";
 import { DOCUMENTED_BUCKETS, TokenBucket } from "../bench/scale-model/token-bucket.js";
 
 describe("scale model: EventQueue", () => {
@@ -142,22 +141,6 @@ describe("scale model: TokenBucket", () => {
           for (let i = 0; i < 50; i++) expect(spaced.take(i * gap)).toBe(true);
         },
       ),
-    );
-  });
-});
-
-describe("scale model: delegatedPrefixesOf", () => {
-  it.each([
-    ["198.51.100.32/27", ["198.51.100.32/28", "198.51.100.48/28"]],
-    ["198.51.100.64/28", ["198.51.100.64/28"]],
-    ["2001:db8:1:0:4::/79", ["2001:db8:1:0:4::/80", "2001:db8:1:0:5::/80"]],
-  ])("splits %s into delegated prefixes", (slice, prefixes) => {
-    expect(delegatedPrefixesOf(slice)).toEqual(prefixes);
-  });
-
-  it("refuses a slice smaller than a prefix", () => {
-    expect(() => delegatedPrefixesOf("198.51.100.32/29")).toThrow(
-      "scale model: slice 198.51.100.32/29 does not split into /28 prefixes",
     );
   });
 });

@@ -8,6 +8,9 @@
 import { AssignIpv6AddressesCommand, AssignPrivateIpAddressesCommand } from "@aws-sdk/client-ec2";
 import fc from "fast-check";
 import { afterEach, describe, expect, it } from "vitest";
+import { systemClock } from "../src/eni/process/clock.js";
+import { createLogger } from "../src/eni/process/logger.js";
+import { createKubeApi } from "../src/ipam-whereabouts-bridge/kube-client.js";
 import { loadWorldFile, parseWorld, type SimulatorHandle, WorldError } from "../src/sim/index.js";
 import { mustParseCidr } from "../src/sim/ip-math.js";
 import {
@@ -19,11 +22,13 @@ import {
   removeUnusedNodes,
   whereaboutsNetworkOf,
 } from "../src/sim/kube/node-slices.js";
+import { tempKubeconfig } from "./helpers/kube-proxy.js";
 import {
   control,
   eventually,
   type Json,
   kube,
+  kubeEndpointOf,
   kubeWorld,
   NODE_A,
   NODE_B,
@@ -412,6 +417,30 @@ describe("the node-slice controller stand-in", () => {
     );
   });
 
+  it("gives nodes that join together their slices in one change of the pool, in name order", async () => {
+    const s = await start({ nodes: [], pods: [] });
+    expect(allocationsOf(s, "slices")).toEqual([
+      ["", "198.51.100.224/28"],
+      ["", "198.51.100.240/28"],
+    ]);
+    const rv = (await kube(s, "GET", POOLS)).body.metadata.resourceVersion;
+    const w = await openWatch(
+      s,
+      `${POOLS}?watch=true&resourceVersion=${rv}&fieldSelector=metadata.name%3Dslices`,
+    );
+    watches.push(w);
+    s.kubernetes?.addNode({ instance: "i-0b" });
+    s.kubernetes?.addNode({ instance: "i-0a" });
+    await w.until(1);
+    // Nodes in name order, whatever order they joined in.
+    expect(allocationsOf(s, "slices")).toEqual([
+      [NODE_A, "198.51.100.224/28"],
+      [NODE_B, "198.51.100.240/28"],
+    ]);
+    await kube(s, "GET", POOLS);
+    expect(w.events.map((e) => e.type)).toEqual(["MODIFIED"]);
+  });
+
   it("re-cuts the pool when the NAD's slice size changes, and deletes it with its NAD", async () => {
     const s = await start();
     const nad = (await kube(s, "GET", `${NADS}/slices`)).body;
@@ -540,5 +569,48 @@ describe("examples/world-prefix.yaml, the prefix-mode demo's world", () => {
     expect((await control(s, "POST", "/kubernetes/nodes", { instance: "i-0prefix2" })).status).toBe(201);
     await eventually(() => allocationsOf(s, "slices-v4")[1]?.[0] === NODE_2, "the joining node's slice");
     expect(allocationsOf(s, "slices-v6")[1]).toEqual([NODE_2, "2001:db8:200:2:11::/80"]);
+  });
+
+  it("is what the bridge's own Kubernetes adapter reads: the pools' names, ranges, slices and owners, and a node joining", async () => {
+    sim = await startKubeSim(await loadWorldFile("examples/world-prefix.yaml"), {
+      errorLog: (line) => errors.push(line),
+    });
+    const s = sim;
+    await eventually(() => slicePool(s, "slices-v6") !== undefined, "both pools made");
+    const kubeconfig = await tempKubeconfig(kubeEndpointOf(s));
+    const api = createKubeApi({
+      kubeconfig: kubeconfig.path,
+      clock: systemClock,
+      logger: createLogger("silent"),
+      watchTimeoutSeconds: 300,
+      requestTimeoutMs: 5_000,
+      restartBaseMs: 50,
+      restartMaxMs: 200,
+      component: "multus-ipmgr-bridge",
+      host: NODE_1,
+    });
+    try {
+      const pools = await api.watchNodeSlicePools({ changed: () => undefined });
+      const v4 = pools.list().find((p) => p.name === "slices-v4");
+      expect(v4).toEqual({
+        namespace: "kube-system",
+        name: "slices-v4",
+        range: "192.0.2.192/27",
+        sliceSize: "/28",
+        allocations: [
+          { nodeName: NODE_1, sliceRange: "192.0.2.192/28" },
+          { nodeName: "", sliceRange: "192.0.2.208/28" },
+        ],
+        ownerNads: ["slices-v4"],
+      });
+      s.kubernetes?.addNode({ instance: "i-0prefix2" });
+      await eventually(
+        () => pools.list().find((p) => p.name === "slices-v6")?.allocations[1]?.nodeName === NODE_2,
+        "the joining node's slice in the bridge's cache",
+      );
+    } finally {
+      await api.close();
+      kubeconfig.remove();
+    }
   });
 });

@@ -64,7 +64,7 @@ export class ModelBridge {
 
   /** The bridge starts (its watches have listed): its first wave comes after the window. */
   start(): void {
-    this.#schedule();
+    if (!this.#busy && this.#retryAt === undefined) this.#schedule();
   }
 
   /** Something the bridge watches changed. */
@@ -122,19 +122,20 @@ export class ModelBridge {
 
   #attempt(plan: NodeWavePlan, index: number, done: number, action: ModelAction, attempt: number): void {
     const { queue, account, node } = this.deps;
-    const accepted = account.request(ec2ActionOf(action), queue.now);
-    queue.after(this.settings.callLatencyMs, () => {
-      if (accepted) {
+    const { callLatencyMs, ec2 } = this.settings;
+    if (account.request(ec2ActionOf(action), queue.now)) {
+      queue.after(callLatencyMs, () => {
         node.apply(action);
         this.deps.onChange();
         this.#next(plan, index + 1, done + 1);
-      } else if (attempt < this.settings.ec2.maxAttempts) {
-        const delay = backoffDelayMs(attempt, this.settings.ec2, this.deps.random);
-        queue.after(delay, () => this.#attempt(plan, index, done, action, attempt + 1));
-      } else {
-        this.#waveFailed();
-      }
-    });
+      });
+    } else if (attempt < ec2.maxAttempts) {
+      // Throttled: the answer, then the adapter's backoff, then the next attempt (one event for the three).
+      const delay = callLatencyMs + backoffDelayMs(attempt, ec2, this.deps.random);
+      queue.after(delay, () => this.#attempt(plan, index, done, action, attempt + 1));
+    } else {
+      queue.after(callLatencyMs, () => this.#waveFailed());
+    }
   }
 
   #waveFailed(): void {

@@ -7,12 +7,15 @@
  *
  * Template: ENI `eni-0` (device 0, the VPC CNI's) and four Multus ENIs `eni-1` to `eni-4` (the bridge
  * configured with IPMGR_BRIDGE_DEVICE_INDEXES=1,2,3,4), primaries 198.51.100.4 to .8; network k (NAD
- * `multus-k`, master eth k) on eni-k, whose node slice is 198.51.100.(32·k)/27, two /28 prefixes. Pod slot
- * i sits on network 1 + (i mod 4) with address slice + 1 + ⌊i/4⌋.
+ * `cnf/multus-k`, master eth k, whereabouts with `node_slice_size` /27) on eni-k, whose NodeSlicePool gives
+ * the node the slice 198.51.100.(32·k)/27, two /28 prefixes. (The range is written as that one slice: the
+ * other nodes' allocations do not enter a node's plan.) Pod slot i sits on network 1 + (i mod 4) with
+ * address slice + 1 + ⌊i/4⌋.
  */
 import type { EniState, PodInterface } from "../../src/eni/types.js";
 import type { Release } from "../../src/ipam-whereabouts-bridge/desired-state.js";
-import type { ModelAction, NodeSlice, NodeWaveInput } from "./node-wave.js";
+import type { NadInfo, NodeSlicePoolInfo } from "../../src/ipam-whereabouts-bridge/kube-api.js";
+import type { ModelAction, NodeWaveInput } from "./node-wave.js";
 
 export const MULTUS_ENIS = 4;
 export const SUBNET = "198.51.100.0/24";
@@ -21,11 +24,29 @@ const eniIdOf = (d: number) => `eni-${d}`;
 const macOf = (d: number) => `02:00:00:00:00:0${d}`;
 const PRIMARY_OCTET = 4;
 const sliceBase = (k: number) => 32 * k;
-export const SLICES: readonly NodeSlice[] = Array.from({ length: MULTUS_ENIS }, (_, i) => ({
-  cidr: `${NET}${sliceBase(i + 1)}/27`,
-  eniId: eniIdOf(i + 1),
+const NODE_NAME = "node-model.ec2.internal";
+const networks = Array.from({ length: MULTUS_ENIS }, (_, i) => i + 1);
+const NADS: readonly NadInfo[] = networks.map((k) => ({
+  namespace: "cnf",
+  name: `multus-${k}`,
+  config: JSON.stringify({
+    cniVersion: "0.3.1",
+    name: `multus-${k}-net`,
+    type: "ipvlan",
+    master: `eth${k}`,
+    ipam: { type: "whereabouts", range: `${NET}${sliceBase(k)}/27`, node_slice_size: "/27" },
+  }),
 }));
-const MULTUS_ENI_IDS: ReadonlySet<string> = new Set(SLICES.map((s) => s.eniId));
+const SLICE_POOLS: readonly NodeSlicePoolInfo[] = networks.map((k) => ({
+  namespace: "cnf",
+  name: `multus-${k}-net`,
+  range: `${NET}${sliceBase(k)}/27`,
+  sliceSize: "/27",
+  allocations: [{ sliceRange: `${NET}${sliceBase(k)}/27`, nodeName: NODE_NAME }],
+  ownerNads: [`multus-${k}`],
+}));
+const HOST_MACS: ReadonlyMap<string, string> = new Map(networks.map((k) => [`eth${k}`, macOf(k)]));
+const MULTUS_ENI_IDS: ReadonlySet<string> = new Set(networks.map(eniIdOf));
 const ADDRESSES = Array.from({ length: 256 }, (_, o) => `${NET}${o}`);
 const PREFIXES = Array.from({ length: 16 }, (_, b) => `${NET}${b * 16}/28`);
 const NONE = 0;
@@ -204,13 +225,16 @@ export class ModelNode {
       });
     }
     return {
+      nodeName: NODE_NAME,
       interfaces,
       enis,
       multusEniIds: MULTUS_ENI_IDS,
       addressesPerEni: this.addressesPerEni,
       allowedCidrs: [SUBNET],
       releases,
-      slices: SLICES,
+      nads: NADS,
+      slicePools: SLICE_POOLS,
+      hostMacs: HOST_MACS,
     };
   }
 

@@ -1,31 +1,27 @@
 /**
  * The seam between the scale model and the bridge: the planner of one node's wave. Given what the node's
  * bridge would see at the start of a wave (its pods' interfaces, its ENIs as IMDS shows them, the releases
- * whose grace has ended, the node's whereabouts slices), it returns the EC2 calls of the wave in order.
- * The model times those calls against the account's buckets; it never decides what to call itself.
+ * whose grace has ended, the NADs and this node's NodeSlicePool allocations), it returns the EC2 calls of
+ * the wave in order. The model times those calls against the account's buckets; it never decides what to
+ * call itself.
  *
  * - `perAddressWave`: the bridge's own logic, unchanged: the core planner (src/eni/planner.ts `plan`) and
  *   the wave planner (src/ipam-whereabouts-bridge/wave-plan.ts `planWave`), as Bridge.#wave calls them.
- * - `prefixStandInWave`: until the bridge's prefix planner lands, the smallest honest stand-in: one assign
- *   per Multus ENI and family carrying the node's slice split into delegated prefixes (/28, /80), none once
- *   the ENI holds them. What it leaves out (releasing single addresses inside a new prefix, slices that do
- *   not split) does not occur in the model's world.
+ * - `prefixModeWave`: prefix mode's wave as the bridge runs it: first the prefix steps of
+ *   src/ipam-whereabouts-bridge/prefix-plan.ts (`planPrefixes`, `prefixSteps`, overlap `defer`, the
+ *   default), then the address plan above on the ENIs as they are once those steps succeeded (a step that
+ *   fails past its retries fails the wave whole, so the address plan only ever runs after all of them).
  */
-import { addressOfValue, cidrBounds, DELEGATED_PREFIX_LENGTH } from "../../src/eni/ip.js";
 import { plan } from "../../src/eni/planner.js";
 import type { EniState, IpFamily, PlanAction, PodInterface } from "../../src/eni/types.js";
 import type { Release } from "../../src/ipam-whereabouts-bridge/desired-state.js";
+import type { NadInfo, NodeSlicePoolInfo } from "../../src/ipam-whereabouts-bridge/kube-api.js";
+import { type PrefixStep, planPrefixes, prefixSteps } from "../../src/ipam-whereabouts-bridge/prefix-plan.js";
 import { planWave } from "../../src/ipam-whereabouts-bridge/wave-plan.js";
 import type { ModelEc2Action } from "./token-bucket.js";
 
-/** A node's whereabouts slice of one network (NodeSlicePool `status.allocations[].sliceRange`) and its ENI. */
-export interface NodeSlice {
-  readonly cidr: string;
-  /** The Multus ENI behind the network's master on this node. */
-  readonly eniId: string;
-}
-
 export interface NodeWaveInput {
+  readonly nodeName: string;
   readonly interfaces: readonly PodInterface[];
   readonly enis: readonly EniState[];
   readonly multusEniIds: ReadonlySet<string>;
@@ -34,7 +30,11 @@ export interface NodeWaveInput {
   readonly allowedCidrs: readonly string[];
   /** Releases whose grace has ended (the bridge's desired-state rule, kept by the model). */
   readonly releases: readonly Release[];
-  readonly slices: readonly NodeSlice[];
+  readonly nads: readonly NadInfo[];
+  /** The NodeSlicePools (this node's allocations are what counts). */
+  readonly slicePools: readonly NodeSlicePoolInfo[];
+  /** The node's interfaces, name -> MAC: where a NAD's `master` is looked up. */
+  readonly hostMacs: ReadonlyMap<string, string>;
 }
 
 /** A prefix call: `Ipv4Prefix.N` / `Ipv6Prefix.N` on the assign or unassign action of the family. */
@@ -103,44 +103,71 @@ export const perAddressWave: NodeWavePlanner = {
   },
 };
 
-/** The delegated prefixes (/28, /80) that make up a slice, in order. @throws Error when it does not split. */
-export function delegatedPrefixesOf(slice: string): string[] {
-  const { family, first, last } = cidrBounds(slice);
-  const bits = family === 4 ? 32 : 128;
-  const size = 1n << BigInt(bits - DELEGATED_PREFIX_LENGTH[family]);
-  if ((last - first + 1n) % size !== 0n || first % size !== 0n) {
-    throw new Error(
-      `scale model: slice ${slice} does not split into /${DELEGATED_PREFIX_LENGTH[family]} prefixes`,
-    );
+function modelActionOf(step: PrefixStep): ModelAction {
+  switch (step.kind) {
+    case "release-prefixes":
+      return { kind: "unassign-prefixes", family: step.family, eniId: step.eniId, prefixes: step.prefixes };
+    case "unassign-addresses":
+      return step.family === 4
+        ? { kind: "unassign-ipv4", eniId: step.eniId, addresses: step.addresses }
+        : { kind: "unassign-ipv6", eniId: step.eniId, addresses: step.addresses, reason: "release" };
+    case "assign-prefixes":
+      return { kind: "assign-prefixes", family: step.family, eniId: step.eniId, prefixes: step.prefixes };
   }
-  const out: string[] = [];
-  for (let start = first; start <= last; start += size) {
-    out.push(`${addressOfValue(family, start)}/${DELEGATED_PREFIX_LENGTH[family]}`);
-  }
-  return out;
 }
 
-export const prefixStandInWave: NodeWavePlanner = {
-  name: "prefix (stand-in)",
-  description:
-    "STAND-IN for the bridge's prefix planner (not landed): one assign per Multus ENI and family with the node's slices as prefixes",
-  plan(input) {
-    const wanted = new Map<string, { eniId: string; family: IpFamily; prefixes: string[] }>();
-    for (const slice of input.slices) {
-      const eni = input.enis.find((e) => e.eniId === slice.eniId);
-      if (eni === undefined || !input.multusEniIds.has(eni.eniId)) continue;
-      const { family } = cidrBounds(slice.cidr);
-      const held = new Set(family === 4 ? (eni.ipv4Prefixes ?? []) : (eni.ipv6Prefixes ?? []));
-      const missing = delegatedPrefixesOf(slice.cidr).filter((p) => !held.has(p));
-      if (missing.length === 0) continue;
-      const key = `${family} ${eni.eniId}`;
-      const entry = wanted.get(key) ?? { eniId: eni.eniId, family, prefixes: [] };
-      entry.prefixes.push(...missing);
-      wanted.set(key, entry);
+/** The ENIs once `steps` succeeded. */
+function afterSteps(enis: readonly EniState[], steps: readonly PrefixStep[]): EniState[] {
+  return enis.map((eni) => {
+    let ipv4s = [...eni.ipv4s];
+    let ipv6s = [...eni.ipv6s];
+    let ipv4Prefixes = [...(eni.ipv4Prefixes ?? [])];
+    let ipv6Prefixes = [...(eni.ipv6Prefixes ?? [])];
+    for (const step of steps.filter((s) => s.eniId === eni.eniId)) {
+      const four = step.family === 4;
+      if (step.kind === "unassign-addresses") {
+        const gone = new Set(step.addresses);
+        if (four) ipv4s = ipv4s.filter((a) => !gone.has(a));
+        else ipv6s = ipv6s.filter((a) => !gone.has(a));
+      } else if (step.kind === "release-prefixes") {
+        const gone = new Set(step.prefixes);
+        if (four) ipv4Prefixes = ipv4Prefixes.filter((p) => !gone.has(p));
+        else ipv6Prefixes = ipv6Prefixes.filter((p) => !gone.has(p));
+      } else if (four) ipv4Prefixes = [...new Set([...ipv4Prefixes, ...step.prefixes])];
+      else ipv6Prefixes = [...new Set([...ipv6Prefixes, ...step.prefixes])];
     }
-    const actions: PrefixAction[] = [...wanted.values()]
-      .sort((a, b) => a.family - b.family || (a.eniId < b.eniId ? -1 : a.eniId > b.eniId ? 1 : 0))
-      .map((w) => ({ kind: "assign-prefixes", family: w.family, eniId: w.eniId, prefixes: w.prefixes }));
-    return { actions, eniFull: false };
+    return { ...eni, ipv4s, ipv6s, ipv4Prefixes, ipv6Prefixes };
+  });
+}
+
+export const prefixModeWave: NodeWavePlanner = {
+  name: "prefix",
+  description:
+    "the bridge's prefix plan (src/ipam-whereabouts-bridge/prefix-plan.ts, overlap defer), then the address plan as above, unchanged",
+  plan(input) {
+    const prefixes = planPrefixes({
+      nodeName: input.nodeName,
+      nads: input.nads,
+      slicePools: input.slicePools,
+      enis: input.enis,
+      multusEniIds: input.multusEniIds,
+      hostMacs: input.hostMacs,
+      allowedCidrs: input.allowedCidrs,
+      carried: new Set(input.interfaces.flatMap((i) => i.addresses)),
+      addressesPerEni: input.addressesPerEni,
+      overlap: "defer",
+      // No slice changes owner in the model, so no prefix is ever released: time and grace do not matter.
+      now: 0,
+      releaseGraceMs: 0,
+      unusedSince: new Map(),
+    });
+    if (prefixes.refusals.length > 0) {
+      throw new Error(
+        `scale model: the prefix plan refused the model's slices: ${prefixes.refusals[0]?.detail}`,
+      );
+    }
+    const steps = prefixSteps(prefixes, prefixes.releases);
+    const addresses = perAddressWave.plan({ ...input, enis: afterSteps(input.enis, steps) });
+    return { actions: [...steps.map(modelActionOf), ...addresses.actions], eniFull: addresses.eniFull };
   },
 };

@@ -7,7 +7,7 @@
  * and the NodeSlicePool watch listed, watching and heard from), every pod's network-status readable, a fresh
  * list of pods and NodeSlicePools that agrees, the grace, and IPMGR_BRIDGE_RELEASE_DRY_RUN.
  */
-import { networkInterfaces } from "node:os";
+
 import type { Ec2Api } from "../eni/ec2-api.js";
 import { Ec2Error } from "../eni/errors/ec2-error.js";
 import { IpmgrError } from "../eni/errors/ipmgr-error.js";
@@ -15,6 +15,7 @@ import type { Clock } from "../eni/process/clock.js";
 import type { Logger } from "../eni/process/logger.js";
 import type { EniState, IpFamily } from "../eni/types.js";
 import { podFinished } from "./desired-state.js";
+import { hostInterfaceMacs } from "./host-interface-macs.js";
 import type {
   KubeApi,
   NadInfo,
@@ -57,7 +58,7 @@ export interface PrefixModeOptions {
   readonly recentMemoryMs: number;
   readonly addressesPerEni: number | undefined;
   readonly watchSilenceMs: number;
-  /** The node's network interfaces, name -> MAC; default: os.networkInterfaces() (the bridge runs on the host network). */
+  /** The node's network interfaces, name -> MAC; default: /sys/class/net (the bridge runs on the host network). */
   readonly hostMacs?: () => ReadonlyMap<string, string>;
 }
 
@@ -81,16 +82,6 @@ interface RecentPrefixChange {
   readonly value: string;
   readonly kind: "assigned" | "released";
   readonly until: number;
-}
-
-/** The MACs of the host's interfaces (the bridge runs with hostNetwork: these are the node's). */
-export function hostInterfaceMacs(): ReadonlyMap<string, string> {
-  const out = new Map<string, string>();
-  for (const [name, addresses] of Object.entries(networkInterfaces())) {
-    const mac = addresses?.find((a) => a.mac !== "00:00:00:00:00:00")?.mac;
-    if (mac !== undefined) out.set(name, mac.toLowerCase());
-  }
-  return out;
 }
 
 export class PrefixMode {

@@ -3,6 +3,7 @@
  * conflict), the view's gauges, and the report /readyz and the tests read. Pure: the bridge posts the
  * events and sets the gauges.
  */
+import { coveringPrefix } from "../eni/ip.js";
 import { isAssign } from "../eni/plan-actions.js";
 import type { EniState, PlanAction } from "../eni/types.js";
 import type { EpisodeConflict } from "./conflict-episodes.js";
@@ -10,6 +11,15 @@ import type { DesiredState, PodRef } from "./desired-state.js";
 import type { PodEvent } from "./kube-api.js";
 import type { BridgeMetrics, WaveOutcome } from "./metrics.js";
 import type { BridgeRefusal, Wave } from "./wave-plan.js";
+
+/** Whether the ENI holds a delegated prefix over the address (prefix mode): held, with no call. */
+function insidePrefix(enis: readonly EniState[], eniId: string, address: string): boolean {
+  const eni = enis.find((e) => e.eniId === eniId);
+  return (
+    eni !== undefined &&
+    coveringPrefix([...(eni.ipv4Prefixes ?? []), ...(eni.ipv6Prefixes ?? [])], address) !== undefined
+  );
+}
 
 /** What the last wave saw and did, for /readyz and the tests. */
 export interface WaveReport {
@@ -87,7 +97,7 @@ export function tellWave(input: WaveReportInput): WaveTelling {
       entry(pod).problems.push(failure);
       continue;
     }
-    if (heldBefore.has(key) || assignedNow.has(key)) held += 1;
+    if (heldBefore.has(key) || assignedNow.has(key) || insidePrefix(enis, p.eniId, p.address)) held += 1;
     if (assignedNow.has(key))
       entry(pod).assigned.push(`${p.address} (${p.interfaceName.split("/").pop()}) on ${p.eniId}`);
   }

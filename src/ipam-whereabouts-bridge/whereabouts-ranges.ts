@@ -235,16 +235,18 @@ function rangeOf(ctx: RangeContext, spec: Json): WhereaboutsRange | string {
   };
 }
 
-/** `node_slice_size` ("/22" or "22"): the prefix length, or a problem. Only IPv4 ranges are sliced. */
+/**
+ * `node_slice_size` ("/22" or "22"): the prefix length, or a problem. whereabouts' own node-slice controller
+ * cuts IPv4 ranges only (v0.9 fails on an IPv6 range); an IPv6 range with a slice size is still read as
+ * sliced, so that prefix mode holds /80 slices that a NodeSlicePool names, whoever made it (docs/prefix-mode.md).
+ */
 function slicePrefixOf(nad: string, value: unknown, sliced: WhereaboutsRange): number | string {
-  if (sliced.family !== 4) {
-    return `NAD ${nad}: node_slice_size ${JSON.stringify(value)} on the IPv6 range ${sliced.cidr}: whereabouts slices only IPv4 ranges`;
-  }
   const text = typeof value === "string" ? value.replace(/^\//, "") : "";
   const prefix = /^\d+$/.test(text) ? Number.parseInt(text, 10) : Number.NaN;
   const blockPrefix = Number(sliced.cidr.slice(sliced.cidr.indexOf("/") + 1));
-  if (Number.isNaN(prefix) || prefix < blockPrefix || prefix > 30) {
-    return `NAD ${nad}: node_slice_size ${JSON.stringify(value)} is not a prefix length from the range's own (/${blockPrefix}) to /30, so whereabouts cannot slice ${sliced.cidr} per node`;
+  const narrowest = sliced.family === 4 ? 30 : 126;
+  if (Number.isNaN(prefix) || prefix < blockPrefix || prefix > narrowest) {
+    return `NAD ${nad}: node_slice_size ${JSON.stringify(value)} is not a prefix length from the range's own (/${blockPrefix}) to /${narrowest}, so ${sliced.cidr} cannot be sliced per node`;
   }
   return prefix;
 }

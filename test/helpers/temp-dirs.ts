@@ -18,6 +18,7 @@ export const TEMP_DIR_PREFIXES = [
   "ipmgr-path-",
   "ipmgr-state-",
   "ipmgr-sa-",
+  "ipmgr-sysnet-",
 ] as const;
 export type TempDirPrefix = (typeof TEMP_DIR_PREFIXES)[number];
 

@@ -55,6 +55,8 @@ function ownerNames(object: KubeObject): string[] {
 export class NodeSliceController {
   readonly #deps: NodeSliceControllerDeps;
   #unsubscribe: () => void = () => undefined;
+  /** NADs to reconcile (`namespace/name`), in the order asked. */
+  readonly #pending = new Set<string>();
 
   constructor(deps: NodeSliceControllerDeps) {
     this.#deps = deps;
@@ -71,32 +73,45 @@ export class NodeSliceController {
   #onChange(event: StoreEvent): void {
     if (event.storage === "network-attachment-definitions") {
       const { namespace = "", name = "" } = event.object.metadata;
-      this.#later(() => this.reconcile(namespace, name));
+      this.#queue(`${namespace}/${name}`);
     } else if (event.storage === "nodes" && event.type !== "MODIFIED") {
-      this.#later(() => {
-        for (const nad of this.#deps.api.store.list("network-attachment-definitions")) {
-          this.reconcile(nad.metadata.namespace ?? "", nad.metadata.name ?? "");
-        }
-      });
+      for (const nad of this.#deps.api.store.list("network-attachment-definitions")) {
+        this.#queue(`${nad.metadata.namespace ?? ""}/${nad.metadata.name ?? ""}`);
+      }
     }
   }
 
-  /** After the change that asks for it, never inside a store listener, so watches see the NAD first. */
-  #later(work: () => void): void {
+  /**
+   * Queues a NAD's reconcile for after the change that asks for it, never inside a store listener, so
+   * watches see the change first. A key queued twice is reconciled once, as whereabouts' work queue does:
+   * a world of many nodes costs one pass per NAD, not one per node.
+   */
+  #queue(key: string): void {
+    this.#pending.add(key);
+    if (this.#pending.size > 1) return;
     queueMicrotask(() => {
-      try {
-        work();
-      } catch (error) {
-        if (error instanceof KubeApiError) {
-          // A conflicting write by a client: whereabouts requeues; the next NAD or node change retries.
-          this.#deps.log(`whereabouts node-slice controller: ${error.message}; requeuing`);
-          return;
-        }
-        this.#deps.errorLog(
-          `whereabouts node-slice controller stand-in failed: ${(error as Error).stack ?? String(error)}`,
-        );
+      const keys = [...this.#pending];
+      this.#pending.clear();
+      for (const queued of keys) {
+        const slash = queued.indexOf("/");
+        this.#run(() => this.reconcile(queued.slice(0, slash), queued.slice(slash + 1)));
       }
     });
+  }
+
+  #run(work: () => void): void {
+    try {
+      work();
+    } catch (error) {
+      if (error instanceof KubeApiError) {
+        // A conflicting write by a client: whereabouts requeues; the next NAD or node change retries.
+        this.#deps.log(`whereabouts node-slice controller: ${error.message}; requeuing`);
+        return;
+      }
+      this.#deps.errorLog(
+        `whereabouts node-slice controller stand-in failed: ${(error as Error).stack ?? String(error)}`,
+      );
+    }
   }
 
   #network(nad: KubeObject): WhereaboutsNetwork | undefined {

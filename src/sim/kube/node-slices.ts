@@ -103,11 +103,17 @@ export function assignNodes(
   allocations: readonly NodeSliceAllocation[],
   nodeNames: readonly string[],
 ): NodeSliceAllocation[] {
-  const out = allocations.map((a) => ({ ...a }));
+  const out: { nodeName: string; sliceRange: string }[] = allocations.map((a) => ({ ...a }));
+  const held = new Set(out.map((a) => a.nodeName));
+  // Slices fill in order, so the next free one is never before the last one taken.
+  let next = 0;
   for (const nodeName of nodeNames) {
-    if (out.some((a) => a.nodeName === nodeName)) continue;
-    const free = out.find((a) => a.nodeName === "");
-    if (free !== undefined) free.nodeName = nodeName;
+    if (held.has(nodeName)) continue;
+    while (next < out.length && (out[next] as NodeSliceAllocation).nodeName !== "") next++;
+    const free = out[next];
+    if (free === undefined) break;
+    free.nodeName = nodeName;
+    held.add(nodeName);
   }
   return out;
 }

@@ -1,0 +1,277 @@
+/**
+ * The fleet in prefix mode: nodes whose Multus ENI holds its whereabouts node slice as a delegated /28
+ * prefix, each node's bridge in-process (as in bridge-fleet.ts: the adapters `multus-ipmgr bridge` builds,
+ * its default settings, IPMGR_BRIDGE_PREFIX_MODE=defer) against one `multus-ipmgr sim` process, whose
+ * stand-in for whereabouts' node-slice controller gives each node a slice. The clock starts when the
+ * bridges start; the pods (addresses from their node's slice, in their network-status) are created right
+ * after; it stops when every pod address lies in a prefix its node's Multus ENI holds.
+ *
+ * Smaller than the issue's 50 nodes × 100 pods: whereabouts slices only IPv4 ranges, the simulator's VPC
+ * has one IPv4 CIDR, and only documentation ranges may appear here, so one /24 (198.51.100.0/24) holds
+ * every primary address and every slice. The NAD's range 198.51.100.128/25 has eight /28 slices; the last
+ * holds the subnet's last address, which AWS keeps, so 7 nodes × 14 pods.
+ */
+import type { Ec2CallRecord } from "../src/eni/ec2-api.js";
+import { createEc2Api } from "../src/eni/ec2-client.js";
+import { ImdsClient } from "../src/eni/imds-client.js";
+import { systemClock } from "../src/eni/process/clock.js";
+import { createLogger } from "../src/eni/process/logger.js";
+import { Bridge } from "../src/ipam-whereabouts-bridge/bridge.js";
+import { createKubeApi } from "../src/ipam-whereabouts-bridge/kube-client.js";
+import { BridgeMetrics } from "../src/ipam-whereabouts-bridge/metrics.js";
+import { PodEventReporter } from "../src/ipam-whereabouts-bridge/pod-events.js";
+import { PrefixMode } from "../src/ipam-whereabouts-bridge/prefix-mode.js";
+import { loadBridgeConfig } from "../src/ipam-whereabouts-bridge/settings.js";
+import type { SimCall } from "../src/sim/call-log.js";
+import type { SimState } from "../src/sim/sim-state.js";
+import { tempKubeconfig } from "../test/helpers/kube-proxy.js";
+import { control, startFleetSim } from "./bridge-fleet.js";
+import type { BenchResult } from "./result.js";
+
+const NODES = 7;
+const PODS_PER_NODE = 14;
+const PER_ENI = 30;
+const RANGE = "198.51.100.128/25";
+const CALLS_PER_NODE_TARGET = 2;
+const SECONDS_TARGET = 3;
+
+const hex = (n: number) => n.toString(16).padStart(2, "0");
+const nodeName = (n: number) => `node-${hex(n)}.ec2.internal`;
+const instanceOf = (n: number) => `i-0slice${hex(n)}`;
+const eniOf = (n: number, device: number) => `eni-0slice${hex(n)}${hex(device)}`;
+const macOf = (n: number, device: number) => `02:00:00:02:${hex(n)}:${hex(device)}`;
+/** Primaries from 198.51.100.4, past the four addresses AWS keeps: two a node. */
+const primaryOf = (n: number, device: number) => `198.51.100.${4 + 2 * n + device}`;
+/** The slice whereabouts' node-slice controller gives node n: the first free one, nodes in name order. */
+const sliceBase = (n: number) => 128 + 16 * n;
+const addressOf = (n: number, i: number) => `198.51.100.${sliceBase(n) + 1 + i}`;
+
+function prefixWorld() {
+  return {
+    region: "us-east-1",
+    vpc: { id: "vpc-0slice", cidr: "198.51.100.0/24" },
+    subnets: [{ id: "subnet-0slice", cidr: "198.51.100.0/24", availabilityZone: "us-east-1a" }],
+    instances: Array.from({ length: NODES }, (_, n) => ({
+      id: instanceOf(n),
+      instanceType: "m5.4xlarge",
+      enis: [0, 1].map((d) => ({
+        id: eniOf(n, d),
+        mac: macOf(n, d),
+        deviceIndex: d,
+        subnet: "subnet-0slice",
+        primaryIpv4: primaryOf(n, d),
+        ...(d === 0 ? {} : { tags: { "node.k8s.amazonaws.com/no_manage": "true" } }),
+      })),
+    })),
+    kubernetes: {
+      namespaces: ["cnf"],
+      nodes: Array.from({ length: NODES }, (_, n) => ({ instance: instanceOf(n), name: nodeName(n) })),
+      networkAttachmentDefinitions: [
+        {
+          namespace: "kube-system",
+          name: "slices",
+          config: {
+            cniVersion: "0.3.1",
+            name: "slices",
+            type: "ipvlan",
+            master: "eth1",
+            ipam: { type: "whereabouts", network_name: "slices", range: RANGE, node_slice_size: "/28" },
+          },
+        },
+      ],
+      pods: [],
+    },
+  };
+}
+
+function pod(n: number, i: number): Record<string, unknown> {
+  return {
+    namespace: "cnf",
+    name: `pod-${n}-${i}`,
+    nodeName: nodeName(n),
+    networkStatus: [
+      { name: "aws-cni", interface: "eth0", ips: [primaryOf(n, 0)], default: true },
+      { name: "kube-system/slices", interface: "net1", ips: [addressOf(n, i)], mac: macOf(n, 1) },
+    ],
+  };
+}
+
+/** Whether an IPv4 address lies in a /28 prefix (both in 198.51.100.0/24 here). */
+function inPrefix(address: string, prefix: string): boolean {
+  const last = (text: string) => Number(text.split("/")[0]?.split(".")[3]);
+  return (
+    prefix.startsWith("198.51.100.") &&
+    address.startsWith("198.51.100.") &&
+    (last(address) & ~15) === last(prefix)
+  );
+}
+
+export async function benchBridgeFleetPrefix(): Promise<BenchResult[]> {
+  const fleetSim = await startFleetSim(prefixWorld());
+  const sim = fleetSim.ready;
+  const kubeconfig = await tempKubeconfig(sim.kubernetes ?? "");
+  const logger = createLogger("silent");
+  const stop: AbortController[] = [];
+  const calls: Ec2CallRecord[] = [];
+  const stops: (() => Promise<void>)[] = [];
+  const loops: Promise<void>[] = [];
+  try {
+    const bridges: Bridge[] = [];
+    for (let n = 0; n < NODES; n++) {
+      const config = loadBridgeConfig([], {
+        NODE_NAME: nodeName(n),
+        IPMGR_ALLOWED_CIDRS: RANGE,
+        IPMGR_BRIDGE_RESERVATIONS: "off",
+        IPMGR_BRIDGE_PREFIX_MODE: "defer",
+      });
+      const metrics = new BridgeMetrics();
+      const kube = createKubeApi({
+        kubeconfig: kubeconfig.path,
+        clock: systemClock,
+        logger,
+        watchTimeoutSeconds: 300,
+        requestTimeoutMs: 10_000,
+        restartBaseMs: 500,
+        restartMaxMs: 30_000,
+        component: "multus-ipmgr-bridge",
+        host: nodeName(n),
+      });
+      const imds = new ImdsClient({
+        endpoint: sim.imds[instanceOf(n)] ?? "",
+        requestTimeoutMs: config.imdsTimeoutMs,
+        clock: systemClock,
+        logger,
+      });
+      const ec2 = createEc2Api({
+        region: "us-east-1",
+        endpoint: sim.ec2,
+        credentials: { accessKeyId: "sim", secretAccessKey: "sim" },
+        requestTimeoutMs: config.ec2TimeoutMs,
+        retry: {
+          maxAttempts: config.ec2MaxAttempts,
+          baseDelayMs: config.ec2RetryBaseMs,
+          maxDelayMs: config.ec2RetryMaxMs,
+        },
+        logger,
+        observer: (record) => {
+          calls.push(record);
+          metrics.ec2Observer(record);
+        },
+      });
+      const events = new PodEventReporter(kube, systemClock, logger, metrics, {
+        repeatIntervalMs: config.eventIntervalMs,
+        perSecond: 5,
+        burst: 25,
+      });
+      if (config.prefixMode === "off") throw new Error("bench: prefix mode did not load as defer");
+      const prefixes = new PrefixMode(
+        { kube, ec2, clock: systemClock, logger, metrics, events },
+        {
+          nodeName: config.nodeName,
+          allowedCidrs: config.allowedCidrs,
+          overlap: config.prefixMode,
+          releaseGraceMs: config.releaseGraceMs,
+          releaseDryRun: config.releaseDryRun,
+          recentMemoryMs: config.confirmTimeoutMs,
+          addressesPerEni: PER_ENI,
+          watchSilenceMs: config.watchSilenceMs,
+          // In-process, the bench host's interfaces are not the node's: the node's eth1 is its Multus ENI.
+          hostMacs: () => new Map([["eth1", macOf(n, 1)]]),
+        },
+      );
+      const bridge = new Bridge(
+        { kube, imds, ec2, clock: systemClock, logger, metrics, events, prefixes },
+        {
+          nodeName: config.nodeName,
+          allowedCidrs: config.allowedCidrs,
+          deviceIndexes: config.deviceIndexes,
+          waveWindowMs: config.waveWindowMs,
+          releaseGraceMs: config.releaseGraceMs,
+          releaseDryRun: config.releaseDryRun,
+          resyncIntervalMs: config.resyncIntervalMs,
+          retry: { baseMs: config.retryBaseMs, maxMs: config.retryMaxMs },
+          recentMemoryMs: config.confirmTimeoutMs,
+          addressesPerEni: PER_ENI,
+          watchSilenceMs: 90_000,
+        },
+      );
+      await bridge.start();
+      bridges.push(bridge);
+      stops.push(async () => {
+        await events.flush();
+        await kube.close();
+      });
+    }
+    await control(sim, "DELETE", "/calls");
+    calls.length = 0;
+    const started = Date.now();
+    for (const bridge of bridges) {
+      const controller = new AbortController();
+      stop.push(controller);
+      loops.push(bridge.run(controller.signal));
+    }
+    await control(
+      sim,
+      "POST",
+      "/kubernetes/pods",
+      Array.from({ length: NODES * PODS_PER_NODE }, (_, k) =>
+        pod(Math.floor(k / PODS_PER_NODE), k % PODS_PER_NODE),
+      ),
+    );
+    const total = NODES * PODS_PER_NODE;
+    const routed = async () => {
+      const enis = (await control<SimState>(sim, "GET", "/state")).enis;
+      let count = 0;
+      for (let n = 0; n < NODES; n++) {
+        const prefixes = enis.find((e) => e.eniId === eniOf(n, 1))?.ipv4Prefixes ?? [];
+        for (let i = 0; i < PODS_PER_NODE; i++)
+          if (prefixes.some((p) => inPrefix(addressOf(n, i), p))) count++;
+      }
+      return count;
+    };
+    const deadline = started + 60_000;
+    let count = await routed();
+    while (count < total && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 100));
+      count = await routed();
+    }
+    const all = count === total;
+    const mutating = (await control<SimCall[]>(sim, "GET", "/calls")).filter(
+      (c) => c.action.startsWith("Assign") || c.action.startsWith("Unassign"),
+    );
+    const accepted = mutating.filter((c) => c.outcome === "ok");
+    const firstAt = accepted[0] === undefined ? Number.NaN : (Date.parse(accepted[0].time) - started) / 1000;
+    const lastAt = accepted.at(-1);
+    const seconds = ((lastAt === undefined ? Date.now() : Date.parse(lastAt.time)) - started) / 1000;
+    const perNode = accepted.length / NODES;
+    return [
+      {
+        name: `bridge, prefix mode: ${NODES} nodes x ${PODS_PER_NODE} pods (node slices /28 of ${RANGE}; fewer than 50 x 100: IPv4 documentation range, see bench/bridge-fleet-prefix.ts): pod addresses inside a prefix their ENI holds`,
+        value: count,
+        unit: "addresses",
+        target: `all ${total}`,
+        ok: all,
+      },
+      {
+        name: `bridge, prefix mode: that fleet's mutating EC2 calls per node (${accepted.length} accepted, ${mutating.length - accepted.length} refused or throttled: ${[...new Set(accepted.map((c) => c.action))].join(", ") || "none"})`,
+        value: perNode,
+        unit: "calls a node",
+        target: `<= ${CALLS_PER_NODE_TARGET} per node`,
+        ok: all && perNode <= CALLS_PER_NODE_TARGET,
+      },
+      {
+        name: `bridge, prefix mode: that fleet's time from the bridges' start until every pod address is routed (last accepted call; the first at ${firstAt.toFixed(2)} s)`,
+        value: all ? seconds : Number.NaN,
+        unit: "s",
+        target: `<= ${SECONDS_TARGET} s`,
+        ok: all && seconds <= SECONDS_TARGET,
+      },
+    ];
+  } finally {
+    for (const controller of stop) controller.abort();
+    await Promise.allSettled(loops);
+    await Promise.allSettled(stops.map((s) => s()));
+    await fleetSim.close();
+    kubeconfig.remove();
+  }
+}
