@@ -13,7 +13,6 @@ import { PodEventReporter } from "../src/ipam-whereabouts-bridge/pod-events.js";
 import { PrefixMode } from "../src/ipam-whereabouts-bridge/prefix-mode.js";
 import type { PrefixOverlapMode } from "../src/ipam-whereabouts-bridge/prefix-plan.js";
 import type { SimulatorHandle } from "../src/sim/index.js";
-import { findResource } from "../src/sim/kube/resources.js";
 import { tempKubeconfig } from "./helpers/kube-proxy.js";
 import {
   eventually,
@@ -51,12 +50,6 @@ const SLICED_NAD = {
   },
 };
 
-const unserved =
-  findResource("whereabouts.cni.cncf.io", "v1alpha1", "nodeslicepools") === undefined
-    ? "the simulator serves no NodeSlicePools yet (issue 20, its Kubernetes side)"
-    : undefined;
-if (unserved !== undefined) console.warn(`prefix mode end-to-end test skipped: ${unserved}`);
-
 const running: { stop: () => Promise<void> }[] = [];
 afterEach(async () => {
   for (const r of running.splice(0)) await r.stop();
@@ -66,11 +59,16 @@ async function startBridge(
   overlap: PrefixOverlapMode,
   pods: Record<string, unknown>[] = [],
   before: (sim: SimulatorHandle) => Promise<void> = async () => undefined,
-  releaseGraceMs = 1_500,
+  options: { releaseDryRun?: boolean; nad?: typeof SLICED_NAD } = {},
 ) {
+  const releaseGraceMs = 1_500;
+  const releaseDryRun = options.releaseDryRun ?? false;
   const base = kubeWorld().kubernetes as unknown as { networkAttachmentDefinitions: unknown[] };
   const sim = await startKubeSim(
-    kubeWorld({ networkAttachmentDefinitions: [...base.networkAttachmentDefinitions, SLICED_NAD], pods }),
+    kubeWorld({
+      networkAttachmentDefinitions: [...base.networkAttachmentDefinitions, options.nad ?? SLICED_NAD],
+      pods,
+    }),
   );
   await before(sim);
   const kubeconfig = await tempKubeconfig(kubeEndpointOf(sim));
@@ -102,7 +100,7 @@ async function startBridge(
       allowedCidrs,
       overlap,
       releaseGraceMs,
-      releaseDryRun: false,
+      releaseDryRun,
       recentMemoryMs: 5_000,
       addressesPerEni: 10,
       watchSilenceMs: 90_000,
@@ -117,7 +115,7 @@ async function startBridge(
       deviceIndexes: [],
       waveWindowMs: 50,
       releaseGraceMs,
-      releaseDryRun: false,
+      releaseDryRun,
       resyncIntervalMs: 60_000,
       retry: { baseMs: 50, maxMs: 500 },
       recentMemoryMs: 5_000,
@@ -165,7 +163,7 @@ async function runPod(sim: SimulatorHandle, name: string): Promise<string[]> {
   return status.slice(1).flatMap((s: Json) => s.ips);
 }
 
-describe.skipIf(unserved !== undefined)("bridge prefix mode against the simulator", () => {
+describe("bridge prefix mode against the simulator", () => {
   it("holds the node's slice as one prefix in one EC2 call, then three pods start with no EC2 call", async () => {
     const h = await startBridge("defer");
     await eventually(
@@ -236,6 +234,41 @@ describe.skipIf(unserved !== undefined)("bridge prefix mode against the simulato
     );
   });
 
+  it("swap: a prefix assign EC2 refuses puts the single address back in the next EC2 write", async () => {
+    const h = await startBridge(
+      "swap",
+      [multusPod("old", NODE_A, ["198.51.100.165"], MAC_A)],
+      async (sim) => {
+        await ec2ApiFor(sim).assignPrivateIpv4("eni-0a1", ["198.51.100.165"], false);
+        sim.clearCalls();
+        sim.setFaults({
+          failNext: [
+            { action: "AssignPrivateIpAddresses", code: "InvalidParameterValue", status: 400, count: 1 },
+          ],
+        });
+      },
+    );
+    const restored = () =>
+      h.sim
+        .calls()
+        .some(
+          (c) =>
+            c.action === "AssignPrivateIpAddresses" &&
+            c.params["PrivateIpAddress.1"] === "198.51.100.165" &&
+            c.outcome === "ok",
+        );
+    await eventually(restored, "the single address assigned again");
+    const calls = h.sim.calls().filter((c) => MUTATING.has(c.action));
+    const refused = calls.findIndex((c) => c.outcome === "InvalidParameterValue");
+    expect(calls[refused - 1]?.action).toBe("UnassignPrivateIpAddresses");
+    expect(calls[refused]?.params["Ipv4Prefix.1"]).toBe(SLICE_A);
+    expect(calls[refused + 1]?.params["PrivateIpAddress.1"]).toBe("198.51.100.165");
+    expect(calls[refused + 1]?.outcome).toBe("ok");
+    // EC2's refusal is reported; the swap is tried again at the next wave (a change, or the resync).
+    expect(h.eni()?.ipv4s).toContain("198.51.100.165");
+    expect(h.eni()?.ipv4Prefixes ?? []).toEqual([]);
+  });
+
   it("releases the prefix once the node no longer owns the slice and no pod uses it, after the grace", async () => {
     const h = await startBridge("defer");
     await eventually(
@@ -259,6 +292,51 @@ describe.skipIf(unserved !== undefined)("bridge prefix mode against the simulato
         (await h.metrics.text()).includes('multus_ipmgr_bridge_prefix_releases_total{mode="released"} 1'),
       "the release counted",
     );
+  });
+
+  it("dry run: logs and counts the prefix release, and makes none", async () => {
+    const h = await startBridge("defer", [], async () => undefined, { releaseDryRun: true });
+    await eventually(
+      async () => (h.eni()?.ipv4Prefixes ?? []).includes(SLICE_A),
+      "the slice held as a prefix",
+    );
+    const pool = (await kube(h.sim, "GET", `${POOLS}/slices`)).body;
+    pool.status.allocations = pool.status.allocations.map((a: Json) =>
+      a.nodeName === NODE_A ? { ...a, nodeName: "" } : a,
+    );
+    expect((await kube(h.sim, "PUT", `${POOLS}/slices`, pool)).status).toBe(200);
+    await eventually(
+      async () =>
+        (await h.metrics.text()).includes('multus_ipmgr_bridge_prefix_releases_total{mode="dry-run"} 1'),
+      "the dry-run release counted",
+    );
+    expect(h.eni()?.ipv4Prefixes).toContain(SLICE_A);
+    expect(h.mutating().filter((c) => c.action === "UnassignPrivateIpAddresses")).toEqual([]);
+  });
+
+  it("refuses a slice smaller than a /28: an Event on the NAD and a metric naming it, and the network stays per-address", async () => {
+    const nad = {
+      ...SLICED_NAD,
+      config: { ...SLICED_NAD.config, ipam: { ...SLICED_NAD.config.ipam, node_slice_size: "/29" } },
+    };
+    const h = await startBridge("defer", [], async () => undefined, { nad });
+    await eventually(
+      async () =>
+        (await h.metrics.text()).includes(
+          'multus_ipmgr_bridge_prefix_refused{nad="kube-system/slices",reason="slice-too-small"} 1',
+        ),
+      "the refusal counted",
+    );
+    let events: Json[] = [];
+    await eventually(async () => {
+      events = (await kube(h.sim, "GET", "/api/v1/namespaces/kube-system/events")).body.items;
+      return events.some((e: Json) => e.reason === "PrefixModeRefused");
+    }, "the NAD's Event");
+    const event = events.find((e: Json) => e.reason === "PrefixModeRefused");
+    expect(event.involvedObject).toMatchObject({ kind: "NetworkAttachmentDefinition", name: "slices" });
+    expect(event.message).toContain("set node_slice_size to /28 or larger");
+    expect(h.eni()?.ipv4Prefixes ?? []).toEqual([]);
+    expect(h.mutating()).toEqual([]);
   });
 
   it("keeps the prefix while a pod of the node holds an address inside, even when the slice is gone", async () => {

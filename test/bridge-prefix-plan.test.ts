@@ -163,6 +163,31 @@ describe("planPrefixes: the node's slice becomes prefixes on its master's ENI", 
     ).toEqual(["198.51.100.128/28", "198.51.100.144/28", "198.51.100.160/28", "198.51.100.176/28"]);
   });
 
+  it("assigns an IPv6 /80 slice as one /80 prefix, in the IPv6 call", () => {
+    const plan = planPrefixes(
+      input({
+        nads: [nad({ range: "2001:db8:100:2:10::/76", slice: "/80" })],
+        slicePools: [
+          pool(
+            { "2001:db8:100:2:10::/80": "node-b", "2001:db8:100:2:11::/80": NODE },
+            { range: "2001:db8:100:2:10::/76", sliceSize: "/80" },
+          ),
+        ],
+        allowedCidrs: ["2001:db8:100:2::/64"],
+      }),
+    );
+    expect(plan.refusals).toEqual([]);
+    expect(plan.assigns).toEqual([
+      {
+        kind: "assign-prefixes",
+        eniId: "eni-0multus",
+        family: 6,
+        prefixes: ["2001:db8:100:2:11::/80"],
+        restore: [],
+      },
+    ]);
+  });
+
   it("makes no call when the ENI holds the prefix already", () => {
     const plan = planPrefixes(input({ enis: [eni({ ipv4Prefixes: ["198.51.100.144/28"] })] }));
     expect(plan.assigns).toEqual([]);

@@ -659,6 +659,22 @@ describe("planWave", () => {
     expect(wave.placements.map((p) => p.address)).toEqual(wanted.slice(0, 9));
   });
 
+  it("counts each delegated prefix the ENI holds as one slot of the per-ENI limit", () => {
+    const wanted = ["198.51.100.200", "198.51.100.201", "198.51.100.202"];
+    const wave = planWave({
+      plan: planOf(wanted),
+      releases: [],
+      enis: [{ ...MULTUS, ipv4Prefixes: ["198.51.100.224/28", "198.51.100.240/28"] }],
+      multusEniIds: new Set(["eni-0multus"]),
+      addressesPerEni: 6,
+    });
+    // 6 per ENI: 2 addresses (the primary included) and 2 prefixes held, room for 2.
+    expect(wave.actions).toEqual([
+      expect.objectContaining({ kind: "assign-ipv4", addresses: wanted.slice(0, 2) }),
+    ]);
+    expect(wave.refusals.map((r) => `${r.address} ${r.reason}`)).toEqual(["198.51.100.202 eni-full"]);
+  });
+
   it("counts the room an earlier IPv4 assign of the wave makes on the ENI it takes addresses from", () => {
     const a = { ...MULTUS, eniId: "eni-0a", ipv4s: ["198.51.100.140", "198.51.100.201", "198.51.100.202"] };
     const b = {

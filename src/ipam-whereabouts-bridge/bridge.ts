@@ -357,7 +357,8 @@ export class Bridge {
     });
     announceReleases(releases, this.options.releaseDryRun ? this.#dryRunLogged : undefined, this.deps);
     const { done, failures, notHeld } = await applyWave(plan, wave, { ec2, logger }, signal);
-    const mutatingCalls = done.size + failures.length;
+    const prefixCalls = this.deps.prefixes?.lastWave ?? { calls: 0, changed: 0 };
+    const mutatingCalls = done.size + failures.length + prefixCalls.calls;
     const until = clock.now() + this.options.recentMemoryMs;
     for (const action of done) {
       const kind = isAssign(action) ? "assigned" : "released";
@@ -382,7 +383,7 @@ export class Bridge {
       this.options.episodeCheckMs ?? DEFAULT_EPISODE_CHECK_MS,
     );
 
-    const outcome: WaveOutcome = done.size > 0 ? "applied" : "noop";
+    const outcome: WaveOutcome = done.size + prefixCalls.changed > 0 ? "applied" : "noop";
     const taken = this.#episodes.conflicts(now);
     this.#tellWave({ desired, wave, enis, done, failures, taken, outcome, mutatingCalls, at: now });
     return outcome;

@@ -92,6 +92,7 @@ export class PrefixMode {
   #refusalsLogged = new Set<string>();
   #nextAt: number | undefined;
   #lines: string[] = [];
+  #lastWave = { calls: 0, changed: 0 };
 
   constructor(
     private readonly deps: PrefixModeDeps,
@@ -108,6 +109,11 @@ export class PrefixMode {
     return this.#nextAt;
   }
 
+  /** The EC2 writes of the last wave's prefix part: all of them, and those EC2 accepted. */
+  get lastWave(): { readonly calls: number; readonly changed: number } {
+    return this.#lastWave;
+  }
+
   /** /readyz lines of the last wave. */
   lines(): readonly string[] {
     return this.#lines;
@@ -122,6 +128,7 @@ export class PrefixMode {
     const pools = this.#pools;
     if (pools === undefined) throw new Error("internal: prefix mode ran before start()");
     const now = clock.now();
+    this.#lastWave = { calls: 0, changed: 0 };
     const enis = this.#overlay(input.enis, now);
     const planFrom = (
       pods: readonly PodInfo[],
@@ -222,6 +229,7 @@ export class PrefixMode {
       }
       skipAssign = false;
       const started = clock.now();
+      this.#lastWave.calls += 1;
       try {
         if (step.kind === "release-prefixes") {
           await (step.family === 4
@@ -260,6 +268,7 @@ export class PrefixMode {
           this.#remember(step.eniId, step.family, step.prefixes, "assigned");
           logger.info({ eniId: step.eniId, prefixes: step.prefixes }, "prefixes assigned");
         }
+        this.#lastWave.changed += 1;
       } catch (error) {
         if (error instanceof Ec2Error && error.kind === "unavailable") throw error;
         if (!(error instanceof IpmgrError)) throw error;
@@ -279,11 +288,13 @@ export class PrefixMode {
     since: number,
   ): Promise<void> {
     const { ec2, clock, logger, metrics } = this.deps;
+    this.#lastWave.calls += 1;
     try {
       await (family === 4
         ? ec2.assignPrivateIpv4(eniId, addresses, false)
         : ec2.assignIpv6(eniId, addresses));
       this.#remember(eniId, family, addresses, "assigned");
+      this.#lastWave.changed += 1;
     } finally {
       metrics.prefixSwapGap(clock.now() - since);
       logger.warn(

@@ -196,7 +196,11 @@ function fitRooms(input: {
     if (addressesPerEni === undefined || eni === undefined)
       return { count: addresses.length, held: 0, room: addresses.length };
     // IPv4 holds the primary among its addresses; an IPv6 ENI holds up to the same number of IPv6 addresses.
-    const held = action.kind === "assign-ipv4" ? Math.max(eni.ipv4s.length, 1) : eni.ipv6s.length;
+    // Each delegated prefix takes one slot of the same limit (prefix mode).
+    const held =
+      action.kind === "assign-ipv4"
+        ? Math.max(eni.ipv4s.length, 1) + (eni.ipv4Prefixes?.length ?? 0)
+        : eni.ipv6s.length + (eni.ipv6Prefixes?.length ?? 0);
     const room = Math.max(0, addressesPerEni - held + freed);
     return { count: Math.min(addresses.length, room), held, room };
   };
