@@ -252,6 +252,8 @@ async function inside(ready, kubeconfig) {
     say("== the bridge counts the six addresses held (inside the prefixes) and made:");
     await showCalls();
     await showEni();
+    say("== the bridge's /readyz:");
+    for (const line of (await readyz()).text.trim().split("\n")) say(`   ${line}`);
 
     bridge.kill("SIGTERM");
     const code = await new Promise((resolve) => bridge.once("exit", resolve));

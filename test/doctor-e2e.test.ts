@@ -65,8 +65,15 @@ describe.skipIf(unavailable !== undefined)("multus-ipmgr doctor in a pod namespa
       `${ENI.node1A1} (net1) carries node.k8s.amazonaws.com/no_manage=true.`,
     );
     expect(report.checks.find((c) => c.name === "ip-command")?.status).toBe("ok");
+    expect(report.checks.find((c) => c.name === "prefix-support")?.status).toBe("ok");
+    expect(report.checks.find((c) => c.name === "node-slice")).toMatchObject({
+      status: "skipped",
+      detail:
+        "not checked: no Kubernetes API (KUBERNETES_SERVICE_HOST is not set: doctor does not run in a pod).",
+    });
     const actions = new Set((await l.calls()).map((c) => c.action));
     expect([...actions].sort()).toEqual([
+      "DescribeInstanceTypes",
       "DescribeNetworkInterfaces",
       "DescribeSecurityGroups",
       "GetSubnetCidrReservations",

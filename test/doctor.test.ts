@@ -189,6 +189,9 @@ describe("doctor against the simulator", () => {
       "allowed-cidr": ["ok", "ok"],
       "address-overlap": ["ok", "ok"],
       reservation: ["ok", "ok"],
+      "prefix-support": ["ok"],
+      "prefix-blocks": ["ok"],
+      "node-slice": ["skipped"],
       "ip-command": ["ok"],
     });
     expect(only(results, "capacity").detail).toBe(
@@ -197,6 +200,7 @@ describe("doctor against the simulator", () => {
     );
     const actions = new Set(sim?.calls().map((c) => c.action));
     expect([...actions].sort()).toEqual([
+      "DescribeInstanceTypes",
       "DescribeNetworkInterfaces",
       "DescribeSecurityGroups",
       "GetSubnetCidrReservations",
@@ -754,5 +758,74 @@ describe("doctor against the simulator", () => {
       });
       expect(await probe.probe()).toEqual({ ok: true, command: "sleep 30" });
     });
+  });
+});
+
+describe("doctor in prefix mode, against the simulator", () => {
+  /** Node 1's net1 ENI holds 198.51.100.32/28 (its slice) and a /80; the pod's addresses lie in them. */
+  function prefixWorld(reservations: unknown[]): World {
+    const world = twoNodeWorld({
+      node1A1: { ipv4Prefixes: ["198.51.100.32/28"], ipv6Prefixes: ["2001:db8:100:1:1::/80"] },
+    });
+    world.reservations = reservations;
+    return world;
+  }
+  const POD_IN_SLICE: PodInterface = {
+    name: "net1",
+    mac: MAC.node1A1,
+    addresses: ["198.51.100.40", "2001:db8:100:1:1::140"],
+  };
+  const options = { allowedCidrs: ["198.51.100.32/28", "2001:db8:100:1:1::/96"] };
+
+  it("finds the type Nitro, the prefix reservations and their free blocks, and says why the slices were not read", async () => {
+    const results = await doctor(
+      prefixWorld([
+        // .16/28 holds node 2's ENI's primary (.21): no block of subnet A's IPv4 reservations is free.
+        { subnet: SUBNET_A, cidr: "198.51.100.16/28", type: "prefix", description: "slices" },
+        { subnet: SUBNET_A, cidr: "198.51.100.32/28", type: "prefix", description: "slices" },
+        { subnet: SUBNET_A, cidr: "2001:db8:100:1:1::/80", type: "prefix", description: "slices" },
+        { subnet: SUBNET_A, cidr: "2001:db8:100:1:2::/79", type: "prefix", description: "slices" },
+      ]),
+      { interfaces: [POD_IN_SLICE], options },
+    );
+    expect(only(results, "prefix-support")).toMatchObject({ status: "ok", subject: "m5.xlarge" });
+    const v4 = only(results, "prefix-blocks", `${SUBNET_A} IPv4`);
+    expect(v4.status).toBe("problem");
+    expect(v4.detail).toContain(`${ENI.node1A1} holds 198.51.100.32/28; the prefix reservations `);
+    expect(v4.detail).toContain("have no free aligned /28 block left (2 in all)");
+    const v6 = only(results, "prefix-blocks", `${SUBNET_A} IPv6`);
+    expect(v6.status).toBe("ok");
+    expect(v6.detail).toContain("2 of 3 aligned /80 blocks free.");
+    expect(only(results, "node-slice")).toEqual({
+      name: "node-slice",
+      status: "skipped",
+      detail: "not checked: no Kubernetes API.",
+    });
+    // The prefix reservation over the node's prefix is prefix mode's own: it covers the pod range.
+    expect(only(results, "reservation", "198.51.100.32/28").status).toBe("ok");
+    expect(results.filter((r) => r.status === "problem" && r.name !== "prefix-blocks")).toEqual([]);
+  });
+
+  it("warns when a subnet that holds prefixes has no prefix reservation, and on a type that is not Nitro", async () => {
+    const world = prefixWorld([]);
+    const results = await doctor(world, { interfaces: [POD_IN_SLICE], options });
+    const v4 = only(results, "prefix-blocks", `${SUBNET_A} IPv4`);
+    expect(v4.status).toBe("warn");
+    expect(v4.fix).toContain("--reservation-type prefix");
+    await sim?.close();
+    // A type the world declares not Nitro, with no prefix held (EC2 refuses them there).
+    const xen = twoNodeWorld();
+    (xen.instances as Record<string, unknown>[])[0] = {
+      ...(xen.instances as Record<string, unknown>[])[0],
+      instanceType: "c5.xlarge",
+      nitro: false,
+    };
+    const onXen = await doctor(xen, { options: { allowedCidrs: RANGES } });
+    expect(only(onXen, "prefix-support").detail).toContain(
+      "c5.xlarge is not built on the Nitro System (DescribeInstanceTypes: hypervisor xen)",
+    );
+    expect(only(onXen, "prefix-blocks").detail).toBe(
+      "no secondary ENI of this node holds a delegated prefix (per-address mode).",
+    );
   });
 });

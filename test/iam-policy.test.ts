@@ -94,6 +94,7 @@ function requiredScope(
     case "UnassignIpv6Addresses":
       return TAGGED_MULTUS_ENI;
     case "DescribeNetworkInterfaces":
+    case "DescribeInstanceTypes":
     case "DescribeSecurityGroups":
     case "GetSubnetCidrReservations":
     case "DeleteSubnetCidrReservation":

@@ -62,11 +62,12 @@ describe("DescribeInstanceTypes through the real SDK", () => {
     expect(failure.message).toContain("q9.huge");
   });
 
-  it("refuses filters, which it does not simulate", async () => {
+  it("refuses filters, which it does not model", async () => {
     const failure = await ec2Failure(
       ec2.send(new DescribeInstanceTypesCommand({ Filters: [{ Name: "hypervisor", Values: ["nitro"] }] })),
     );
-    expect(failure).toMatchObject({ code: "InvalidParameterValue" });
+    expect(failure).toMatchObject({ code: "UnsupportedOperation" });
+    expect(failure.message).toContain("The filter 'hypervisor' is not modelled by multus-ipmgr sim");
   });
 
   it("answers DryRunOperation to a DryRun call", async () => {

@@ -11,6 +11,7 @@ import { commandHelp } from "../eni/process/settings.js";
 import { HttpImdsProbe } from "./imds-probe.js";
 import { IpMonitorProbe } from "./ip-command-probe.js";
 import { SysfsLinks } from "./links.js";
+import { inClusterEndpoint, KubeNodeSlices } from "./node-slices.js";
 import { renderJson, renderText } from "./render.js";
 import { ProcRpFilter } from "./rp-filter.js";
 import { type DoctorDeps, runDoctor } from "./run-doctor.js";
@@ -22,8 +23,10 @@ const help = (): string =>
     `Checks what init and the sidecar need, from inside the pod (kubectl exec -c <container> <pod> --
 multus-ipmgr doctor): IMDS and its hop limit, the instance, the pod's interfaces and their ENIs, the
 no_manage tag, the ENIs' security groups, free addresses per ENI, IAM permissions (DryRun where EC2
-offers it), the allowed CIDRs against the subnets, subnet CIDR reservations, and the ip command. Run in
-the node's network namespace (the bridge's host-network pod), it also checks that each Multus ENI's link
+offers it), the allowed CIDRs against the subnets, subnet CIDR reservations, prefix mode (a Nitro type,
+prefix reservations with free /28 or /80 blocks, this node's whereabouts slices held as prefixes, read from
+the Kubernetes API with NODE_NAME), and the ip command. Run in the node's network namespace (the bridge's
+host-network pod), it also checks that each Multus ENI's link
 is up and that rp_filter is not strict on it. Changes nothing. Prints ok, warn, PROBLEM or skipped per
 check, with the fix; exits 10 when a check found a problem, 0 otherwise.`,
     doctorSettings,
@@ -37,9 +40,27 @@ function stderrLogger(level: DoctorConfig["logLevel"]): Logger {
   );
 }
 
-function buildDoctorDeps(config: DoctorConfig, logger: Logger): DoctorDeps {
+/** How long the one Kubernetes read (the NodeSlicePool list) may take, in ms. */
+const KUBE_TIMEOUT_MS = 5_000;
+
+/**
+ * Where this node's slices come from: the in-cluster Kubernetes API and NODE_NAME (the downward API's
+ * spec.nodeName), or the sentence saying why they cannot be read.
+ */
+async function nodeSlicesOf(env: NodeJS.ProcessEnv): Promise<NonNullable<DoctorDeps["nodeSlices"]>> {
+  const endpoint = await inClusterEndpoint(env, KUBE_TIMEOUT_MS);
+  if (typeof endpoint === "string") return endpoint;
+  const nodeName = env.NODE_NAME;
+  if (nodeName === undefined || nodeName === "") {
+    return "not checked: NODE_NAME is not set (add it from the downward API, fieldRef spec.nodeName, or run doctor in the bridge's pod, which has it).";
+  }
+  return { source: new KubeNodeSlices(endpoint), nodeName };
+}
+
+async function buildDoctorDeps(config: DoctorConfig, logger: Logger): Promise<DoctorDeps> {
   const pod = buildPodDeps(config, logger);
   return {
+    nodeSlices: await nodeSlicesOf(process.env),
     ...pod,
     imdsProbe: new HttpImdsProbe({
       endpoint: imdsEndpointOf(config),
@@ -59,7 +80,7 @@ export async function main(argv: readonly string[]): Promise<number> {
   try {
     const config = loadDoctorConfig(argv, process.env);
     logger = stderrLogger(config.logLevel);
-    const results = await runDoctor(buildDoctorDeps(config, logger), {
+    const results = await runDoctor(await buildDoctorDeps(config, logger), {
       allowedCidrs: config.allowedCidrs,
       region: config.region,
       addressSource: config.addressSource,

@@ -1,4 +1,4 @@
-import type { SimKubeState } from "./kube/kube-cluster.js";
+import type { SimKubeState } from "./kube/kube-state.js";
 
 /** The mutable part of the simulated account, as JSON (GET /state, handle.state()). */
 

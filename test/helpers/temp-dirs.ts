@@ -17,6 +17,7 @@ export const TEMP_DIR_PREFIXES = [
   "ipmgr-kube-",
   "ipmgr-path-",
   "ipmgr-state-",
+  "ipmgr-sa-",
   "ipmgr-sysnet-",
 ] as const;
 export type TempDirPrefix = (typeof TEMP_DIR_PREFIXES)[number];

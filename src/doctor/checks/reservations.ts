@@ -17,12 +17,17 @@ function createCommand(subnetId: string, cidr: string): string {
 export function reservationChecks(
   ranges: readonly { cidr: string; subnet: MultusSubnet }[],
   reservations: ReadonlyMap<string, readonly SubnetCidrReservation[]>,
+  prefixMode: readonly string[] = [],
 ): CheckResult[] {
+  // Prefix mode's own reservations (over a node-sliced range, or over prefixes this node holds) keep DHCP off
+  // the range as an explicit one does, and are where the node slices' prefixes come from: they cover.
+  const ofPrefixMode = (r: SubnetCidrReservation): boolean =>
+    r.type === "prefix" && prefixMode.some((c) => cidrRelation(r.cidr, c) !== "disjoint");
   return ranges.map(({ cidr, subnet }) => {
     const subject = cidr;
     const ofSubnet = reservations.get(subnet.subnetId) ?? [];
     const overlapping = ofSubnet.filter((r) => cidrRelation(r.cidr, cidr) !== "disjoint");
-    const prefix = overlapping.filter((r) => r.type === "prefix");
+    const prefix = overlapping.filter((r) => r.type === "prefix" && !ofPrefixMode(r));
     if (prefix.length > 0) {
       const names = prefix.map((r) => `${r.reservationId} (${r.cidr})`);
       return problem(
@@ -34,7 +39,7 @@ export function reservationChecks(
         },
       );
     }
-    const explicit = overlapping.filter((r) => r.type === "explicit");
+    const explicit = overlapping.filter((r) => r.type === "explicit" || ofPrefixMode(r));
     const gaps = uncoveredParts(
       cidr,
       explicit.map((r) => r.cidr),
@@ -43,7 +48,7 @@ export function reservationChecks(
       const names = explicit.map((r) => `${r.reservationId} (${r.cidr})`);
       return ok(
         "reservation",
-        `${cidr} is covered by the explicit reservation${explicit.length > 1 ? "s" : ""} ${listText(names)} in ${subnet.subnetId}.`,
+        `${cidr} is covered by the ${explicit.every(ofPrefixMode) ? "prefix-mode " : explicit.some(ofPrefixMode) ? "explicit and prefix-mode " : "explicit "}reservation${explicit.length > 1 ? "s" : ""} ${listText(names)} in ${subnet.subnetId}.`,
         {
           subject,
         },

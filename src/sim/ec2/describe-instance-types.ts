@@ -19,15 +19,17 @@ function renderInstanceType(v: InstanceTypeView): string {
 
 /**
  * DescribeInstanceTypes: `InstanceType.N`, answered in one page. Only the members our commands read
- * (`hypervisor`, `networkInfo`'s addresses per interface); filters are not simulated and are refused, so that
- * a caller relying on one learns it here rather than from an answer that ignored it.
+ * (`hypervisor`, `networkInfo`'s addresses per interface). Filters are not modelled and are refused with
+ * `UnsupportedOperation`, as the other Describe calls refuse a filter they do not model, so that a caller
+ * relying on one learns it here rather than from an answer that ignored it.
  */
 export const describeInstanceTypes: Ec2Handler = (ctx) => {
   const { params, topology } = ctx;
-  if (params.filters().length > 0) {
+  const filter = params.filters()[0];
+  if (filter !== undefined) {
     throw new Ec2ApiError(
-      "InvalidParameterValue",
-      "The simulator's DescribeInstanceTypes takes InstanceType.N only: filters are not simulated",
+      "UnsupportedOperation",
+      `The filter '${filter.name}' is not modelled by multus-ipmgr sim: its DescribeInstanceTypes takes InstanceType.N only`,
     );
   }
   return itemSet(

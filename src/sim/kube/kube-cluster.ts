@@ -9,6 +9,7 @@ import { KubeApi } from "./kube-api.js";
 import { KubeFaultGate } from "./kube-fault-gate.js";
 import type { KubeObject } from "./kube-object.js";
 import { createKubeServer } from "./kube-server.js";
+import type { SimKubeState } from "./kube-state.js";
 import { KubeStore } from "./kube-store.js";
 import {
   hostIpOf,
@@ -25,22 +26,6 @@ import { Kubelet } from "./kubelet.js";
 import { NodeSliceController } from "./node-slice-controller.js";
 import { primaryResource } from "./resources.js";
 import { WatchStreams } from "./watch-stream.js";
-
-/** The Kubernetes objects, as GET /state shows them: each list ordered by namespace and name. */
-export interface SimKubeState {
-  /** The cluster's latest resourceVersion. */
-  resourceVersion: string;
-  namespaces: KubeObject[];
-  nodes: KubeObject[];
-  pods: KubeObject[];
-  networkAttachmentDefinitions: KubeObject[];
-  ipPools: KubeObject[];
-  overlappingRangeIPReservations: KubeObject[];
-  nodeSlicePools: KubeObject[];
-  leases: KubeObject[];
-  /** core/v1 form. */
-  events: KubeObject[];
-}
 
 export interface KubeClusterOptions {
   readonly clock: Clock;
