@@ -256,16 +256,29 @@ describe("slicesOfNode (a NodeSlicePoolList)", () => {
 describe("reservation, in prefix mode", () => {
   const subnet = { subnetId: SUBNET, cidr: "198.51.100.0/25" } as never;
 
-  it("counts a prefix reservation over the node-sliced range as cover, and still flags a foreign one", () => {
-    const reservations = new Map([[SUBNET, [reservation("scr-1", "198.51.100.64/26", "prefix")]]]);
-    const [ours] = reservationChecks([{ cidr: "198.51.100.64/26", subnet }], reservations, [
-      "198.51.100.64/26",
-    ]);
-    expect(ours).toMatchObject({ status: "ok" });
-    expect(ours?.detail).toBe(
-      `198.51.100.64/26 is covered by the prefix-mode reservation scr-1 (198.51.100.64/26) in ${SUBNET}.`,
+  it("takes an explicit reservation over the node-sliced range as cover, and flags a prefix one over it", () => {
+    const range = [{ cidr: "198.51.100.64/26", subnet }];
+    const [covered] = reservationChecks(
+      range,
+      new Map([[SUBNET, [reservation("scr-1", "198.51.100.64/26", "explicit")]]]),
     );
-    const [foreign] = reservationChecks([{ cidr: "198.51.100.64/26", subnet }], reservations, []);
-    expect(foreign?.status).toBe("problem");
+    expect(covered?.detail).toBe(
+      `198.51.100.64/26 is covered by the explicit reservation scr-1 (198.51.100.64/26) in ${SUBNET}.`,
+    );
+    // EC2 takes Ipv4PrefixCount's blocks from a prefix reservation first: another ENI could get a node's slice.
+    const [flagged] = reservationChecks(
+      range,
+      new Map([[SUBNET, [reservation("scr-2", "198.51.100.64/26", "prefix")]]]),
+    );
+    expect(flagged).toEqual({
+      name: "reservation",
+      subject: "198.51.100.64/26",
+      status: "problem",
+      detail: `198.51.100.64/26 overlaps the prefix reservation scr-2 (198.51.100.64/26) in ${SUBNET}: EC2 hands those addresses out as prefixes (the VPC CNI's prefix delegation), to the ENIs of any node.`,
+      fix:
+        "aws ec2 delete-subnet-cidr-reservation --subnet-cidr-reservation-id scr-2; then aws ec2 create-subnet-cidr-reservation " +
+        `--subnet-id ${SUBNET} --cidr 198.51.100.64/26 --reservation-type explicit --description "multus-ipmgr pod range" ` +
+        "(and keep prefix delegation's reservations apart from your pod ranges)",
+    });
   });
 });
