@@ -1,5 +1,5 @@
 /**
- * doctor's prefix mode checks, no I/O: free aligned blocks, Nitro support, prefix reservations and blocks per
+ * doctor's prefix mode checks, no I/O: free aligned blocks, Nitro support, explicit (never prefix) reservations and blocks per
  * subnet, this node's slices held as prefixes or not, and reading a node's slices out of a NodeSlicePool list.
  */
 import { describe, expect, it } from "vitest";
@@ -135,24 +135,107 @@ describe("prefix-blocks", () => {
     ]);
   });
 
-  it("warns without a prefix reservation, naming the node-sliced range to reserve", () => {
+  const create = (cidr: string): string =>
+    `aws ec2 create-subnet-cidr-reservation --subnet-id ${SUBNET} --cidr ${cidr} --reservation-type explicit --description "multus-ipmgr node slices"`;
+
+  it("warns without an explicit reservation, naming the node-sliced range to reserve (or a placeholder)", () => {
     const [v4] = prefixBlockChecks(subnets, new Map([[SUBNET, []]]), [described(ENI_A)], [SLICE]);
     expect(v4).toMatchObject({ name: "prefix-blocks", status: "warn", subject: `${SUBNET} IPv4` });
     expect(v4?.detail).toBe(
-      `${SUBNET} (198.51.100.0/25): eni-0a holds 198.51.100.64/28, but the subnet has no IPv4 \`prefix\` subnet ` +
-        "CIDR reservation: DHCP (new ENIs) and EC2's own picks (SecondaryPrivateIpAddressCount, the VPC CNI) may " +
-        "take addresses inside the node-sliced range, and EC2 then refuses the prefix of the node whose slice " +
-        "holds one; 5 of 8 aligned /28 blocks free in the subnet.",
+      `${SUBNET} (198.51.100.0/25): eni-0a holds 198.51.100.64/28, but no IPv4 explicit subnet CIDR reservation ` +
+        "covers 198.51.100.64/28: DHCP (new ENIs) and EC2's own picks (SecondaryPrivateIpAddressCount, " +
+        "Ipv4PrefixCount: the VPC CNI) may take addresses inside the node-sliced range, and EC2 then refuses the " +
+        "prefix of the node whose slice holds one; 5 of 8 aligned /28 blocks free in the subnet.",
+    );
+    expect(v4?.fix).toBe(create("198.51.100.64/26"));
+    const [unknown] = prefixBlockChecks(subnets, new Map([[SUBNET, []]]), [described(ENI_A)], undefined);
+    expect(unknown?.fix).toBe(create("<the node-sliced range of the NetworkAttachmentDefinition>"));
+  });
+
+  it("warns when the explicit reservations leave a held prefix partly uncovered, and creates only the gaps", () => {
+    const [v4] = prefixBlockChecks(
+      subnets.filter((s) => s.family === 4),
+      new Map([[SUBNET, [reservation("scr-1", "198.51.100.64/29", "explicit")]]]),
+      [described(ENI_A)],
+      [SLICE],
+    );
+    expect(v4?.status).toBe("warn");
+    expect(v4?.detail).toContain(
+      "but the explicit reservation scr-1 (198.51.100.64/29) leaves 198.51.100.72/29 uncovered:",
     );
     expect(v4?.fix).toBe(
-      `aws ec2 create-subnet-cidr-reservation --subnet-id ${SUBNET} --cidr 198.51.100.64/26 --reservation-type prefix --description "multus-ipmgr node slices"`,
+      [create("198.51.100.72/29"), create("198.51.100.80/28"), create("198.51.100.96/27")].join("; "),
     );
   });
 
-  it("is ok with a prefix reservation that has free blocks, and a problem when none is left", () => {
+  it("reports a prefix-type reservation over the node-sliced range, with the delete and the explicit create", () => {
+    const [v4] = prefixBlockChecks(
+      subnets.filter((s) => s.family === 4),
+      new Map([
+        [
+          SUBNET,
+          [
+            reservation("scr-1", "198.51.100.64/28", "explicit"),
+            reservation("scr-2", "198.51.100.96/27", "prefix"),
+          ],
+        ],
+      ]),
+      [described(ENI_A)],
+      [SLICE],
+    );
+    expect(v4).toEqual({
+      name: "prefix-blocks",
+      subject: `${SUBNET} IPv4`,
+      status: "problem",
+      detail:
+        `${SUBNET} (198.51.100.0/25): eni-0a holds 198.51.100.64/28; the prefix reservation scr-2 (198.51.100.96/27) ` +
+        "overlaps the node-sliced range: EC2 takes the blocks it picks for Ipv4PrefixCount (the VPC CNI's prefix " +
+        "delegation, on any ENI of the subnet) from prefix reservations first, so another ENI can be given a block " +
+        "of some node's slice, which that node's bridge can then never assign; node slices want explicit " +
+        "reservations (0 of 1 aligned /28 blocks free in the explicit reservation).",
+      fix: [
+        "aws ec2 delete-subnet-cidr-reservation --subnet-cidr-reservation-id scr-2",
+        create("198.51.100.80/28"),
+        create("198.51.100.96/27"),
+      ].join("; "),
+    });
+    // Without this node's slices, a prefix reservation over a held prefix is found all the same.
+    const [held] = prefixBlockChecks(
+      subnets.filter((s) => s.family === 6),
+      new Map([[SUBNET, [reservation("scr-3", "2001:db8:100:1::/76", "prefix")]]]),
+      [described(ENI_A)],
+      undefined,
+    );
+    expect(held?.status).toBe("problem");
+    expect(held?.detail).toContain(
+      "the prefix reservation scr-3 (2001:db8:100:1::/76) overlaps the node-sliced range",
+    );
+    expect(held?.detail).toContain("Ipv6PrefixCount");
+    expect(held?.fix).toContain(create("<the node-sliced range of the NetworkAttachmentDefinition>"));
+  });
+
+  it("ignores reservations away from the held prefixes and the node-sliced range", () => {
+    const [v4] = prefixBlockChecks(
+      subnets.filter((s) => s.family === 4),
+      new Map([
+        [
+          SUBNET,
+          [
+            reservation("scr-1", "198.51.100.64/26", "explicit"),
+            reservation("scr-9", "198.51.100.16/28", "prefix"),
+          ],
+        ],
+      ]),
+      [described(ENI_A)],
+      [SLICE],
+    );
+    expect(v4?.status).toBe("ok");
+  });
+
+  it("is ok with an explicit reservation that has free blocks, and a problem when none is left", () => {
     const free = prefixBlockChecks(
       subnets.filter((s) => s.family === 4),
-      new Map([[SUBNET, [reservation("scr-1", "198.51.100.64/27", "prefix")]]]),
+      new Map([[SUBNET, [reservation("scr-1", "198.51.100.64/27", "explicit")]]]),
       [described(ENI_A)],
       undefined,
     );
@@ -161,20 +244,41 @@ describe("prefix-blocks", () => {
         name: "prefix-blocks",
         subject: `${SUBNET} IPv4`,
         status: "ok",
-        detail: `${SUBNET} (198.51.100.0/25): eni-0a holds 198.51.100.64/28; prefix reservation scr-1 (198.51.100.64/27): 1 of 2 aligned /28 blocks free.`,
+        detail: `${SUBNET} (198.51.100.0/25): eni-0a holds 198.51.100.64/28; explicit reservation scr-1 (198.51.100.64/27): 1 of 2 aligned /28 blocks free.`,
       },
     ]);
+    const crowded = [
+      described(ENI_A),
+      described({ ...ENI_A, eniId: "eni-0c", ipv4s: ["198.51.100.85"], ipv4Prefixes: [] }),
+    ];
     const full = prefixBlockChecks(
       subnets.filter((s) => s.family === 4),
-      new Map([[SUBNET, [reservation("scr-1", "198.51.100.64/27", "prefix")]]]),
-      [
-        described(ENI_A),
-        described({ ...ENI_A, eniId: "eni-0c", ipv4s: ["198.51.100.85"], ipv4Prefixes: [] }),
-      ],
-      undefined,
+      new Map([[SUBNET, [reservation("scr-1", "198.51.100.64/27", "explicit")]]]),
+      crowded,
+      [{ ...SLICE, poolRange: "198.51.100.64/27" }],
     );
     expect(full[0]?.status).toBe("problem");
-    expect(full[0]?.detail).toContain("has no free aligned /28 block left (2 in all)");
+    expect(full[0]?.detail).toContain(
+      "the explicit reservation scr-1 (198.51.100.64/27) over the node-sliced range has no free aligned /28 block left (2 in all)",
+    );
+    // Without the node-sliced range, the rest of it may be reserved apart: a warning, not a verdict.
+    const unsure = prefixBlockChecks(
+      subnets.filter((s) => s.family === 4),
+      new Map([[SUBNET, [reservation("scr-1", "198.51.100.64/27", "explicit")]]]),
+      crowded,
+      undefined,
+    );
+    expect(unsure[0]?.status).toBe("warn");
+    expect(unsure[0]?.detail).toContain(
+      "over this node's prefixes has no free aligned /28 block left (2 in all), and the node-sliced range is unknown (see node-slice)",
+    );
+    expect(unsure[0]?.fix).toMatch(/^let doctor read the NodeSlicePools \(see node-slice\), or widen/);
+  });
+
+  it("never reports a slice pool whose range is not a CIDR block", () => {
+    const junk = { ...SLICE, poolRange: "198.51.100.64/99" };
+    const [v4] = prefixBlockChecks(subnets, new Map([[SUBNET, []]]), [described(ENI_A)], [junk]);
+    expect(v4?.fix).toBe(create("<the node-sliced range of the NetworkAttachmentDefinition>"));
   });
 });
 

@@ -358,7 +358,7 @@ async function nodeSlicesOf(
 
 /**
  * prefix-support (DescribeInstanceTypes: Nitro or not) and prefix-blocks (per subnet and family in which this
- * node's secondary ENIs hold prefixes: a prefix reservation and free aligned blocks).
+ * node's secondary ENIs hold prefixes: explicit reservations, never prefix ones, and free aligned blocks).
  */
 async function prefixResults(
   deps: DoctorDeps,
