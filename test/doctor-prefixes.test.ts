@@ -2,6 +2,7 @@
  * doctor's prefix mode checks, no I/O: free aligned blocks, Nitro support, explicit (never prefix) reservations and blocks per
  * subnet, this node's slices held as prefixes or not, and reading a node's slices out of a NodeSlicePool list.
  */
+import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import {
   nodeSliceChecks,
@@ -11,8 +12,10 @@ import {
   prefixSupportDenied,
 } from "../src/doctor/checks/prefixes.js";
 import { reservationChecks } from "../src/doctor/checks/reservations.js";
+import { uncoveredParts } from "../src/doctor/cidr-coverage.js";
 import { freePrefixBlocks } from "../src/doctor/free-prefix-blocks.js";
 import { type NodeSlice, slicesOfNode } from "../src/doctor/node-slices.js";
+import { cidrsOverlap } from "../src/eni/ip.js";
 import type { Ec2NetworkInterface, EniState, SubnetCidrReservation } from "../src/eni/types.js";
 
 const SUBNET = "subnet-0a";
@@ -273,6 +276,40 @@ describe("prefix-blocks", () => {
       "over this node's prefixes has no free aligned /28 block left (2 in all), and the node-sliced range is unknown (see node-slice)",
     );
     expect(unsure[0]?.fix).toMatch(/^let doctor read the NodeSlicePools \(see node-slice\), or widen/);
+  });
+
+  it("is ok only when explicit reservations cover the held prefix and no prefix one touches the sliced range (property)", () => {
+    // Reservations as /27, /28 or /29 blocks of the subnet (198.51.100.0/25), each explicit or prefix.
+    const block = fc
+      .constantFrom(27, 28, 29)
+      .chain((length) =>
+        fc
+          .integer({ min: 0, max: 128 / 2 ** (32 - length) - 1 })
+          .map((i) => `198.51.100.${i * 2 ** (32 - length)}/${length}`),
+      );
+    const reservations = fc.array(fc.tuple(block, fc.constantFrom("explicit" as const, "prefix" as const)), {
+      maxLength: 6,
+    });
+    fc.assert(
+      fc.property(reservations, fc.boolean(), (list, known) => {
+        const rs = list.map(([cidr, type], i) => reservation(`scr-${i}`, cidr, type));
+        const [v4] = prefixBlockChecks(
+          subnets.filter((s) => s.family === 4),
+          new Map([[SUBNET, rs]]),
+          [described(ENI_A)],
+          known ? [SLICE] : undefined,
+        );
+        const watched = known ? ["198.51.100.64/28", SLICE.poolRange] : ["198.51.100.64/28"];
+        const touches = (cidr: string): boolean => watched.some((w) => cidrsOverlap(cidr, w));
+        const prefixOver = rs.some((r) => r.type === "prefix" && touches(r.cidr));
+        if (prefixOver) expect(v4?.status).toBe("problem");
+        if (v4?.status === "ok") {
+          const explicit = rs.filter((r) => r.type === "explicit").map((r) => r.cidr);
+          expect(uncoveredParts("198.51.100.64/28", explicit)).toEqual([]);
+        }
+        expect(v4?.fix ?? "").not.toContain("--reservation-type prefix");
+      }),
+    );
   });
 
   it("never reports a slice pool whose range is not a CIDR block", () => {
