@@ -4,7 +4,8 @@
  * The waves' calls come from the bridge's own planners (bench/scale-model/node-wave.ts, the seam); the
  * model only times them against the buckets on a simulated clock, with the bridge's retry and backoff.
  * Buckets: https://docs.aws.amazon.com/ec2/latest/devguide/ec2-api-throttling.html (token-bucket.ts).
- * Assumptions: docs/scale-model.md.
+ * Assumptions: docs/scale-model.md. IPMGR_BENCH_SCALE_NODES sets the number of nodes (default 5,000; a
+ * smaller fleet runs faster and shows the same shapes).
  */
 import { loadBridgeConfig } from "../src/ipam-whereabouts-bridge/settings.js";
 import type { BenchResult } from "./result.js";
@@ -20,7 +21,18 @@ import {
 } from "./scale-model/node-wave.js";
 import { DOCUMENTED_BUCKETS, EC2_THROTTLING_PAGE } from "./scale-model/token-bucket.js";
 
-const NODES = Number(process.env.IPMGR_BENCH_SCALE_NODES ?? 5_000);
+const NODES = nodeCount(process.env.IPMGR_BENCH_SCALE_NODES);
+
+function nodeCount(text: string | undefined): number {
+  if (text === undefined) return 5_000;
+  const n = Number(text);
+  if (!Number.isInteger(n) || n < 1) {
+    throw new Error(
+      `IPMGR_BENCH_SCALE_NODES=${JSON.stringify(text)} is not a whole number of nodes: set it to 1 or more, or unset it for 5000`,
+    );
+  }
+  return n;
+}
 const PODS_PER_NODE = 110;
 /** m5.4xlarge: 30 IPv4 addresses per ENI, the primary included. */
 const ADDRESSES_PER_ENI = 30;

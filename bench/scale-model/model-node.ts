@@ -58,6 +58,13 @@ export const sliceOctetOf = (slot: number) => sliceBase(eniOfSlot(slot)) + 1 + M
 /** The address of a last octet in the template. */
 export const addressOf = (octet: number) => ADDRESSES[octet] as string;
 
+/** A wave's input: a key equal for equal inputs, the input itself (built when asked), the next release due. */
+export interface WaveView {
+  readonly key: string;
+  readonly input: () => NodeWaveInput;
+  readonly nextReleaseAt: number | undefined;
+}
+
 function octetOf(address: string): number {
   const octet = Number.parseInt(address.slice(NET.length), 10);
   if (!address.startsWith(NET) || !(octet >= 0 && octet < 256)) {
@@ -88,6 +95,9 @@ export class ModelNode {
   readonly #unusedSince = new Float64Array(256).fill(Number.NaN);
   #running = 0;
   #routed = 0;
+  /** Bumped by every change of the pods or the ENIs: a wave input is reused while it stays the same. */
+  #version = 0;
+  #cached: { version: number; graceMs: number; wave: WaveView } | undefined;
 
   constructor(
     /** How many pods the node runs when all are up. */
@@ -103,6 +113,7 @@ export class ModelNode {
   }
 
   #recount(): void {
+    this.#version += 1;
     let running = 0;
     let routed = 0;
     for (let slot = 0; slot < this.podCount; slot++) {
@@ -153,10 +164,23 @@ export class ModelNode {
    * asked), and when the next pending release is due. Releases follow desired-state's rule for a trusted
    * view: a held secondary address that no pod on the node uses, for `graceMs`.
    */
-  waveInput(
-    nowMs: number,
-    graceMs: number,
-  ): { key: string; input: () => NodeWaveInput; nextReleaseAt: number | undefined } {
+  waveInput(nowMs: number, graceMs: number): WaveView {
+    // Unchanged since the last wave, and no release's grace ended in between: the same input.
+    const cached = this.#cached;
+    if (
+      cached !== undefined &&
+      cached.version === this.#version &&
+      cached.graceMs === graceMs &&
+      !(nowMs >= (cached.wave.nextReleaseAt ?? Number.POSITIVE_INFINITY))
+    ) {
+      return cached.wave;
+    }
+    const wave = this.#waveInput(nowMs, graceMs);
+    this.#cached = { version: this.#version, graceMs, wave };
+    return wave;
+  }
+
+  #waveInput(nowMs: number, graceMs: number): WaveView {
     const inUse = new Uint8Array(256);
     for (const octet of this.#pods) inUse[octet] = 1;
     const due = new Uint8Array(256);

@@ -1,6 +1,10 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
+import { ModelAccount } from "../bench/scale-model/account.js";
 import { EventQueue } from "../bench/scale-model/event-queue.js";
+import { ModelBridge } from "../bench/scale-model/model-bridge.js";
+import { ModelNode, sliceOctetOf } from "../bench/scale-model/model-node.js";
+import { perAddressWave, prefixModeWave } from "../bench/scale-model/node-wave.js";
 import { DOCUMENTED_BUCKETS, TokenBucket } from "../bench/scale-model/token-bucket.js";
 
 describe("scale model: EventQueue", () => {
@@ -142,5 +146,83 @@ describe("scale model: TokenBucket", () => {
         },
       ),
     );
+  });
+});
+
+describe("scale model: the bridge's planners on the model's node", () => {
+  const GRACE = 300_000;
+  const fullNode = () => {
+    const node = new ModelNode(110, 30);
+    for (let slot = 0; slot < 110; slot++) node.startPod(slot, sliceOctetOf(slot));
+    return node;
+  };
+
+  it("per-address mode: a node whose ENIs hold nothing plans one assign per Multus ENI, 27 or 28 addresses each", () => {
+    const plan = perAddressWave.plan(fullNode().waveInput(0, GRACE).input());
+    expect(plan.actions.map((a) => [a.kind, a.eniId, "addresses" in a ? a.addresses.length : 0])).toEqual([
+      ["assign-ipv4", "eni-1", 28],
+      ["assign-ipv4", "eni-2", 28],
+      ["assign-ipv4", "eni-3", 27],
+      ["assign-ipv4", "eni-4", 27],
+    ]);
+    expect(plan.eniFull).toBe(false);
+  });
+
+  it("prefix mode: the same node plans its two /28 prefixes on each Multus ENI, and no address", () => {
+    const plan = prefixModeWave.plan(fullNode().waveInput(0, GRACE).input());
+    expect(plan.actions).toEqual(
+      [1, 2, 3, 4].map((k) => ({
+        kind: "assign-prefixes",
+        family: 4,
+        eniId: `eni-${k}`,
+        prefixes: [`198.51.100.${32 * k}/28`, `198.51.100.${32 * k + 16}/28`],
+      })),
+    );
+  });
+
+  it("either mode: a node that holds what it needs plans no call", () => {
+    for (const [planner, mode] of [
+      [perAddressWave, "addresses"],
+      [prefixModeWave, "prefixes"],
+    ] as const) {
+      const node = fullNode();
+      node.holdAll(mode);
+      expect(node.converged).toBe(true);
+      expect(planner.plan(node.waveInput(0, GRACE).input()).actions).toEqual([]);
+    }
+  });
+
+  it("the wave loop: one node's pods routed with one accepted call per ENI, nothing throttled", () => {
+    const settings = {
+      waveWindowMs: 200,
+      resyncIntervalMs: 60_000,
+      releaseGraceMs: GRACE,
+      retry: { baseMs: 1_000, maxMs: 5_000 },
+      ec2: { maxAttempts: 8, baseDelayMs: 200, maxDelayMs: 5_000 },
+      callLatencyMs: 100,
+    };
+    const queue = new EventQueue();
+    const account = new ModelAccount();
+    const node = new ModelNode(110, 30);
+    const bridge = new ModelBridge(
+      {
+        queue,
+        account,
+        node,
+        planWave: (n, now) => {
+          const view = n.waveInput(now, GRACE);
+          return { plan: perAddressWave.plan(view.input()), nextReleaseAt: view.nextReleaseAt };
+        },
+        random: () => 0.5,
+        onChange: () => undefined,
+      },
+      settings,
+    );
+    for (let slot = 0; slot < 110; slot++) node.startPod(slot, sliceOctetOf(slot));
+    bridge.start();
+    queue.run(10 * 60_000);
+    expect(node.converged).toBe(true);
+    expect(account.total()).toEqual({ accepted: 4, throttled: 0 });
+    expect(bridge.failedWaves).toBe(0);
   });
 });
