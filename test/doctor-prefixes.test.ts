@@ -1,7 +1,8 @@
 /**
- * doctor's prefix mode checks, no I/O: free aligned blocks, Nitro support, prefix reservations and blocks per
+ * doctor's prefix mode checks, no I/O: free aligned blocks, Nitro support, explicit (never prefix) reservations and blocks per
  * subnet, this node's slices held as prefixes or not, and reading a node's slices out of a NodeSlicePool list.
  */
+import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import {
   nodeSliceChecks,
@@ -11,8 +12,10 @@ import {
   prefixSupportDenied,
 } from "../src/doctor/checks/prefixes.js";
 import { reservationChecks } from "../src/doctor/checks/reservations.js";
+import { uncoveredParts } from "../src/doctor/cidr-coverage.js";
 import { freePrefixBlocks } from "../src/doctor/free-prefix-blocks.js";
 import { type NodeSlice, slicesOfNode } from "../src/doctor/node-slices.js";
+import { cidrsOverlap } from "../src/eni/ip.js";
 import type { Ec2NetworkInterface, EniState, SubnetCidrReservation } from "../src/eni/types.js";
 
 const SUBNET = "subnet-0a";
@@ -135,24 +138,107 @@ describe("prefix-blocks", () => {
     ]);
   });
 
-  it("warns without a prefix reservation, naming the node-sliced range to reserve", () => {
+  const create = (cidr: string): string =>
+    `aws ec2 create-subnet-cidr-reservation --subnet-id ${SUBNET} --cidr ${cidr} --reservation-type explicit --description "multus-ipmgr node slices"`;
+
+  it("warns without an explicit reservation, naming the node-sliced range to reserve (or a placeholder)", () => {
     const [v4] = prefixBlockChecks(subnets, new Map([[SUBNET, []]]), [described(ENI_A)], [SLICE]);
     expect(v4).toMatchObject({ name: "prefix-blocks", status: "warn", subject: `${SUBNET} IPv4` });
     expect(v4?.detail).toBe(
-      `${SUBNET} (198.51.100.0/25): eni-0a holds 198.51.100.64/28, but the subnet has no IPv4 \`prefix\` subnet ` +
-        "CIDR reservation: DHCP (new ENIs) and EC2's own picks (SecondaryPrivateIpAddressCount, the VPC CNI) may " +
-        "take addresses inside the node-sliced range, and EC2 then refuses the prefix of the node whose slice " +
-        "holds one; 5 of 8 aligned /28 blocks free in the subnet.",
+      `${SUBNET} (198.51.100.0/25): eni-0a holds 198.51.100.64/28, but no IPv4 explicit subnet CIDR reservation ` +
+        "covers 198.51.100.64/28: DHCP (new ENIs) and EC2's own picks (SecondaryPrivateIpAddressCount, " +
+        "Ipv4PrefixCount: the VPC CNI) may take addresses inside the node-sliced range, and EC2 then refuses the " +
+        "prefix of the node whose slice holds one; 5 of 8 aligned /28 blocks free in the subnet.",
+    );
+    expect(v4?.fix).toBe(create("198.51.100.64/26"));
+    const [unknown] = prefixBlockChecks(subnets, new Map([[SUBNET, []]]), [described(ENI_A)], undefined);
+    expect(unknown?.fix).toBe(create("<the node-sliced range of the NetworkAttachmentDefinition>"));
+  });
+
+  it("warns when the explicit reservations leave a held prefix partly uncovered, and creates only the gaps", () => {
+    const [v4] = prefixBlockChecks(
+      subnets.filter((s) => s.family === 4),
+      new Map([[SUBNET, [reservation("scr-1", "198.51.100.64/29", "explicit")]]]),
+      [described(ENI_A)],
+      [SLICE],
+    );
+    expect(v4?.status).toBe("warn");
+    expect(v4?.detail).toContain(
+      "but the explicit reservation scr-1 (198.51.100.64/29) leaves 198.51.100.72/29 uncovered:",
     );
     expect(v4?.fix).toBe(
-      `aws ec2 create-subnet-cidr-reservation --subnet-id ${SUBNET} --cidr 198.51.100.64/26 --reservation-type prefix --description "multus-ipmgr node slices"`,
+      [create("198.51.100.72/29"), create("198.51.100.80/28"), create("198.51.100.96/27")].join("; "),
     );
   });
 
-  it("is ok with a prefix reservation that has free blocks, and a problem when none is left", () => {
+  it("reports a prefix-type reservation over the node-sliced range, with the delete and the explicit create", () => {
+    const [v4] = prefixBlockChecks(
+      subnets.filter((s) => s.family === 4),
+      new Map([
+        [
+          SUBNET,
+          [
+            reservation("scr-1", "198.51.100.64/28", "explicit"),
+            reservation("scr-2", "198.51.100.96/27", "prefix"),
+          ],
+        ],
+      ]),
+      [described(ENI_A)],
+      [SLICE],
+    );
+    expect(v4).toEqual({
+      name: "prefix-blocks",
+      subject: `${SUBNET} IPv4`,
+      status: "problem",
+      detail:
+        `${SUBNET} (198.51.100.0/25): eni-0a holds 198.51.100.64/28; the prefix reservation scr-2 (198.51.100.96/27) ` +
+        "overlaps the node-sliced range: EC2 takes the blocks it picks for Ipv4PrefixCount (the VPC CNI's prefix " +
+        "delegation, on any ENI of the subnet) from prefix reservations first, so another ENI can be given a block " +
+        "of some node's slice, which that node's bridge can then never assign; node slices want explicit " +
+        "reservations (0 of 1 aligned /28 blocks free in the explicit reservation).",
+      fix: [
+        "aws ec2 delete-subnet-cidr-reservation --subnet-cidr-reservation-id scr-2",
+        create("198.51.100.80/28"),
+        create("198.51.100.96/27"),
+      ].join("; "),
+    });
+    // Without this node's slices, a prefix reservation over a held prefix is found all the same.
+    const [held] = prefixBlockChecks(
+      subnets.filter((s) => s.family === 6),
+      new Map([[SUBNET, [reservation("scr-3", "2001:db8:100:1::/76", "prefix")]]]),
+      [described(ENI_A)],
+      undefined,
+    );
+    expect(held?.status).toBe("problem");
+    expect(held?.detail).toContain(
+      "the prefix reservation scr-3 (2001:db8:100:1::/76) overlaps the node-sliced range",
+    );
+    expect(held?.detail).toContain("Ipv6PrefixCount");
+    expect(held?.fix).toContain(create("<the node-sliced range of the NetworkAttachmentDefinition>"));
+  });
+
+  it("ignores reservations away from the held prefixes and the node-sliced range", () => {
+    const [v4] = prefixBlockChecks(
+      subnets.filter((s) => s.family === 4),
+      new Map([
+        [
+          SUBNET,
+          [
+            reservation("scr-1", "198.51.100.64/26", "explicit"),
+            reservation("scr-9", "198.51.100.16/28", "prefix"),
+          ],
+        ],
+      ]),
+      [described(ENI_A)],
+      [SLICE],
+    );
+    expect(v4?.status).toBe("ok");
+  });
+
+  it("is ok with an explicit reservation that has free blocks, and a problem when none is left", () => {
     const free = prefixBlockChecks(
       subnets.filter((s) => s.family === 4),
-      new Map([[SUBNET, [reservation("scr-1", "198.51.100.64/27", "prefix")]]]),
+      new Map([[SUBNET, [reservation("scr-1", "198.51.100.64/27", "explicit")]]]),
       [described(ENI_A)],
       undefined,
     );
@@ -161,20 +247,75 @@ describe("prefix-blocks", () => {
         name: "prefix-blocks",
         subject: `${SUBNET} IPv4`,
         status: "ok",
-        detail: `${SUBNET} (198.51.100.0/25): eni-0a holds 198.51.100.64/28; prefix reservation scr-1 (198.51.100.64/27): 1 of 2 aligned /28 blocks free.`,
+        detail: `${SUBNET} (198.51.100.0/25): eni-0a holds 198.51.100.64/28; explicit reservation scr-1 (198.51.100.64/27): 1 of 2 aligned /28 blocks free.`,
       },
     ]);
+    const crowded = [
+      described(ENI_A),
+      described({ ...ENI_A, eniId: "eni-0c", ipv4s: ["198.51.100.85"], ipv4Prefixes: [] }),
+    ];
     const full = prefixBlockChecks(
       subnets.filter((s) => s.family === 4),
-      new Map([[SUBNET, [reservation("scr-1", "198.51.100.64/27", "prefix")]]]),
-      [
-        described(ENI_A),
-        described({ ...ENI_A, eniId: "eni-0c", ipv4s: ["198.51.100.85"], ipv4Prefixes: [] }),
-      ],
-      undefined,
+      new Map([[SUBNET, [reservation("scr-1", "198.51.100.64/27", "explicit")]]]),
+      crowded,
+      [{ ...SLICE, poolRange: "198.51.100.64/27" }],
     );
     expect(full[0]?.status).toBe("problem");
-    expect(full[0]?.detail).toContain("has no free aligned /28 block left (2 in all)");
+    expect(full[0]?.detail).toContain(
+      "the explicit reservation scr-1 (198.51.100.64/27) over the node-sliced range has no free aligned /28 block left (2 in all)",
+    );
+    // Without the node-sliced range, the rest of it may be reserved apart: a warning, not a verdict.
+    const unsure = prefixBlockChecks(
+      subnets.filter((s) => s.family === 4),
+      new Map([[SUBNET, [reservation("scr-1", "198.51.100.64/27", "explicit")]]]),
+      crowded,
+      undefined,
+    );
+    expect(unsure[0]?.status).toBe("warn");
+    expect(unsure[0]?.detail).toContain(
+      "over this node's prefixes has no free aligned /28 block left (2 in all), and the node-sliced range is unknown (see node-slice)",
+    );
+    expect(unsure[0]?.fix).toMatch(/^let doctor read the NodeSlicePools \(see node-slice\), or widen/);
+  });
+
+  it("is ok only when explicit reservations cover the held prefix and no prefix one touches the sliced range (property)", () => {
+    // Reservations as /27, /28 or /29 blocks of the subnet (198.51.100.0/25), each explicit or prefix.
+    const block = fc
+      .constantFrom(27, 28, 29)
+      .chain((length) =>
+        fc
+          .integer({ min: 0, max: 128 / 2 ** (32 - length) - 1 })
+          .map((i) => `198.51.100.${i * 2 ** (32 - length)}/${length}`),
+      );
+    const reservations = fc.array(fc.tuple(block, fc.constantFrom("explicit" as const, "prefix" as const)), {
+      maxLength: 6,
+    });
+    fc.assert(
+      fc.property(reservations, fc.boolean(), (list, known) => {
+        const rs = list.map(([cidr, type], i) => reservation(`scr-${i}`, cidr, type));
+        const [v4] = prefixBlockChecks(
+          subnets.filter((s) => s.family === 4),
+          new Map([[SUBNET, rs]]),
+          [described(ENI_A)],
+          known ? [SLICE] : undefined,
+        );
+        const watched = known ? ["198.51.100.64/28", SLICE.poolRange] : ["198.51.100.64/28"];
+        const touches = (cidr: string): boolean => watched.some((w) => cidrsOverlap(cidr, w));
+        const prefixOver = rs.some((r) => r.type === "prefix" && touches(r.cidr));
+        if (prefixOver) expect(v4?.status).toBe("problem");
+        if (v4?.status === "ok") {
+          const explicit = rs.filter((r) => r.type === "explicit").map((r) => r.cidr);
+          expect(uncoveredParts("198.51.100.64/28", explicit)).toEqual([]);
+        }
+        expect(v4?.fix ?? "").not.toContain("--reservation-type prefix");
+      }),
+    );
+  });
+
+  it("never reports a slice pool whose range is not a CIDR block", () => {
+    const junk = { ...SLICE, poolRange: "198.51.100.64/99" };
+    const [v4] = prefixBlockChecks(subnets, new Map([[SUBNET, []]]), [described(ENI_A)], [junk]);
+    expect(v4?.fix).toBe(create("<the node-sliced range of the NetworkAttachmentDefinition>"));
   });
 });
 
@@ -256,16 +397,29 @@ describe("slicesOfNode (a NodeSlicePoolList)", () => {
 describe("reservation, in prefix mode", () => {
   const subnet = { subnetId: SUBNET, cidr: "198.51.100.0/25" } as never;
 
-  it("counts a prefix reservation over the node-sliced range as cover, and still flags a foreign one", () => {
-    const reservations = new Map([[SUBNET, [reservation("scr-1", "198.51.100.64/26", "prefix")]]]);
-    const [ours] = reservationChecks([{ cidr: "198.51.100.64/26", subnet }], reservations, [
-      "198.51.100.64/26",
-    ]);
-    expect(ours).toMatchObject({ status: "ok" });
-    expect(ours?.detail).toBe(
-      `198.51.100.64/26 is covered by the prefix-mode reservation scr-1 (198.51.100.64/26) in ${SUBNET}.`,
+  it("takes an explicit reservation over the node-sliced range as cover, and flags a prefix one over it", () => {
+    const range = [{ cidr: "198.51.100.64/26", subnet }];
+    const [covered] = reservationChecks(
+      range,
+      new Map([[SUBNET, [reservation("scr-1", "198.51.100.64/26", "explicit")]]]),
     );
-    const [foreign] = reservationChecks([{ cidr: "198.51.100.64/26", subnet }], reservations, []);
-    expect(foreign?.status).toBe("problem");
+    expect(covered?.detail).toBe(
+      `198.51.100.64/26 is covered by the explicit reservation scr-1 (198.51.100.64/26) in ${SUBNET}.`,
+    );
+    // EC2 takes Ipv4PrefixCount's blocks from a prefix reservation first: another ENI could get a node's slice.
+    const [flagged] = reservationChecks(
+      range,
+      new Map([[SUBNET, [reservation("scr-2", "198.51.100.64/26", "prefix")]]]),
+    );
+    expect(flagged).toEqual({
+      name: "reservation",
+      subject: "198.51.100.64/26",
+      status: "problem",
+      detail: `198.51.100.64/26 overlaps the prefix reservation scr-2 (198.51.100.64/26) in ${SUBNET}: EC2 hands those addresses out as prefixes (the VPC CNI's prefix delegation), to the ENIs of any node.`,
+      fix:
+        "aws ec2 delete-subnet-cidr-reservation --subnet-cidr-reservation-id scr-2; then aws ec2 create-subnet-cidr-reservation " +
+        `--subnet-id ${SUBNET} --cidr 198.51.100.64/26 --reservation-type explicit --description "multus-ipmgr pod range" ` +
+        "(and keep prefix delegation's reservations apart from your pod ranges)",
+    });
   });
 });

@@ -116,6 +116,7 @@ interface SetUp {
   imdsEndpoint?: string;
   ec2Endpoint?: string;
   options?: Partial<DoctorOptions>;
+  nodeSlices?: DoctorDeps["nodeSlices"];
 }
 
 async function doctor(world: World, setUp: SetUp = {}): Promise<CheckResult[]> {
@@ -140,6 +141,7 @@ async function doctor(world: World, setUp: SetUp = {}): Promise<CheckResult[]> {
     links: setUp.links ?? new ScriptedLinks(interfaces),
     ipCommand: setUp.ipCommand ?? IP_OK,
     ...(setUp.rpFilter === undefined ? {} : { rpFilter: setUp.rpFilter }),
+    ...(setUp.nodeSlices === undefined ? {} : { nodeSlices: setUp.nodeSlices }),
   };
   return runDoctor(deps, {
     allowedCidrs: RANGES,
@@ -777,41 +779,85 @@ describe("doctor in prefix mode, against the simulator", () => {
   };
   const options = { allowedCidrs: ["198.51.100.32/28", "2001:db8:100:1:1::/96"] };
 
-  it("finds the type Nitro, the prefix reservations and their free blocks, and says why the slices were not read", async () => {
-    const results = await doctor(
-      prefixWorld([
-        // .16/28 holds node 2's ENI's primary (.21): no block of subnet A's IPv4 reservations is free.
-        { subnet: SUBNET_A, cidr: "198.51.100.16/28", type: "prefix", description: "slices" },
-        { subnet: SUBNET_A, cidr: "198.51.100.32/28", type: "prefix", description: "slices" },
-        { subnet: SUBNET_A, cidr: "2001:db8:100:1:1::/80", type: "prefix", description: "slices" },
-        { subnet: SUBNET_A, cidr: "2001:db8:100:1:2::/79", type: "prefix", description: "slices" },
-      ]),
-      { interfaces: [POD_IN_SLICE], options },
-    );
+  // Node slices are covered by explicit reservations, as the bridge's keeper makes them (docs/prefix-mode.md).
+  const EXPLICIT = [
+    // .48/28 holds the subnet's last address, which AWS keeps: no block of subnet A's IPv4 reservations is free.
+    { subnet: SUBNET_A, cidr: "198.51.100.32/28", type: "explicit", description: "slices" },
+    { subnet: SUBNET_A, cidr: "198.51.100.48/28", type: "explicit", description: "slices" },
+    { subnet: SUBNET_A, cidr: "2001:db8:100:1:1::/80", type: "explicit", description: "slices" },
+    { subnet: SUBNET_A, cidr: "2001:db8:100:1:2::/79", type: "explicit", description: "slices" },
+  ];
+  /** Node 1's slices, from NodeSlicePools over 198.51.100.32/27 and 2001:db8:100:1::/76. */
+  const SLICES: DoctorDeps["nodeSlices"] = {
+    nodeName: NODE1,
+    source: {
+      slicesOf: async () => ({
+        kind: "ok",
+        slices: [
+          { pool: "default/slices", poolRange: "198.51.100.32/27", sliceRange: "198.51.100.32/28" },
+          { pool: "default/slices6", poolRange: "2001:db8:100:1::/76", sliceRange: "2001:db8:100:1:1::/80" },
+        ],
+      }),
+    },
+  };
+
+  it("finds the type Nitro, the explicit reservations over the node-sliced range and their free blocks", async () => {
+    const results = await doctor(prefixWorld(EXPLICIT), {
+      interfaces: [POD_IN_SLICE],
+      options,
+      nodeSlices: SLICES,
+    });
     expect(only(results, "prefix-support")).toMatchObject({ status: "ok", subject: "m5.xlarge" });
     const v4 = only(results, "prefix-blocks", `${SUBNET_A} IPv4`);
     expect(v4.status).toBe("problem");
-    expect(v4.detail).toContain(`${ENI.node1A1} holds 198.51.100.32/28; the prefix reservations `);
-    expect(v4.detail).toContain("have no free aligned /28 block left (2 in all)");
+    expect(v4.detail).toContain(`${ENI.node1A1} holds 198.51.100.32/28; the explicit reservations `);
+    expect(v4.detail).toContain("over the node-sliced range have no free aligned /28 block left (2 in all)");
     const v6 = only(results, "prefix-blocks", `${SUBNET_A} IPv6`);
     expect(v6.status).toBe("ok");
     expect(v6.detail).toContain("2 of 3 aligned /80 blocks free.");
+    expect(results.filter((r) => r.name === "node-slice").map((r) => r.status)).toEqual(["ok", "ok"]);
+    expect(only(results, "reservation", "198.51.100.32/28").status).toBe("ok");
+    expect(results.filter((r) => r.status === "problem" && r.name !== "prefix-blocks")).toEqual([]);
+  });
+
+  it("reports a prefix-type reservation over the node-sliced range in prefix-blocks and in reservation", async () => {
+    const results = await doctor(
+      prefixWorld([
+        { subnet: SUBNET_A, cidr: "198.51.100.32/28", type: "prefix", description: "slices" },
+        ...EXPLICIT.filter((r) => r.cidr !== "198.51.100.32/28"),
+      ]),
+      { interfaces: [POD_IN_SLICE], options, nodeSlices: SLICES },
+    );
+    const v4 = only(results, "prefix-blocks", `${SUBNET_A} IPv4`);
+    expect(v4.status).toBe("problem");
+    expect(v4.detail).toMatch(
+      /; the prefix reservation scr-\S+ \(198\.51\.100\.32\/28\) overlaps the node-sliced range: /,
+    );
+    expect(v4.fix).toMatch(
+      new RegExp(
+        `^aws ec2 delete-subnet-cidr-reservation --subnet-cidr-reservation-id scr-\\S+; aws ec2 create-subnet-cidr-reservation --subnet-id ${SUBNET_A} --cidr 198\\.51\\.100\\.32/28 --reservation-type explicit `,
+      ),
+    );
+    expect(only(results, "prefix-blocks", `${SUBNET_A} IPv6`).status).toBe("ok");
+    // EC2 picks Ipv4PrefixCount's blocks from a prefix reservation first: no cover for a whereabouts range.
+    const range = only(results, "reservation", "198.51.100.32/28");
+    expect(range.status).toBe("problem");
+    expect(range.detail).toContain("overlaps the prefix reservation scr-");
+  });
+
+  it("warns when a subnet that holds prefixes has no explicit reservation, and on a type that is not Nitro", async () => {
+    const world = prefixWorld([]);
+    const results = await doctor(world, { interfaces: [POD_IN_SLICE], options });
+    const v4 = only(results, "prefix-blocks", `${SUBNET_A} IPv4`);
+    expect(v4.status).toBe("warn");
+    expect(v4.fix).toBe(
+      `aws ec2 create-subnet-cidr-reservation --subnet-id ${SUBNET_A} --cidr <the node-sliced range of the NetworkAttachmentDefinition> --reservation-type explicit --description "multus-ipmgr node slices"`,
+    );
     expect(only(results, "node-slice")).toEqual({
       name: "node-slice",
       status: "skipped",
       detail: "not checked: no Kubernetes API.",
     });
-    // The prefix reservation over the node's prefix is prefix mode's own: it covers the pod range.
-    expect(only(results, "reservation", "198.51.100.32/28").status).toBe("ok");
-    expect(results.filter((r) => r.status === "problem" && r.name !== "prefix-blocks")).toEqual([]);
-  });
-
-  it("warns when a subnet that holds prefixes has no prefix reservation, and on a type that is not Nitro", async () => {
-    const world = prefixWorld([]);
-    const results = await doctor(world, { interfaces: [POD_IN_SLICE], options });
-    const v4 = only(results, "prefix-blocks", `${SUBNET_A} IPv4`);
-    expect(v4.status).toBe("warn");
-    expect(v4.fix).toContain("--reservation-type prefix");
     await sim?.close();
     // A type the world declares not Nitro, with no prefix held (EC2 refuses them there).
     const xen = twoNodeWorld();

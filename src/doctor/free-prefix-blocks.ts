@@ -17,7 +17,7 @@ export interface FreeBlocksInput {
   readonly family: IpFamily;
   /** The subnet's CIDR of that family. */
   readonly subnetCidr: string;
-  /** Where prefixes may come from: the subnet's `prefix` reservations, or the whole subnet when it has none. */
+  /** Where the next slices come from: the explicit reservations over the node-sliced range, or the whole subnet. */
   readonly area: readonly string[];
   /** Addresses assigned in the subnet (every ENI's), and the delegated prefixes (CIDRs). */
   readonly used: readonly string[];

@@ -24,10 +24,10 @@ const help = (): string =>
 multus-ipmgr doctor): IMDS and its hop limit, the instance, the pod's interfaces and their ENIs, the
 no_manage tag, the ENIs' security groups, free addresses per ENI, IAM permissions (DryRun where EC2
 offers it), the allowed CIDRs against the subnets, subnet CIDR reservations, prefix mode (a Nitro type,
-prefix reservations with free /28 or /80 blocks, this node's whereabouts slices held as prefixes, read from
-the Kubernetes API with NODE_NAME), and the ip command. Run in the node's network namespace (the bridge's
-host-network pod), it also checks that each Multus ENI's link
-is up and that rp_filter is not strict on it. Changes nothing. Prints ok, warn, PROBLEM or skipped per
+explicit reservations, never prefix ones, over the node-sliced ranges with free /28 or /80 blocks, this
+node's whereabouts slices held as prefixes, read from the Kubernetes API with NODE_NAME), and the ip
+command. Run in the node's network namespace (the bridge's host-network pod), it also checks that each
+Multus ENI's link is up and that rp_filter is not strict on it. Changes nothing. Prints ok, warn, PROBLEM or skipped per
 check, with the fix; exits 10 when a check found a problem, 0 otherwise.`,
     doctorSettings,
   );

@@ -317,14 +317,10 @@ export async function runDoctor(deps: DoctorDeps, options: DoctorOptions): Promi
   // Prefix mode: this node's slices first (the other prefix checks name them).
   const secondary = enis === undefined ? [] : secondaryEnisOf(managed, enis).map((m) => m.eni);
   const slices = await nodeSlicesOf(deps);
-  const prefixModeCidrs = [
-    ...secondary.flatMap((e) => [...(e.ipv4Prefixes ?? []), ...(e.ipv6Prefixes ?? [])]),
-    ...(slices.slices ?? []).map((slice) => slice.poolRange),
-  ];
   if (reservationBlocked !== undefined) add(skipped("reservation", reservationBlocked));
   else {
     const reservations = await attempt("reservation", add, () => reservationsOf(deps, readable));
-    if (reservations !== undefined) add(...reservationChecks(readable, reservations, prefixModeCidrs));
+    if (reservations !== undefined) add(...reservationChecks(readable, reservations));
   }
   add(
     ...(await prefixResults(
@@ -362,7 +358,7 @@ async function nodeSlicesOf(
 
 /**
  * prefix-support (DescribeInstanceTypes: Nitro or not) and prefix-blocks (per subnet and family in which this
- * node's secondary ENIs hold prefixes: a prefix reservation and free aligned blocks).
+ * node's secondary ENIs hold prefixes: explicit reservations, never prefix ones, and free aligned blocks).
  */
 async function prefixResults(
   deps: DoctorDeps,

@@ -1,7 +1,8 @@
 /**
  * Prefix mode on this node: whether the instance type takes delegated prefixes (Nitro), whether each Multus
- * subnet in which this node's ENIs hold prefixes has a `prefix` reservation with free aligned blocks left, and
- * which of this node's whereabouts slices are not held as prefixes yet.
+ * subnet in which this node's ENIs hold prefixes covers them with `explicit` reservations (never `prefix`
+ * ones) with free aligned blocks left, and which of this node's whereabouts slices are not held as prefixes
+ * yet.
  */
 import { cidrBounds, cidrContains, DELEGATED_PREFIX_LENGTH, family, tryCanonical } from "../../eni/ip.js";
 import type {
@@ -12,6 +13,7 @@ import type {
   SubnetCidrReservation,
 } from "../../eni/types.js";
 import { type CheckResult, listText, ok, problem, skipped, warn } from "../check.js";
+import { cidrRelation, uncoveredParts } from "../cidr-coverage.js";
 import { freePrefixBlocks } from "../free-prefix-blocks.js";
 import type { NodeSlice } from "../node-slices.js";
 
@@ -101,15 +103,38 @@ export function prefixSubnetsOf(enis: readonly EniState[]): PrefixSubnet[] {
   return [...out.values()];
 }
 
-function createCommand(subnetId: string, cidr: string): string {
-  return `aws ec2 create-subnet-cidr-reservation --subnet-id ${subnetId} --cidr ${cidr} --reservation-type prefix --description "multus-ipmgr node slices"`;
+/** Whether a NodeSlicePool's `spec.range` (read as it stands) is a CIDR block doctor can reckon with. */
+function isBlock(text: string): boolean {
+  const [address, length, ...rest] = text.split("/");
+  if (rest.length > 0 || length === undefined || !/^\d{1,3}$/.test(length)) return false;
+  const canonicalAddress = tryCanonical(address ?? "");
+  return canonicalAddress !== undefined && Number(length) <= (family(canonicalAddress) === 4 ? 32 : 128);
 }
 
+const UNKNOWN_RANGE = "<the node-sliced range of the NetworkAttachmentDefinition>";
+
+function createCommand(subnetId: string, cidr: string): string {
+  return `aws ec2 create-subnet-cidr-reservation --subnet-id ${subnetId} --cidr ${cidr} --reservation-type explicit --description "multus-ipmgr node slices"`;
+}
+
+function deleteCommand(r: SubnetCidrReservation): string {
+  return `aws ec2 delete-subnet-cidr-reservation --subnet-cidr-reservation-id ${r.reservationId}`;
+}
+
+const named = (rs: readonly SubnetCidrReservation[]): string =>
+  listText(rs.map((r) => `${r.reservationId} (${r.cidr})`));
+
 /**
- * Per subnet and family that holds prefixes: a `prefix` reservation (so that DHCP and EC2's own picks keep
- * off the node-sliced range), and free aligned blocks left in it (or in the subnet, without one) for the next
- * node's slice. `inSubnets`: every ENI of those subnets (DescribeNetworkInterfaces by subnet), for what is
- * assigned there; `slices`: this node's slices when known, to name the range to reserve.
+ * Per subnet and family that holds prefixes, the reservations over this node's prefixes and its known
+ * node-sliced ranges, as the bridge's reservation keeper wants them (docs/prefix-mode.md, "Subnet CIDR
+ * reservations"): `explicit` ones, which keep DHCP and EC2's own picks off the range while the bridge assigns
+ * chosen prefixes inside (a manual assignment). A `prefix` one is a problem: EC2 takes the blocks it picks for
+ * Ipv4PrefixCount / Ipv6PrefixCount (the VPC CNI's prefix delegation, on any ENI of the subnet) from it first,
+ * so another ENI could get a block of some node's slice, which that node's bridge could then never assign: a
+ * problem, as in the `reservation` check and the bridge, not a slowdown. Then the free aligned blocks left in
+ * the explicit reservations (or in the subnet, without one), where the next node's slice comes from.
+ * `inSubnets`: every ENI of those subnets (DescribeNetworkInterfaces by subnet), for what is assigned there;
+ * `slices`: this node's slices when known, to name the range to reserve.
  */
 export function prefixBlockChecks(
   subnets: readonly PrefixSubnet[],
@@ -120,54 +145,98 @@ export function prefixBlockChecks(
   return subnets.map((s) => {
     const subject = `${s.subnetId} IPv${s.family}`;
     const length = DELEGATED_PREFIX_LENGTH[s.family];
-    const ofFamily = (cidr: string): boolean => cidrBounds(cidr).family === s.family;
-    const prefixReservations = (reservations.get(s.subnetId) ?? []).filter(
-      (r) => r.type === "prefix" && ofFamily(r.cidr),
+    const heldPrefixes = [...s.held.values()].flat();
+    const ranges = [
+      ...new Set(
+        (slices ?? [])
+          .filter(
+            (slice) => isBlock(slice.poolRange) && cidrContains(s.cidr, slice.poolRange.split("/")[0] ?? ""),
+          )
+          .map((slice) => slice.poolRange),
+      ),
+    ];
+    const watched = [...heldPrefixes, ...ranges];
+    const over = (reservations.get(s.subnetId) ?? []).filter(
+      (r) =>
+        cidrBounds(r.cidr).family === s.family && watched.some((c) => cidrRelation(r.cidr, c) !== "disjoint"),
     );
+    const prefixType = over.filter((r) => r.type === "prefix");
+    const explicit = over.filter((r) => r.type === "explicit");
     const used = inSubnets
       .filter((e) => e.subnetId === s.subnetId)
       .flatMap((e) =>
         s.family === 4 ? [...e.ipv4s, ...(e.ipv4Prefixes ?? [])] : [...e.ipv6s, ...(e.ipv6Prefixes ?? [])],
       );
-    const area = prefixReservations.length > 0 ? prefixReservations.map((r) => r.cidr) : [s.cidr];
+    const area = explicit.length > 0 ? explicit.map((r) => r.cidr) : [s.cidr];
     const blocks = freePrefixBlocks({ family: s.family, subnetCidr: s.cidr, area, used });
     const holders = [...s.held]
       .sort(([a], [b]) => (a < b ? -1 : 1))
       .map(([eniId, prefixes]) => `${eniId} holds ${listText(prefixes)}`);
     const head = `${s.subnetId} (${s.cidr}): ${listText(holders)}`;
     const left = `${blocks.free} of ${blocks.total} aligned /${length} blocks free`;
-    if (prefixReservations.length === 0) {
-      const ranges = [
-        ...new Set(
-          (slices ?? [])
-            .filter((slice) => cidrContains(s.cidr, slice.poolRange.split("/")[0] ?? ""))
-            .map((slice) => slice.poolRange),
-        ),
-      ];
-      return warn(
-        "prefix-blocks",
-        `${head}, but the subnet has no IPv${s.family} \`prefix\` subnet CIDR reservation: DHCP (new ENIs) and EC2's own picks (SecondaryPrivateIpAddressCount, the VPC CNI) may take addresses inside the node-sliced range, and EC2 then refuses the prefix of the node whose slice holds one; ${left} in the subnet.`,
-        {
-          subject,
-          fix:
-            ranges.length === 0
-              ? createCommand(s.subnetId, "<the node-sliced range of the NetworkAttachmentDefinition>")
-              : ranges.map((r) => createCommand(s.subnetId, r)).join("; "),
-        },
-      );
-    }
-    const names = listText(prefixReservations.map((r) => `${r.reservationId} (${r.cidr})`));
-    if (blocks.free === 0n) {
+    const where =
+      explicit.length > 0 ? `in the explicit reservation${explicit.length > 1 ? "s" : ""}` : "in the subnet";
+    // What explicit reservations to create: the node-sliced ranges' parts none covers yet (EC2 refuses a
+    // reservation that overlaps another), or a placeholder when this node's slices are unknown.
+    const creates = (): string[] => {
+      if (ranges.length === 0) return [createCommand(s.subnetId, UNKNOWN_RANGE)];
+      return ranges
+        .flatMap((range) =>
+          uncoveredParts(
+            range,
+            explicit.map((r) => r.cidr),
+          ),
+        )
+        .map((gap) => createCommand(s.subnetId, gap));
+    };
+    if (prefixType.length > 0) {
+      const many = prefixType.length > 1;
       return problem(
         "prefix-blocks",
-        `${head}; the prefix reservation${prefixReservations.length > 1 ? "s" : ""} ${names} ${prefixReservations.length > 1 ? "have" : "has"} no free aligned /${length} block left (${blocks.total} in all): the next node's slice cannot become a prefix (EC2: InsufficientCidrBlocks or an overlap), and its pods cost one EC2 call each.`,
-        {
-          subject,
-          fix: "widen the node-sliced range and its prefix reservation, or free blocks: unassign the prefixes of nodes that are gone (aws ec2 unassign-private-ip-addresses --ipv4-prefixes ... / unassign-ipv6-addresses --ipv6-prefixes ...) and the single addresses assigned inside the range",
-        },
+        `${head}; the prefix reservation${many ? "s" : ""} ${named(prefixType)} ${many ? "overlap" : "overlaps"} the node-sliced range: EC2 takes the blocks it picks for Ipv${s.family}PrefixCount (the VPC CNI's prefix delegation, on any ENI of the subnet) from prefix reservations first, so another ENI can be given a block of some node's slice, which that node's bridge can then never assign; node slices want explicit reservations (${left} ${where}).`,
+        { subject, fix: [...prefixType.map(deleteCommand), ...creates()].join("; ") },
       );
     }
-    return ok("prefix-blocks", `${head}; prefix reservation ${names}: ${left}.`, { subject });
+    const gaps = heldPrefixes.flatMap((prefix) =>
+      uncoveredParts(
+        prefix,
+        explicit.map((r) => r.cidr),
+      ),
+    );
+    if (gaps.length > 0) {
+      return warn(
+        "prefix-blocks",
+        `${head}, but ${explicit.length === 0 ? `no IPv${s.family} explicit subnet CIDR reservation covers ${listText(gaps)}` : `the explicit reservation${explicit.length > 1 ? "s" : ""} ${named(explicit)} leave${explicit.length > 1 ? "" : "s"} ${listText(gaps)} uncovered`}: DHCP (new ENIs) and EC2's own picks (SecondaryPrivateIpAddressCount, Ipv${s.family}PrefixCount: the VPC CNI) may take addresses inside the node-sliced range, and EC2 then refuses the prefix of the node whose slice holds one; ${left} ${where}.`,
+        { subject, fix: creates().join("; ") },
+      );
+    }
+    if (blocks.free === 0n) {
+      const many = explicit.length > 1;
+      const none = `${head}; the explicit reservation${many ? "s" : ""} ${named(explicit)}`;
+      const fix =
+        "widen the node-sliced range and its explicit reservation, or free blocks: unassign the prefixes of nodes that are gone (aws ec2 unassign-private-ip-addresses --ipv4-prefixes ... / unassign-ipv6-addresses --ipv6-prefixes ...) and the single addresses assigned inside the range";
+      if (ranges.length === 0) {
+        // Without this node's slices doctor sees only the reservations over its own prefixes, which those
+        // prefixes may fill while the rest of the node-sliced range is reserved apart: not proof of a shortage.
+        return warn(
+          "prefix-blocks",
+          `${none} over this node's prefixes ${many ? "have" : "has"} no free aligned /${length} block left (${blocks.total} in all), and the node-sliced range is unknown (see node-slice), so reservations over the rest of it were not counted: if there are none, the next node's slice cannot become a prefix (EC2: InsufficientCidrBlocks or an overlap).`,
+          { subject, fix: `let doctor read the NodeSlicePools (see node-slice), or ${fix}` },
+        );
+      }
+      return problem(
+        "prefix-blocks",
+        `${none} over the node-sliced range ${many ? "have" : "has"} no free aligned /${length} block left (${blocks.total} in all): the next node's slice cannot become a prefix (EC2: InsufficientCidrBlocks or an overlap), and its pods cost one EC2 call each.`,
+        { subject, fix },
+      );
+    }
+    return ok(
+      "prefix-blocks",
+      `${head}; explicit reservation${explicit.length > 1 ? "s" : ""} ${named(explicit)}: ${left}.`,
+      {
+        subject,
+      },
+    );
   });
 }
 

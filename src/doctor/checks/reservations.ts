@@ -12,22 +12,20 @@ function createCommand(subnetId: string, cidr: string): string {
 /**
  * Each allowed CIDR inside a Multus subnet must be covered by explicit subnet CIDR reservations, which keep
  * EC2's own assignment (DHCP for new ENIs, the VPC CNI's warm pool) off it. A prefix reservation over it is
- * the opposite: EC2 hands its addresses out as prefixes (the VPC CNI's prefix delegation).
+ * the opposite: EC2 hands its addresses out as prefixes (the VPC CNI's prefix delegation). A node-sliced
+ * range is no exception: EC2 takes the blocks it picks for Ipv4PrefixCount / Ipv6PrefixCount from prefix
+ * reservations first, so another ENI could get a block of some node's slice. The bridge's reservation keeper
+ * says the same (docs/prefix-mode.md, "Subnet CIDR reservations").
  */
 export function reservationChecks(
   ranges: readonly { cidr: string; subnet: MultusSubnet }[],
   reservations: ReadonlyMap<string, readonly SubnetCidrReservation[]>,
-  prefixMode: readonly string[] = [],
 ): CheckResult[] {
-  // Prefix mode's own reservations (over a node-sliced range, or over prefixes this node holds) keep DHCP off
-  // the range as an explicit one does, and are where the node slices' prefixes come from: they cover.
-  const ofPrefixMode = (r: SubnetCidrReservation): boolean =>
-    r.type === "prefix" && prefixMode.some((c) => cidrRelation(r.cidr, c) !== "disjoint");
   return ranges.map(({ cidr, subnet }) => {
     const subject = cidr;
     const ofSubnet = reservations.get(subnet.subnetId) ?? [];
     const overlapping = ofSubnet.filter((r) => cidrRelation(r.cidr, cidr) !== "disjoint");
-    const prefix = overlapping.filter((r) => r.type === "prefix" && !ofPrefixMode(r));
+    const prefix = overlapping.filter((r) => r.type === "prefix");
     if (prefix.length > 0) {
       const names = prefix.map((r) => `${r.reservationId} (${r.cidr})`);
       return problem(
@@ -39,7 +37,7 @@ export function reservationChecks(
         },
       );
     }
-    const explicit = overlapping.filter((r) => r.type === "explicit" || ofPrefixMode(r));
+    const explicit = overlapping.filter((r) => r.type === "explicit");
     const gaps = uncoveredParts(
       cidr,
       explicit.map((r) => r.cidr),
@@ -48,7 +46,7 @@ export function reservationChecks(
       const names = explicit.map((r) => `${r.reservationId} (${r.cidr})`);
       return ok(
         "reservation",
-        `${cidr} is covered by the ${explicit.every(ofPrefixMode) ? "prefix-mode " : explicit.some(ofPrefixMode) ? "explicit and prefix-mode " : "explicit "}reservation${explicit.length > 1 ? "s" : ""} ${listText(names)} in ${subnet.subnetId}.`,
+        `${cidr} is covered by the explicit reservation${explicit.length > 1 ? "s" : ""} ${listText(names)} in ${subnet.subnetId}.`,
         {
           subject,
         },
