@@ -7,6 +7,7 @@ import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
+import { controlApi, printCalls, say, until } from "./demo-lib.mjs";
 
 const NODE_NAME = "ip-198-51-100-10.ec2.internal"; // i-0bridge1 in examples/world-bridge.yaml
 const ENI = "eni-0b1multus";
@@ -14,9 +15,6 @@ const MAC = "02:00:00:00:01:01";
 const GRACE_MS = 2000;
 const work = mkdtempSync(join(tmpdir(), "ipmgr-demo-bridge-"));
 const children = [];
-
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-const say = (line) => process.stdout.write(`${line}\n`);
 
 function cleanup() {
   for (const child of children) child.kill("SIGKILL");
@@ -27,14 +25,6 @@ for (const signal of ["SIGINT", "SIGTERM"]) {
     cleanup();
     process.exit(130);
   });
-}
-
-async function until(check, what, timeoutMs = 20_000) {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`demo: never happened: ${what}`);
-    await sleep(50);
-  }
 }
 
 function freePort() {
@@ -64,35 +54,13 @@ async function main() {
     createInterface({ input: sim.stdout }).once("line", (line) => resolve(JSON.parse(line)));
     sim.once("exit", (code) => reject(new Error(`the simulator exited with ${code}: ${simErr}`)));
   });
-  const control = async (method, path, body) => {
-    const r = await fetch(`${ready.control}${path}`, {
-      method,
-      ...(body === undefined
-        ? {}
-        : { body: JSON.stringify(body), headers: { "content-type": "application/json" } }),
-    });
-    const text = await r.text();
-    if (!r.ok) throw new Error(`${method} ${path}: ${r.status} ${text}`);
-    return text === "" ? undefined : JSON.parse(text);
-  };
+  const control = controlApi(ready.control);
   const eni = async () => (await control("GET", "/state")).enis.find((e) => e.eniId === ENI);
   const showEni = async () => {
     const e = await eni();
     say(`   ${ENI}  IPv4: ${e.ipv4s.join(", ")}  IPv6: ${e.ipv6s.join(", ") || "none"}`);
   };
-  const showCalls = async () => {
-    const calls = (await control("GET", "/calls")).filter(
-      (c) => !c.action.startsWith("Describe") && !c.action.startsWith("Get"),
-    );
-    if (calls.length === 0) say("   (no EC2 change)");
-    for (const c of calls) {
-      const p = Object.entries(c.params)
-        .filter(([k]) => k !== "Action" && k !== "Version")
-        .map(([k, v]) => `${k}=${v}`);
-      say(`   ${c.action} ${p.join(" ")} -> ${c.outcome}`);
-    }
-    await control("DELETE", "/calls");
-  };
+  const showCalls = () => printCalls(control, "(no EC2 change)");
   say(`   ready: kubernetes ${ready.kubernetes}, kubeconfig written for the bridge`);
 
   const port = await freePort();

@@ -11,6 +11,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
+import { controlApi, printCalls, say, until } from "./demo-lib.mjs";
 
 const NODE_NAME = "ip-192-0-2-10.ec2.internal"; // i-0prefix1 in examples/world-prefix.yaml
 const INSTANCE = "i-0prefix1";
@@ -21,17 +22,6 @@ const ALLOWED = "192.0.2.192/27,2001:db8:200:2:10::/76";
 const SIM_ADDRESS = "203.0.113.1";
 const NODE_ADDRESS = "203.0.113.10";
 const HTTP_PORT = 9464;
-
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-const say = (line) => process.stdout.write(`${line}\n`);
-
-async function until(check, what, timeoutMs = 20_000) {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`demo: never happened: ${what}`);
-    await sleep(50);
-  }
-}
 
 if (process.argv[2] === "--inside") await inside(JSON.parse(process.argv[3]), process.argv[4]);
 else await outside();
@@ -122,12 +112,7 @@ async function outside() {
 /** In the node namespace: the bridge, the slices becoming prefixes, three pods with no EC2 call. */
 async function inside(ready, kubeconfig) {
   const children = [];
-  const control = async (method, path) => {
-    const r = await fetch(`${ready.control}${path}`, { method });
-    const text = await r.text();
-    if (!r.ok) throw new Error(`${method} ${path}: ${r.status} ${text}`);
-    return text === "" ? undefined : JSON.parse(text);
-  };
+  const control = controlApi(ready.control);
   const kube = async (method, path, body) => {
     const r = await fetch(`${ready.kubernetes}${path}`, {
       method,
@@ -145,19 +130,7 @@ async function inside(ready, kubeconfig) {
     say(`   ${ENI}  prefixes: ${list([...(e.ipv4Prefixes ?? []), ...(e.ipv6Prefixes ?? [])])}`);
     say(`   ${" ".repeat(ENI.length)}  secondary addresses: ${list([...e.ipv4s.slice(1), ...e.ipv6s])}`);
   };
-  const showCalls = async () => {
-    const calls = (await control("GET", "/calls")).filter(
-      (c) => !c.action.startsWith("Describe") && !c.action.startsWith("Get"),
-    );
-    if (calls.length === 0) say("   (no EC2 change: not one call)");
-    for (const c of calls) {
-      const p = Object.entries(c.params)
-        .filter(([k]) => k !== "Action" && k !== "Version")
-        .map(([k, v]) => `${k}=${v}`);
-      say(`   ${c.action} ${p.join(" ")} -> ${c.outcome}`);
-    }
-    await control("DELETE", "/calls");
-  };
+  const showCalls = () => printCalls(control, "(no EC2 change: not one call)");
   const readyz = async () => {
     try {
       const r = await fetch(`http://127.0.0.1:${HTTP_PORT}/readyz`);
