@@ -12,20 +12,13 @@
  * (docs/simulator-node-slices.md), and the bridge holds an IPv6 slice as it holds an IPv4 one.
  */
 import type { Ec2CallRecord } from "../src/eni/ec2-api.js";
-import { createEc2Api } from "../src/eni/ec2-client.js";
-import { ImdsClient } from "../src/eni/imds-client.js";
-import { systemClock } from "../src/eni/process/clock.js";
 import { createLogger } from "../src/eni/process/logger.js";
-import { Bridge } from "../src/ipam-whereabouts-bridge/bridge.js";
-import { createKubeApi } from "../src/ipam-whereabouts-bridge/kube-client.js";
-import { BridgeMetrics } from "../src/ipam-whereabouts-bridge/metrics.js";
-import { PodEventReporter } from "../src/ipam-whereabouts-bridge/pod-events.js";
-import { PrefixMode } from "../src/ipam-whereabouts-bridge/prefix-mode.js";
-import { loadBridgeConfig } from "../src/ipam-whereabouts-bridge/settings.js";
+import type { Bridge } from "../src/ipam-whereabouts-bridge/bridge.js";
 import type { SimCall } from "../src/sim/call-log.js";
 import type { SimState } from "../src/sim/sim-state.js";
 import { tempKubeconfig } from "../test/helpers/kube-proxy.js";
 import { control, startFleetSim } from "./bridge-fleet.js";
+import { startFleetBridge } from "./fleet-bridge.js";
 import type { BenchResult } from "./result.js";
 
 const NODES = 50;
@@ -113,89 +106,23 @@ export async function benchBridgeFleetPrefix(): Promise<BenchResult[]> {
   try {
     const bridges: Bridge[] = [];
     for (let n = 0; n < NODES; n++) {
-      const config = loadBridgeConfig([], {
-        NODE_NAME: nodeName(n),
-        IPMGR_ALLOWED_CIDRS: RANGE,
-        IPMGR_BRIDGE_RESERVATIONS: "off",
-        IPMGR_BRIDGE_PREFIX_MODE: "defer",
-      });
-      const metrics = new BridgeMetrics();
-      const kube = createKubeApi({
+      const { bridge, close } = await startFleetBridge({
+        sim,
         kubeconfig: kubeconfig.path,
-        clock: systemClock,
         logger,
-        watchTimeoutSeconds: 300,
-        requestTimeoutMs: 10_000,
-        restartBaseMs: 500,
-        restartMaxMs: 30_000,
-        component: "multus-ipmgr-bridge",
-        host: nodeName(n),
-      });
-      const imds = new ImdsClient({
-        endpoint: sim.imds[instanceOf(n)] ?? "",
-        requestTimeoutMs: config.imdsTimeoutMs,
-        clock: systemClock,
-        logger,
-      });
-      const ec2 = createEc2Api({
-        region: "us-east-1",
-        endpoint: sim.ec2,
-        credentials: { accessKeyId: "sim", secretAccessKey: "sim" },
-        requestTimeoutMs: config.ec2TimeoutMs,
-        retry: {
-          maxAttempts: config.ec2MaxAttempts,
-          baseDelayMs: config.ec2RetryBaseMs,
-          maxDelayMs: config.ec2RetryMaxMs,
+        nodeName: nodeName(n),
+        instance: instanceOf(n),
+        env: {
+          IPMGR_ALLOWED_CIDRS: RANGE,
+          IPMGR_BRIDGE_RESERVATIONS: "off",
+          IPMGR_BRIDGE_PREFIX_MODE: "defer",
         },
-        logger,
-        observer: (record) => {
-          calls.push(record);
-          metrics.ec2Observer(record);
-        },
+        addressesPerEni: PER_ENI,
+        calls,
+        eth1Mac: macOf(n, 1),
       });
-      const events = new PodEventReporter(kube, systemClock, logger, metrics, {
-        repeatIntervalMs: config.eventIntervalMs,
-        perSecond: 5,
-        burst: 25,
-      });
-      if (config.prefixMode === "off") throw new Error("bench: prefix mode did not load as defer");
-      const prefixes = new PrefixMode(
-        { kube, ec2, clock: systemClock, logger, metrics, events },
-        {
-          nodeName: config.nodeName,
-          allowedCidrs: config.allowedCidrs,
-          overlap: config.prefixMode,
-          releaseGraceMs: config.releaseGraceMs,
-          releaseDryRun: config.releaseDryRun,
-          recentMemoryMs: config.confirmTimeoutMs,
-          addressesPerEni: PER_ENI,
-          watchSilenceMs: config.watchSilenceMs,
-          // In-process, the bench host's interfaces are not the node's: the node's eth1 is its Multus ENI.
-          hostMacs: () => new Map([["eth1", macOf(n, 1)]]),
-        },
-      );
-      const bridge = new Bridge(
-        { kube, imds, ec2, clock: systemClock, logger, metrics, events, prefixes },
-        {
-          nodeName: config.nodeName,
-          allowedCidrs: config.allowedCidrs,
-          deviceIndexes: config.deviceIndexes,
-          waveWindowMs: config.waveWindowMs,
-          releaseGraceMs: config.releaseGraceMs,
-          releaseDryRun: config.releaseDryRun,
-          resyncIntervalMs: config.resyncIntervalMs,
-          retry: { baseMs: config.retryBaseMs, maxMs: config.retryMaxMs },
-          recentMemoryMs: config.confirmTimeoutMs,
-          addressesPerEni: PER_ENI,
-          watchSilenceMs: 90_000,
-        },
-      );
-      await bridge.start();
       bridges.push(bridge);
-      stops.push(async () => {
-        await events.flush();
-        await kube.close();
-      });
+      stops.push(close);
     }
     // The pods' addresses below assume node n holds slice n: check it against the simulator's pool.
     const pools = (await control<SimState>(sim, "GET", "/state")).kubernetes?.nodeSlicePools ?? [];

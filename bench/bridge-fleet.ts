@@ -23,19 +23,12 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Ec2CallRecord } from "../src/eni/ec2-api.js";
-import { createEc2Api } from "../src/eni/ec2-client.js";
-import { ImdsClient } from "../src/eni/imds-client.js";
-import { systemClock } from "../src/eni/process/clock.js";
 import { createLogger } from "../src/eni/process/logger.js";
-import { Bridge } from "../src/ipam-whereabouts-bridge/bridge.js";
-import { createKubeApi } from "../src/ipam-whereabouts-bridge/kube-client.js";
-import { BridgeMetrics } from "../src/ipam-whereabouts-bridge/metrics.js";
-import { PodEventReporter } from "../src/ipam-whereabouts-bridge/pod-events.js";
-import { loadBridgeConfig } from "../src/ipam-whereabouts-bridge/settings.js";
 import type { SimCall } from "../src/sim/call-log.js";
 import type { SimState } from "../src/sim/sim-state.js";
 import { tempKubeconfig } from "../test/helpers/kube-proxy.js";
 import { type SimReady, startSimProcess } from "../test/helpers/sim-process.js";
+import { startFleetBridge } from "./fleet-bridge.js";
 import type { BenchResult } from "./result.js";
 
 const NODES = 50;
@@ -157,74 +150,20 @@ export async function benchBridgeFleet(): Promise<BenchResult[]> {
   const loops: Promise<void>[] = [];
   try {
     for (let n = 0; n < NODES; n++) {
-      const config = loadBridgeConfig([], {
-        NODE_NAME: nodeName(n),
-        IPMGR_ALLOWED_CIDRS: RANGE6,
-        IPMGR_BRIDGE_RESERVATIONS: "off",
-      });
-      const metrics = new BridgeMetrics();
-      const kube = createKubeApi({
+      const { bridge, close } = await startFleetBridge({
+        sim,
         kubeconfig: kubeconfig.path,
-        clock: systemClock,
         logger,
-        watchTimeoutSeconds: 300,
-        requestTimeoutMs: 10_000,
-        restartBaseMs: 500,
-        restartMaxMs: 30_000,
-        component: "multus-ipmgr-bridge",
-        host: nodeName(n),
+        nodeName: nodeName(n),
+        instance: instanceOf(n),
+        env: { IPMGR_ALLOWED_CIDRS: RANGE6, IPMGR_BRIDGE_RESERVATIONS: "off" },
+        addressesPerEni: PER_ENI,
+        calls,
       });
-      const imds = new ImdsClient({
-        endpoint: sim.imds[instanceOf(n)] ?? "",
-        requestTimeoutMs: config.imdsTimeoutMs,
-        clock: systemClock,
-        logger,
-      });
-      const ec2 = createEc2Api({
-        region: "us-east-1",
-        endpoint: sim.ec2,
-        credentials: { accessKeyId: "sim", secretAccessKey: "sim" },
-        requestTimeoutMs: config.ec2TimeoutMs,
-        retry: {
-          maxAttempts: config.ec2MaxAttempts,
-          baseDelayMs: config.ec2RetryBaseMs,
-          maxDelayMs: config.ec2RetryMaxMs,
-        },
-        logger,
-        observer: (record) => {
-          calls.push(record);
-          metrics.ec2Observer(record);
-        },
-      });
-      const events = new PodEventReporter(kube, systemClock, logger, metrics, {
-        repeatIntervalMs: config.eventIntervalMs,
-        perSecond: 5,
-        burst: 25,
-      });
-      const bridge = new Bridge(
-        { kube, imds, ec2, clock: systemClock, logger, metrics, events },
-        {
-          nodeName: config.nodeName,
-          allowedCidrs: config.allowedCidrs,
-          deviceIndexes: config.deviceIndexes,
-          waveWindowMs: config.waveWindowMs,
-          releaseGraceMs: config.releaseGraceMs,
-          releaseDryRun: config.releaseDryRun,
-          resyncIntervalMs: config.resyncIntervalMs,
-          retry: { baseMs: config.retryBaseMs, maxMs: config.retryMaxMs },
-          recentMemoryMs: config.confirmTimeoutMs,
-          addressesPerEni: PER_ENI,
-          watchSilenceMs: 90_000,
-        },
-      );
-      await bridge.start();
       const controller = new AbortController();
       stop.push(controller);
       loops.push(bridge.run(controller.signal));
-      stops.push(async () => {
-        await events.flush();
-        await kube.close();
-      });
+      stops.push(close);
     }
     // The first waves (nothing to do) are over before the pods come.
     await new Promise((r) => setTimeout(r, 2_000));

@@ -1,0 +1,138 @@
+/**
+ * One node's bridge of a simulated fleet, in-process, with the adapters `multus-ipmgr bridge` builds (its
+ * own IMDS endpoint, its own Kubernetes client, the shared EC2 endpoint) and the binary's settings read
+ * from `env` by loadBridgeConfig: what bridge-fleet.ts and bridge-fleet-prefix.ts both start, 50 times.
+ */
+import type { Ec2CallRecord } from "../src/eni/ec2-api.js";
+import { createEc2Api } from "../src/eni/ec2-client.js";
+import { ImdsClient } from "../src/eni/imds-client.js";
+import { systemClock } from "../src/eni/process/clock.js";
+import type { Logger } from "../src/eni/process/logger.js";
+import { Bridge } from "../src/ipam-whereabouts-bridge/bridge.js";
+import { createKubeApi } from "../src/ipam-whereabouts-bridge/kube-client.js";
+import { BridgeMetrics } from "../src/ipam-whereabouts-bridge/metrics.js";
+import { PodEventReporter } from "../src/ipam-whereabouts-bridge/pod-events.js";
+import { PrefixMode } from "../src/ipam-whereabouts-bridge/prefix-mode.js";
+import { loadBridgeConfig } from "../src/ipam-whereabouts-bridge/settings.js";
+import type { SimReady } from "../test/helpers/sim-process.js";
+
+export interface FleetBridgeOptions {
+  readonly sim: SimReady;
+  readonly kubeconfig: string;
+  readonly logger: Logger;
+  readonly nodeName: string;
+  readonly instance: string;
+  /** The bridge's environment (NODE_NAME is added). */
+  readonly env: Readonly<Record<string, string>>;
+  readonly addressesPerEni: number;
+  /** Every EC2 call the bridge makes is pushed here. */
+  readonly calls: Ec2CallRecord[];
+  /**
+   * Prefix mode (IPMGR_BRIDGE_PREFIX_MODE in `env`): the MAC of the node's eth1, its Multus ENI. In-process,
+   * the bench host's interfaces are not the node's.
+   */
+  readonly eth1Mac?: string;
+}
+
+export interface FleetBridge {
+  readonly bridge: Bridge;
+  /** Flushes its Events and closes its watches (after its run loop has ended). */
+  close(): Promise<void>;
+}
+
+/** Builds and starts (its watches listed) one node's bridge; the caller runs it. */
+export async function startFleetBridge(o: FleetBridgeOptions): Promise<FleetBridge> {
+  const { sim, logger } = o;
+  const config = loadBridgeConfig([], { ...o.env, NODE_NAME: o.nodeName });
+  const metrics = new BridgeMetrics();
+  const kube = createKubeApi({
+    kubeconfig: o.kubeconfig,
+    clock: systemClock,
+    logger,
+    watchTimeoutSeconds: 300,
+    requestTimeoutMs: 10_000,
+    restartBaseMs: 500,
+    restartMaxMs: 30_000,
+    component: "multus-ipmgr-bridge",
+    host: o.nodeName,
+  });
+  const imds = new ImdsClient({
+    endpoint: sim.imds[o.instance] ?? "",
+    requestTimeoutMs: config.imdsTimeoutMs,
+    clock: systemClock,
+    logger,
+  });
+  const ec2 = createEc2Api({
+    region: "us-east-1",
+    endpoint: sim.ec2,
+    credentials: { accessKeyId: "sim", secretAccessKey: "sim" },
+    requestTimeoutMs: config.ec2TimeoutMs,
+    retry: {
+      maxAttempts: config.ec2MaxAttempts,
+      baseDelayMs: config.ec2RetryBaseMs,
+      maxDelayMs: config.ec2RetryMaxMs,
+    },
+    logger,
+    observer: (record) => {
+      o.calls.push(record);
+      metrics.ec2Observer(record);
+    },
+  });
+  const events = new PodEventReporter(kube, systemClock, logger, metrics, {
+    repeatIntervalMs: config.eventIntervalMs,
+    perSecond: 5,
+    burst: 25,
+  });
+  let prefixes: PrefixMode | undefined;
+  if (config.prefixMode !== "off") {
+    const eth1Mac = o.eth1Mac;
+    if (eth1Mac === undefined) throw new Error("bench: prefix mode needs the node's eth1 MAC");
+    prefixes = new PrefixMode(
+      { kube, ec2, clock: systemClock, logger, metrics, events },
+      {
+        nodeName: config.nodeName,
+        allowedCidrs: config.allowedCidrs,
+        overlap: config.prefixMode,
+        releaseGraceMs: config.releaseGraceMs,
+        releaseDryRun: config.releaseDryRun,
+        recentMemoryMs: config.confirmTimeoutMs,
+        addressesPerEni: o.addressesPerEni,
+        watchSilenceMs: config.watchSilenceMs,
+        hostMacs: () => new Map([["eth1", eth1Mac]]),
+      },
+    );
+  }
+  const bridge = new Bridge(
+    {
+      kube,
+      imds,
+      ec2,
+      clock: systemClock,
+      logger,
+      metrics,
+      events,
+      ...(prefixes === undefined ? {} : { prefixes }),
+    },
+    {
+      nodeName: config.nodeName,
+      allowedCidrs: config.allowedCidrs,
+      deviceIndexes: config.deviceIndexes,
+      waveWindowMs: config.waveWindowMs,
+      releaseGraceMs: config.releaseGraceMs,
+      releaseDryRun: config.releaseDryRun,
+      resyncIntervalMs: config.resyncIntervalMs,
+      retry: { baseMs: config.retryBaseMs, maxMs: config.retryMaxMs },
+      recentMemoryMs: config.confirmTimeoutMs,
+      addressesPerEni: o.addressesPerEni,
+      watchSilenceMs: 90_000,
+    },
+  );
+  await bridge.start();
+  return {
+    bridge,
+    close: async () => {
+      await events.flush();
+      await kube.close();
+    },
+  };
+}
