@@ -247,8 +247,6 @@ export class Bridge {
     }
   }
 
-  #lastTagReadAt = Number.NEGATIVE_INFINITY;
-
   async #wave(signal: AbortSignal): Promise<WaveOutcome> {
     const { clock, logger, imds, ec2 } = this.deps;
     const collections = this.#watches.collections;
@@ -258,9 +256,7 @@ export class Bridge {
     const now = clock.now();
     const observed = await readEnis(imds);
     signal.throwIfAborted();
-    const resyncTags = now - this.#lastTagReadAt >= this.options.resyncIntervalMs;
-    const multusEniIds = await this.#multusEnis.ids(observed, resyncTags);
-    if (resyncTags) this.#lastTagReadAt = now;
+    const multusEniIds = await this.#multusEnis.ids(observed, now);
     const overlay = overlayRecent(observed, this.#recent, now);
     this.#recent = overlay.recent;
     // Prefix mode first: its prefixes hold pod addresses (no call) and EC2 refuses a single address inside one.
