@@ -17,6 +17,7 @@ import type { Bridge } from "../src/ipam-whereabouts-bridge/bridge.js";
 import type { SimCall } from "../src/sim/call-log.js";
 import type { SimState } from "../src/sim/sim-state.js";
 import { tempKubeconfig } from "../test/helpers/kube-proxy.js";
+import type { SimReady } from "../test/helpers/sim-process.js";
 import { control, startFleetSim } from "./bridge-fleet.js";
 import { startFleetBridge } from "./fleet-bridge.js";
 import type { BenchResult } from "./result.js";
@@ -28,6 +29,8 @@ const SUBNET_V6 = "2001:db8:300:1::/64";
 /** 64 slices of /80: 2001:db8:300:1:100::/80 to 2001:db8:300:1:13f::/80. */
 const RANGE = "2001:db8:300:1:100::/74";
 const CALLS_PER_NODE_TARGET = 2;
+/** Pods of each node replaced after the fleet is routed: 1,000 in all. */
+const REPLACED_PER_NODE = 20;
 const SECONDS_TARGET = 3;
 
 const hex = (n: number) => n.toString(16).padStart(2, "0");
@@ -181,6 +184,7 @@ export async function benchBridgeFleetPrefix(): Promise<BenchResult[]> {
     const lastAt = accepted.at(-1);
     const seconds = ((lastAt === undefined ? Date.now() : Date.parse(lastAt.time)) - started) / 1000;
     const perNode = accepted.length / NODES;
+    const churn = all ? await replacePods(sim, bridges) : undefined;
     return [
       {
         name: `bridge, prefix mode: ${NODES} nodes x ${PODS_PER_NODE} pods (node slices /80 of ${RANGE}): pod addresses inside a prefix their ENI holds`,
@@ -203,6 +207,13 @@ export async function benchBridgeFleetPrefix(): Promise<BenchResult[]> {
         target: `<= ${SECONDS_TARGET} s`,
         ok: all && seconds <= SECONDS_TARGET,
       },
+      {
+        name: `bridge, prefix mode: that fleet's mutating EC2 calls while ${REPLACED_PER_NODE * NODES} of its pods are replaced (${REPLACED_PER_NODE} a node deleted, then as many created with new addresses of the node's slice; every bridge's wave counted them held)${churn === undefined ? ": not run, the fleet was not routed" : ` in ${churn.seconds.toFixed(1)} s`}`,
+        value: churn?.calls ?? Number.NaN,
+        unit: "calls",
+        target: "0",
+        ok: churn?.calls === 0,
+      },
     ];
   } finally {
     for (const controller of stop) controller.abort();
@@ -211,4 +222,52 @@ export async function benchBridgeFleetPrefix(): Promise<BenchResult[]> {
     await fleetSim.close();
     kubeconfig.remove();
   }
+}
+
+/**
+ * Replaces REPLACED_PER_NODE pods of every node (deleted, then created anew with addresses of the node's
+ * slice not used yet), waiting each time until every bridge has run a wave that counts them; returns the
+ * mutating EC2 calls the simulator received meanwhile (prefix mode: none) and how long it took.
+ */
+async function replacePods(
+  sim: SimReady,
+  bridges: readonly Bridge[],
+): Promise<{ calls: number; seconds: number }> {
+  await control(sim, "DELETE", "/calls");
+  const begun = Date.now();
+  const everyWave = async (wanted: number, since: number) => {
+    const deadline = Date.now() + 60_000;
+    const done = () =>
+      bridges.every(
+        (b) =>
+          b.report !== undefined &&
+          b.report.at >= since &&
+          b.report.wanted === wanted &&
+          b.report.held === wanted,
+      );
+    while (!done()) {
+      if (Date.now() > deadline)
+        throw new Error(`bench: the bridges never counted ${wanted} pod addresses held`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  };
+  let since = Date.now();
+  for (let n = 0; n < NODES; n++)
+    for (let i = 0; i < REPLACED_PER_NODE; i++)
+      await control(sim, "DELETE", `/kubernetes/pods/cnf/pod-${n}-${i}`);
+  await everyWave(PODS_PER_NODE - REPLACED_PER_NODE, since);
+  since = Date.now();
+  await control(
+    sim,
+    "POST",
+    "/kubernetes/pods",
+    Array.from({ length: NODES * REPLACED_PER_NODE }, (_, k) =>
+      pod(Math.floor(k / REPLACED_PER_NODE), PODS_PER_NODE + (k % REPLACED_PER_NODE)),
+    ),
+  );
+  await everyWave(PODS_PER_NODE, since);
+  const calls = (await control<SimCall[]>(sim, "GET", "/calls")).filter(
+    (c) => c.action.startsWith("Assign") || c.action.startsWith("Unassign"),
+  ).length;
+  return { calls, seconds: (Date.now() - begun) / 1000 };
 }
