@@ -9,6 +9,7 @@ import { ImdsClient } from "../src/eni/imds-client.js";
 import { systemClock } from "../src/eni/process/clock.js";
 import type { Logger } from "../src/eni/process/logger.js";
 import { Bridge } from "../src/ipam-whereabouts-bridge/bridge.js";
+import { bridgeOptionsOf, prefixModeOptionsOf } from "../src/ipam-whereabouts-bridge/bridge-options.js";
 import { createKubeApi } from "../src/ipam-whereabouts-bridge/kube-client.js";
 import { BridgeMetrics } from "../src/ipam-whereabouts-bridge/metrics.js";
 import { PodEventReporter } from "../src/ipam-whereabouts-bridge/pod-events.js";
@@ -90,14 +91,7 @@ export async function startFleetBridge(o: FleetBridgeOptions): Promise<FleetBrid
     prefixes = new PrefixMode(
       { kube, ec2, clock: systemClock, logger, metrics, events },
       {
-        nodeName: config.nodeName,
-        allowedCidrs: config.allowedCidrs,
-        overlap: config.prefixMode,
-        releaseGraceMs: config.releaseGraceMs,
-        releaseDryRun: config.releaseDryRun,
-        recentMemoryMs: config.confirmTimeoutMs,
-        addressesPerEni: o.addressesPerEni,
-        watchSilenceMs: config.watchSilenceMs,
+        ...prefixModeOptionsOf(config, config.prefixMode, o.addressesPerEni),
         hostMacs: () => new Map([["eth1", eth1Mac]]),
       },
     );
@@ -113,19 +107,7 @@ export async function startFleetBridge(o: FleetBridgeOptions): Promise<FleetBrid
       events,
       ...(prefixes === undefined ? {} : { prefixes }),
     },
-    {
-      nodeName: config.nodeName,
-      allowedCidrs: config.allowedCidrs,
-      deviceIndexes: config.deviceIndexes,
-      waveWindowMs: config.waveWindowMs,
-      releaseGraceMs: config.releaseGraceMs,
-      releaseDryRun: config.releaseDryRun,
-      resyncIntervalMs: config.resyncIntervalMs,
-      retry: { baseMs: config.retryBaseMs, maxMs: config.retryMaxMs },
-      recentMemoryMs: config.confirmTimeoutMs,
-      addressesPerEni: o.addressesPerEni,
-      watchSilenceMs: 90_000,
-    },
+    bridgeOptionsOf(config, o.addressesPerEni),
   );
   await bridge.start();
   return {

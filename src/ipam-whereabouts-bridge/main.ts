@@ -8,6 +8,7 @@ import { commandHelp } from "../eni/process/settings.js";
 import { untilFirstSignal } from "../eni/process/shutdown-signals.js";
 import { Bridge } from "./bridge.js";
 import { BridgeLifecycle } from "./bridge-lifecycle.js";
+import { bridgeOptionsOf, prefixModeOptionsOf } from "./bridge-options.js";
 import type { KubeApi } from "./kube-api.js";
 import { leaseIdentity } from "./lease-renewer.js";
 import { BridgeMetrics } from "./metrics.js";
@@ -77,16 +78,7 @@ export async function main(argv: readonly string[]): Promise<number> {
         ? undefined
         : new PrefixMode(
             { kube: kubeApi, ec2, clock, logger: log, metrics, events },
-            {
-              nodeName: config.nodeName,
-              allowedCidrs: config.allowedCidrs,
-              overlap: config.prefixMode,
-              releaseGraceMs: config.releaseGraceMs,
-              releaseDryRun: config.releaseDryRun,
-              recentMemoryMs: config.confirmTimeoutMs,
-              addressesPerEni: perEni,
-              watchSilenceMs: config.watchSilenceMs,
-            },
+            prefixModeOptionsOf(config, config.prefixMode, perEni),
           );
     const waves = new Bridge(
       {
@@ -99,19 +91,7 @@ export async function main(argv: readonly string[]): Promise<number> {
         events,
         ...(prefixes === undefined ? {} : { prefixes }),
       },
-      {
-        nodeName: config.nodeName,
-        allowedCidrs: config.allowedCidrs,
-        deviceIndexes: config.deviceIndexes,
-        waveWindowMs: config.waveWindowMs,
-        releaseGraceMs: config.releaseGraceMs,
-        releaseDryRun: config.releaseDryRun,
-        resyncIntervalMs: config.resyncIntervalMs,
-        retry: { baseMs: config.retryBaseMs, maxMs: config.retryMaxMs },
-        recentMemoryMs: config.confirmTimeoutMs,
-        addressesPerEni: perEni,
-        watchSilenceMs: config.watchSilenceMs,
-      },
+      bridgeOptionsOf(config, perEni),
     );
     const reservations =
       config.reservations === "off"
