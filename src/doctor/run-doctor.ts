@@ -21,7 +21,7 @@ import type {
   PodInterface,
   SubnetCidrReservation,
 } from "../eni/types.js";
-import { type CheckResult, errorSentence, listText, ok, problem, skipped, warn } from "./check.js";
+import { type CheckResult, errorSentence, listText, problem, skipped, warn } from "./check.js";
 import { addressChecks } from "./checks/addresses.js";
 import { allowedCidrChecks, allowedInSubnets, multusSubnets, overlapChecks } from "./checks/allowed-cidrs.js";
 import { capacityChecks } from "./checks/capacity.js";
@@ -35,21 +35,16 @@ import {
   reservationPermissionCheck,
   unprobeablePermissionCheck,
 } from "./checks/permissions.js";
-import {
-  nodeSliceChecks,
-  prefixBlockChecks,
-  prefixSubnetsOf,
-  prefixSupportCheck,
-  prefixSupportDenied,
-} from "./checks/prefixes.js";
+import { nodeSliceChecks } from "./checks/prefixes.js";
 import { reservationChecks } from "./checks/reservations.js";
 import { securityGroupChecks } from "./checks/security-groups.js";
+import { ec2Fix } from "./ec2-fix.js";
 import { IDENTITY_DOCUMENT_PATH, type InstanceIdentity, parseIdentityDocument } from "./identity.js";
 import type { ImdsProbe } from "./imds-probe.js";
 import type { IpCommandProbe } from "./ip-command-probe.js";
 import type { LinkInfo, LinkSource } from "./links.js";
 import { type MultusEni, multusEnisOf, secondaryEnisOf } from "./multus-enis.js";
-import type { NodeSlice, NodeSliceSource } from "./node-slices.js";
+import { type NodeSlicesWanted, nodeSlicesOf, prefixResults } from "./prefix-results.js";
 import type { RpFilterSource } from "./rp-filter.js";
 
 /** The raw IMDS getter (ImdsClient's): an absolute path's text, undefined on 404. */
@@ -69,7 +64,7 @@ export interface DoctorDeps extends ReconcileDeps {
    * This node's whereabouts slices (a NodeSlicePool list from the Kubernetes API), or why they cannot be read
    * (no Kubernetes API, no NODE_NAME): the node-slice check is then skipped with that sentence.
    */
-  readonly nodeSlices?: { readonly source: NodeSliceSource; readonly nodeName: string } | string;
+  readonly nodeSlices?: NodeSlicesWanted;
 }
 
 export interface DoctorOptions {
@@ -92,18 +87,6 @@ const SEE_ENI_MATCH = "not checked: no managed interface sits on an ENI of this 
 const SEE_CONFIG = "not checked: IPMGR_ALLOWED_CIDRS is not set (see config).";
 const SEE_EC2 = "not checked: EC2 could not be asked (see ec2, permission or instance).";
 const SEE_DESCRIBE = "not checked: ec2:DescribeNetworkInterfaces is denied (see permission).";
-
-/** An Ec2Error's fix, by what went wrong; its message already names the action. */
-function ec2Fix(error: Ec2Error): string {
-  if (error.code === "CredentialsProviderError") {
-    return "give the pod an IRSA or EKS Pod Identity role, or let it use the node role through IMDS (hop limit 2)";
-  }
-  if (error.kind === "permission") return "grant the action it names to the pod's role";
-  if (error.kind === "unavailable") {
-    return "check that the pod reaches the EC2 endpoint (ec2.<region>.amazonaws.com or the VPC's EC2 endpoint; AWS_ENDPOINT_URL_EC2 if set)";
-  }
-  return "see EC2's message";
-}
 
 /** Runs `fn`; an IpmgrError it throws (IMDS, EC2, a file) becomes a problem of check `name`, anything else propagates. */
 async function attempt<T>(
@@ -339,82 +322,6 @@ export async function runDoctor(deps: DoctorDeps, options: DoctorOptions): Promi
   const ipCommand = watchesEvents ? await deps.ipCommand.probe() : undefined;
   add(ipCommandCheck(ipCommand, options.addressEvents, options.addressSource));
   return results;
-}
-
-/** This node's slices, or the sentence saying why they were not read. */
-async function nodeSlicesOf(
-  deps: DoctorDeps,
-): Promise<{ slices: readonly NodeSlice[] | undefined; why: string }> {
-  const wanted = deps.nodeSlices;
-  if (wanted === undefined) return { slices: undefined, why: "not checked: no Kubernetes API." };
-  if (typeof wanted === "string") return { slices: undefined, why: wanted };
-  const answer = await wanted.source.slicesOf(wanted.nodeName);
-  if (answer.kind === "ok") return { slices: answer.slices, why: "" };
-  return {
-    slices: undefined,
-    why: answer.fix === undefined ? answer.why : `${answer.why} Fix: ${answer.fix}.`,
-  };
-}
-
-/**
- * prefix-support (DescribeInstanceTypes: Nitro or not) and prefix-blocks (per subnet and family in which this
- * node's secondary ENIs hold prefixes: explicit reservations, never prefix ones, and free aligned blocks).
- */
-async function prefixResults(
-  deps: DoctorDeps,
-  instanceType: string | undefined,
-  noEc2: string | undefined,
-  /** Why the ENIs or DescribeNetworkInterfaces cannot be read, if so. */
-  noDescribe: string | undefined,
-  secondary: readonly EniState[],
-  slices: readonly NodeSlice[] | undefined,
-): Promise<CheckResult[]> {
-  const out: CheckResult[] = [];
-  const supportBlocked = blocked(
-    instanceType === undefined ? "not checked: the instance type is unknown (see instance)." : undefined,
-    noEc2,
-  );
-  if (supportBlocked !== undefined || instanceType === undefined) {
-    out.push(skipped("prefix-support", supportBlocked ?? SEE_EC2));
-  } else {
-    try {
-      out.push(prefixSupportCheck(instanceType, await deps.ec2.describeInstanceType(instanceType), slices));
-    } catch (error) {
-      if (!(error instanceof Ec2Error)) throw error;
-      out.push(
-        error.kind === "permission"
-          ? prefixSupportDenied(instanceType, errorSentence(error))
-          : problem("prefix-support", errorSentence(error), { subject: instanceType, fix: ec2Fix(error) }),
-      );
-    }
-  }
-  if (noDescribe !== undefined) {
-    out.push(skipped("prefix-blocks", noDescribe));
-    return out;
-  }
-  const subnets = prefixSubnetsOf(secondary);
-  if (subnets.length === 0) {
-    out.push(
-      ok("prefix-blocks", "no secondary ENI of this node holds a delegated prefix (per-address mode)."),
-    );
-    return out;
-  }
-  const subnetIds = [...new Set(subnets.map((s) => s.subnetId))].sort();
-  try {
-    const inSubnets = await deps.ec2.describeNetworkInterfaces({ subnetIds });
-    const reservations = new Map<string, SubnetCidrReservation[]>();
-    for (const subnetId of subnetIds)
-      reservations.set(subnetId, await deps.ec2.getSubnetCidrReservations(subnetId));
-    out.push(...prefixBlockChecks(subnets, reservations, inSubnets, slices));
-  } catch (error) {
-    if (!(error instanceof Ec2Error)) throw error;
-    out.push(
-      error.kind === "permission"
-        ? skipped("prefix-blocks", `not checked: ${errorSentence(error)}`, { fix: ec2Fix(error) })
-        : problem("prefix-blocks", errorSentence(error), { fix: ec2Fix(error) }),
-    );
-  }
-  return out;
 }
 
 /**
