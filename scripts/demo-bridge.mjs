@@ -7,7 +7,7 @@ import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
-import { controlApi, printCalls, say, until } from "./demo-lib.mjs";
+import { controlApi, printCalls, say, startBridge, until } from "./demo-lib.mjs";
 
 const NODE_NAME = "ip-198-51-100-10.ec2.internal"; // i-0bridge1 in examples/world-bridge.yaml
 const ENI = "eni-0b1multus";
@@ -64,33 +64,18 @@ async function main() {
   say(`   ready: kubernetes ${ready.kubernetes}, kubeconfig written for the bridge`);
 
   const port = await freePort();
-  const bridge = spawn(process.execPath, ["dist/multus-ipmgr.mjs", "bridge"], {
-    stdio: ["ignore", "ignore", "pipe"],
-    env: {
-      PATH: process.env.PATH ?? "/usr/bin:/bin",
-      AWS_EC2_METADATA_SERVICE_ENDPOINT: ready.imds["i-0bridge1"],
-      AWS_ENDPOINT_URL_EC2: ready.ec2,
-      AWS_ACCESS_KEY_ID: "demo",
-      AWS_SECRET_ACCESS_KEY: "demo",
-      NODE_NAME,
-      IPMGR_KUBECONFIG: kubeconfig,
-      IPMGR_TERMINATION_LOG: "",
+  const bridge = startBridge({
+    ready,
+    imds: ready.imds["i-0bridge1"],
+    nodeName: NODE_NAME,
+    kubeconfig,
+    port,
+    settings: {
       IPMGR_ALLOWED_CIDRS: "198.51.100.192/27,2001:db8:100:2::/64",
-      IPMGR_HTTP_HOST: "127.0.0.1",
-      IPMGR_HTTP_PORT: String(port),
       IPMGR_BRIDGE_RELEASE_GRACE_MS: String(GRACE_MS),
-      IPMGR_LOG_LEVEL: "warn",
     },
   });
   children.push(bridge);
-  let bridgeErr = "";
-  bridge.stderr.on("data", (d) => {
-    bridgeErr += d;
-  });
-  bridge.once("exit", (code) => {
-    if (code !== 0 && code !== null)
-      process.stderr.write(`demo: the bridge exited with ${code}: ${bridgeErr}\n`);
-  });
   const readyz = async () => {
     try {
       return (await fetch(`http://127.0.0.1:${port}/readyz`)).status === 200;

@@ -1,5 +1,6 @@
 // What the demo's Node parts (demo-bridge.mjs, demo-prefix.mjs) share: printing, waiting, and the
-// simulator's control API (the ENIs it holds, the EC2 calls it received).
+// simulator's control API (the ENIs it holds, the EC2 calls it received), starting the bridge.
+import { spawn } from "node:child_process";
 
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 export const say = (line) => process.stdout.write(`${line}\n`);
@@ -41,4 +42,38 @@ export async function printCalls(control, none) {
     say(`   ${c.action} ${p.join(" ")} -> ${c.outcome}`);
   }
   await control("DELETE", "/calls");
+}
+
+/**
+ * Starts `multus-ipmgr bridge` for one simulated node, configured as its DaemonSet pod would be: the node's
+ * IMDS (`imds`) and the simulator's EC2, `kubeconfig`, /readyz on 127.0.0.1:`port`, warnings only, and
+ * `settings` (IPMGR_*) on top. Its stderr is kept and printed if it exits with an error.
+ */
+export function startBridge({ ready, imds, nodeName, kubeconfig, port, settings }) {
+  const bridge = spawn(process.execPath, ["dist/multus-ipmgr.mjs", "bridge"], {
+    stdio: ["ignore", "ignore", "pipe"],
+    env: {
+      PATH: process.env.PATH ?? "/usr/bin:/bin",
+      AWS_EC2_METADATA_SERVICE_ENDPOINT: imds,
+      AWS_ENDPOINT_URL_EC2: ready.ec2,
+      AWS_ACCESS_KEY_ID: "demo",
+      AWS_SECRET_ACCESS_KEY: "demo",
+      NODE_NAME: nodeName,
+      IPMGR_KUBECONFIG: kubeconfig,
+      IPMGR_TERMINATION_LOG: "",
+      IPMGR_HTTP_HOST: "127.0.0.1",
+      IPMGR_HTTP_PORT: String(port),
+      IPMGR_LOG_LEVEL: "warn",
+      ...settings,
+    },
+  });
+  let stderr = "";
+  bridge.stderr.on("data", (d) => {
+    stderr += d;
+  });
+  bridge.once("exit", (code) => {
+    if (code !== 0 && code !== null)
+      process.stderr.write(`demo: the bridge exited with ${code}: ${stderr}\n`);
+  });
+  return bridge;
 }

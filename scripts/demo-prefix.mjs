@@ -11,7 +11,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
-import { controlApi, printCalls, say, until } from "./demo-lib.mjs";
+import { controlApi, printCalls, say, startBridge, until } from "./demo-lib.mjs";
 
 const NODE_NAME = "ip-192-0-2-10.ec2.internal"; // i-0prefix1 in examples/world-prefix.yaml
 const INSTANCE = "i-0prefix1";
@@ -156,33 +156,15 @@ async function inside(ready, kubeconfig) {
     await showEni();
     await control("DELETE", "/calls");
 
-    const bridge = spawn(process.execPath, ["dist/multus-ipmgr.mjs", "bridge"], {
-      stdio: ["ignore", "ignore", "pipe"],
-      env: {
-        PATH: process.env.PATH ?? "/usr/bin:/bin",
-        AWS_EC2_METADATA_SERVICE_ENDPOINT: ready.imds[INSTANCE],
-        AWS_ENDPOINT_URL_EC2: ready.ec2,
-        AWS_ACCESS_KEY_ID: "demo",
-        AWS_SECRET_ACCESS_KEY: "demo",
-        NODE_NAME,
-        IPMGR_KUBECONFIG: kubeconfig,
-        IPMGR_TERMINATION_LOG: "",
-        IPMGR_ALLOWED_CIDRS: ALLOWED,
-        IPMGR_BRIDGE_PREFIX_MODE: "defer",
-        IPMGR_HTTP_HOST: "127.0.0.1",
-        IPMGR_HTTP_PORT: String(HTTP_PORT),
-        IPMGR_LOG_LEVEL: "warn",
-      },
+    const bridge = startBridge({
+      ready,
+      imds: ready.imds[INSTANCE],
+      nodeName: NODE_NAME,
+      kubeconfig,
+      port: HTTP_PORT,
+      settings: { IPMGR_ALLOWED_CIDRS: ALLOWED, IPMGR_BRIDGE_PREFIX_MODE: "defer" },
     });
     children.push(bridge);
-    let bridgeErr = "";
-    bridge.stderr.on("data", (d) => {
-      bridgeErr += d;
-    });
-    bridge.once("exit", (code) => {
-      if (code !== 0 && code !== null)
-        process.stderr.write(`demo: the bridge exited with ${code}: ${bridgeErr}\n`);
-    });
     say("");
     say(`== multus-ipmgr bridge --prefix-mode defer for ${NODE_NAME} (eth1: MAC ${ENI_MAC}, no address)`);
     await until(async () => {
