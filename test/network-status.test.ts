@@ -240,6 +240,34 @@ describe("NetworkStatusSource", () => {
     );
   });
 
+  it("reads a file as the kubelet's %q writes it, \\x7f and \\U0001xxxx escapes included", async () => {
+    // JSON.stringify(status) for this content, with %q's escapes where JSON's differ: DEL and U+E0001.
+    const path = fileWith(
+      'k8s.v1.cni.cncf.io/network-status="[{\\"name\\":\\"cnf/a\\x7fb\\U000e0001\\",\\"interface\\":\\"net1\\",' +
+        '\\"ips\\":[\\"198.51.100.70\\"],\\"mac\\":\\"02:aa:00:00:0a:01\\"}]"\n',
+    );
+    const source = new NetworkStatusSource(path, selection, () => localInterfaces);
+    expect(await source.read()).toEqual([
+      { name: "net1", mac: "02:aa:00:00:0a:01", addresses: ["198.51.100.70"] },
+    ]);
+  });
+
+  it("refuses an annotation line the kubelet would not write, saying where (exit 2)", async () => {
+    const path = fileWith('k8s.v1.cni.cncf.io/network-status="[\\q]"\n');
+    const source = new NetworkStatusSource(path, selection, () => localInterfaces);
+    const error = await source.read().then(
+      () => undefined,
+      (caught: unknown) => caught,
+    );
+    expect(error).toBeInstanceOf(NetworkStatusError);
+    expect((error as NetworkStatusError).exitCode).toBe(ExitCode.config);
+    expect((error as NetworkStatusError).message).toBe(
+      `${path}: the k8s.v1.cni.cncf.io/network-status annotation is not a quoted string: \\q at character 2 ` +
+        'is not an escape Go knows; the kubelet writes each annotation as key="value", the value quoted as ' +
+        "Go's %q does: correct what wrote the file, or set IPMGR_ADDRESS_SOURCE=interfaces",
+    );
+  });
+
   it("reports nothing yet while the annotation is missing from the file (kubelet refreshes it late)", async () => {
     const path = fileWith('kubernetes.io/config.seen="x"\n');
     expect(await new NetworkStatusSource(path, selection, () => localInterfaces).read()).toEqual([]);

@@ -92,17 +92,7 @@ export class NetworkStatusSource implements InterfaceSource {
         },
       );
     }
-    let json: string | undefined;
-    try {
-      json = extractNetworkStatusJson(text);
-    } catch (cause) {
-      throw new NetworkStatusError(
-        this.#path,
-        "the network-status annotation is not a quoted string",
-        undefined,
-        { cause },
-      );
-    }
+    const json = extractNetworkStatusJson(text, this.#path);
     if (json === undefined) return [];
     const skipped: SkippedEntry[] = [];
     const interfaces = parseNetworkStatus(json, {

@@ -1,4 +1,5 @@
 import { NetworkStatusError } from "./errors/network-status-error.js";
+import { goUnquote } from "./go-unquote.js";
 import { type InterfaceSelection, isManagedInterface } from "./interface-selector.js";
 import { addressKind, compareAddresses, tryCanonical } from "./ip.js";
 import type { PodInterface } from "./types.js";
@@ -69,14 +70,20 @@ function checkEntry(index: number, raw: unknown, source: string): Entry {
   return fields as Entry;
 }
 
+/** The fix for an annotation line the kubelet would not have written. */
+const QUOTING_FIX =
+  'the kubelet writes each annotation as key="value", the value quoted as Go\'s %q does: correct what wrote ' +
+  "the file, or set IPMGR_ADDRESS_SOURCE=interfaces";
+
 /**
  * Extracts the network-status JSON from a downward API annotations file, whose lines are
  * `key="value"` with the value quoted Go-style (%q). A file that is itself JSON is taken as is (and refused
  * by parseNetworkStatus unless it is a list).
  * Returns undefined when the file has no network-status annotation yet (written after CNI ADD, refreshed
  * on a later kubelet sync).
+ * @throws NetworkStatusError (exit 2) when the annotation's value is not a Go double-quoted string.
  */
-export function extractNetworkStatusJson(fileText: string): string | undefined {
+export function extractNetworkStatusJson(fileText: string, source = "network-status"): string | undefined {
   const trimmed = fileText.trim();
   // Annotation lines start with a key, never with a bracket.
   if (trimmed.startsWith("[") || trimmed.startsWith("{")) return trimmed;
@@ -84,8 +91,16 @@ export function extractNetworkStatusJson(fileText: string): string | undefined {
     const prefix = `${annotation}=`;
     const line = fileText.split("\n").find((l) => l.startsWith(prefix));
     if (line === undefined) continue;
-    // Go's %q and JSON agree on the escapes kubelet emits for this content (\" \\ \n \t \uXXXX).
-    return JSON.parse(line.slice(prefix.length)) as string;
+    // Not JSON.parse: %q writes \x7f, \U0001xxxx and \xHH for invalid UTF-8, which JSON does not have.
+    const unquoted = goUnquote(line.slice(prefix.length));
+    if (!unquoted.ok) {
+      throw new NetworkStatusError(
+        source,
+        `the ${annotation} annotation is not a quoted string: ${unquoted.problem}`,
+        QUOTING_FIX,
+      );
+    }
+    return unquoted.value;
   }
   return undefined;
 }
