@@ -43,10 +43,13 @@ function pendingIn(file: string): string[] | undefined {
   }
 }
 
-/** Pod A (node 1) carrying FLOAT4; its sidecar started with a state file; ready. */
-async function podWithStateFile(): Promise<{ l: Lab; file: string; first: SidecarProcess }> {
+/** Pod A (node 1) carrying FLOAT4 (and 198.51.100.70 unless `floatingOnly`); its sidecar started with a state file; ready. */
+async function podWithStateFile(
+  floatingOnly = false,
+): Promise<{ l: Lab; file: string; first: SidecarProcess }> {
   await removeStaleLabs();
-  const l = await Lab.start(floatingPairWorld({}), [pairPod("a", ["198.51.100.70/25", `${FLOAT4}/25`])]);
+  const addresses = floatingOnly ? [`${FLOAT4}/25`] : ["198.51.100.70/25", `${FLOAT4}/25`];
+  const l = await Lab.start(floatingPairWorld({}), [pairPod("a", addresses)]);
   lab = l;
   stateDir = makeTempDir("ipmgr-state-");
   const file = join(stateDir, "pending-releases.json");
@@ -89,6 +92,20 @@ describe.skipIf(unavailable !== undefined)("the sidecar's state file across a re
       { releasing: [FLOAT4], onThePodAgain: [] },
     ]);
     expect((await l.eni(ENI.node1A1)).ipv4s).toEqual(["198.51.100.11", "198.51.100.70"]);
+  });
+
+  it("makes the release when the address was the interface's only one, the pod carrying none at the restart", async () => {
+    const { l, file, first } = await podWithStateFile(true);
+    await removeThenKill(l, file, first);
+    const second = sidecar(l, file, "250");
+    await eventually(async () => !(await holds(l, ENI.node1A1, FLOAT4)), "released after the restart");
+    await eventually(() => pendingIn(file)?.length === 0, "the state file emptied");
+    await eventually(() => ready(l, "a"), "ready after the restart");
+    expect(second.logged(/^releases left pending by the previous run/)).toMatchObject([
+      { releasing: [FLOAT4], onThePodAgain: [] },
+    ]);
+    expect((await l.eni(ENI.node1A1)).ipv4s).toEqual(["198.51.100.11"]);
+    expect(second.child.exitCode).toBeNull();
   });
 
   it("never releases an address the pod carries again by the time it restarts", async () => {

@@ -15,6 +15,12 @@ export interface ReconcileOnceOptions {
   readonly policy: PlanPolicy;
   /** Bounded wait for the managed interfaces to carry addresses, in ms. */
   readonly waitForAddressesMs: number;
+  /**
+   * False: no wait, the interfaces are read as they are, and a pod without addresses is a pass with nothing
+   * to assign (a restarted sidecar with releases to make: the addresses it releases were the pod's).
+   * Default true.
+   */
+  readonly addressesRequired?: boolean;
   readonly confirm: ConfirmOptions;
   readonly signal?: AbortSignal;
 }
@@ -42,11 +48,13 @@ export async function reconcileOnce(
   deps: ReconcileDeps,
   options: ReconcileOnceOptions,
 ): Promise<ReconcileOnceResult> {
-  await waitForAddresses(deps.interfaces, deps.clock, {
-    timeoutMs: options.waitForAddressesMs,
-    intervalMs: 100,
-    ...(options.signal === undefined ? {} : { signal: options.signal }),
-  });
+  if (options.addressesRequired ?? true) {
+    await waitForAddresses(deps.interfaces, deps.clock, {
+      timeoutMs: options.waitForAddressesMs,
+      intervalMs: 100,
+      ...(options.signal === undefined ? {} : { signal: options.signal }),
+    });
+  }
   const observation = await observe(deps);
   const plan = await planFor(observation, { policy: options.policy }, deps);
   throwRefusals(

@@ -204,6 +204,8 @@ export class Sidecar {
       init = await reconcileOnce(deps, {
         policy: this.#o.policy,
         waitForAddressesMs: this.#o.waitForAddressesMs,
+        // A restart: the pod's network is long set up, and the addresses to release may have been its only ones.
+        addressesRequired: carried.length === 0,
         confirm: { ...this.#o.confirm, signal },
         signal,
       });
@@ -231,7 +233,7 @@ export class Sidecar {
     if (journal.pending.length > 0) {
       this.#o.deps.logger.info(
         { file: journal.journal.path, releasing: carried, onThePodAgain },
-        "releases left pending by the previous run: made once settled, from our ENI only; none of an address the pod carries again",
+        "releases left pending by the previous run: made once settled, from our ENI only, even when the pod carries no address; none of an address the pod carries again",
       );
     }
     return carried;
