@@ -166,6 +166,35 @@ describe("checks", () => {
     expect(result?.fix).toContain(fix);
   });
 
+  it("names a refused address once in the text report, not as a subject before a detail that names it", () => {
+    const planned = plan({
+      interfaces: [{ name: "net1", mac: "02:00:00:00:0a:01", addresses: ["198.51.100.200"] }],
+      enis: [eni()],
+      policy: { allowedCidrs: ["198.51.100.32/28"] },
+    });
+    const results = addressChecks(planned, new Map());
+    expect(results.map((r) => [r.subject, r.status])).toEqual([["198.51.100.200", "problem"]]);
+    const [line] = renderText(results, 10).split("\n");
+    expect(line).toBe(
+      "PROBLEM  addresses  address 198.51.100.200 on net1 is outside the allowed CIDRs [198.51.100.32/28]; " +
+        "add its range to IPMGR_ALLOWED_CIDRS if it is a pod address; init and the sidecar refuse it and exit 6.",
+    );
+  });
+
+  it("says an address is not held, and that EC2 could not be asked who holds it, in one clause", () => {
+    const planned = plan({
+      interfaces: [{ name: "net1", mac: "02:00:00:00:0a:01", addresses: ["198.51.100.40"] }],
+      enis: [eni()],
+      policy: { allowedCidrs: ["198.51.100.32/28"] },
+    });
+    expect(addressChecks(planned, undefined).map((r) => r.detail)).toEqual([
+      "198.51.100.40 on net1 is not held by eni-0a (EC2 could not be asked who holds it); traffic for it does not reach this pod.",
+    ]);
+    expect(addressChecks(planned, new Map()).map((r) => r.detail)).toEqual([
+      "198.51.100.40 on net1 is not held by eni-0a, and no ENI holds it; traffic for it does not reach this pod.",
+    ]);
+  });
+
   it("reports an address two interfaces on different ENIs claim", () => {
     const planned = plan({
       interfaces: [

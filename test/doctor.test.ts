@@ -11,6 +11,7 @@ import type { CheckResult, CheckStatus } from "../src/doctor/check.js";
 import { HttpImdsProbe } from "../src/doctor/imds-probe.js";
 import { IpMonitorProbe } from "../src/doctor/ip-command-probe.js";
 import type { LinkInfo, LinkSource } from "../src/doctor/links.js";
+import { renderText } from "../src/doctor/render.js";
 import { type DoctorDeps, type DoctorOptions, runDoctor } from "../src/doctor/run-doctor.js";
 import { createEc2Api } from "../src/eni/ec2-client.js";
 import { ImdsClient } from "../src/eni/imds-client.js";
@@ -208,6 +209,10 @@ describe("doctor against the simulator", () => {
       "GetSubnetCidrReservations",
     ]);
     for (const call of sim?.calls() ?? []) expect(MUTATING).not.toContain(call.action);
+    // docs/doctor.md: "makes 7 EC2 calls for a pod with one Multus subnet" (its only subnet here).
+    expect(sim?.calls().length).toBe(7);
+    // Nothing is wrong: no fix line, not even under the assign/unassign permissions no DryRun can probe.
+    expect(renderText(results, 0)).not.toContain("fix:");
   });
 
   describe("IMDS", () => {

@@ -23,6 +23,19 @@ const LABEL: Readonly<Record<CheckStatus, string>> = {
 const plural = (n: number, word: string): string => `${n} ${word}${n === 1 ? "" : "s"}`;
 
 /**
+ * Whether the detail names its subject within its first three words ("198.51.100.200 on net1 ...", "address
+ * 198.51.100.200 on net1 ...", "floating address ..."): most do, and a prefix would say it twice; the prefix
+ * is for those that do not ("allowed (probed ...)").
+ */
+function namesSubjectFirst(detail: string, subject: string): boolean {
+  if (detail.startsWith(subject)) return true;
+  return detail
+    .split(" ", 3)
+    .map((word) => word.replace(/[:;,.]$/, ""))
+    .includes(subject);
+}
+
+/**
  * One line per result: status, check, subject and detail; the fix on the next line. A summary line at the
  * end, where a terminal leaves the eye.
  */
@@ -30,8 +43,7 @@ export function renderText(results: readonly CheckResult[], exitCode: number): s
   const nameWidth = Math.max(...results.map((r) => r.name.length), 4) + 2;
   const lines: string[] = [];
   for (const r of results) {
-    // Most details name their subject first; the prefix is for those that do not ("allowed (probed ...)").
-    const subject = r.subject === undefined || r.detail.startsWith(r.subject) ? "" : `${r.subject}: `;
+    const subject = r.subject === undefined || namesSubjectFirst(r.detail, r.subject) ? "" : `${r.subject}: `;
     lines.push(`${LABEL[r.status].padEnd(9)}${r.name.padEnd(nameWidth)}${subject}${r.detail}`);
     if (r.fix !== undefined && r.status !== "ok") lines.push(`${" ".repeat(9 + nameWidth)}fix: ${r.fix}`);
   }

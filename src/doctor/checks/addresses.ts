@@ -46,14 +46,14 @@ export function addressChecks(
     const holder = holders?.get(placement.address);
     const where =
       holders === undefined
-        ? "(EC2 could not be asked who holds it)"
+        ? " (EC2 could not be asked who holds it)"
         : holder === undefined
-          ? "and no ENI holds it"
-          : `but ${holder.eniId}${holder.instanceId === undefined ? "" : ` of ${holder.instanceId}`} does: another pod claims it, or it was never released there`;
+          ? ", and no ENI holds it"
+          : `, but ${holder.eniId}${holder.instanceId === undefined ? "" : ` of ${holder.instanceId}`} does: another pod claims it, or it was never released there`;
     results.push(
       problem(
         "addresses",
-        `${placement.address} on ${placement.interfaceName} is not held by ${placement.eniId}, ${where}; traffic for it does not reach this pod.`,
+        `${placement.address} on ${placement.interfaceName} is not held by ${placement.eniId}${where}; traffic for it does not reach this pod.`,
         {
           subject: placement.address,
           fix:

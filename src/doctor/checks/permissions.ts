@@ -42,16 +42,16 @@ export function reservationPermissionCheck(verdicts: ReadonlyMap<string, Permiss
   );
 }
 
-/** The actions no DryRun can probe: said plainly, never reported as fine. */
+/**
+ * The actions no DryRun can probe: said plainly, never reported as fine. With no `fix`: nothing is known to be
+ * wrong, and a healthy run's report has no fix line; the detail says how to check them without doctor.
+ */
 export function unprobeablePermissionCheck(): CheckResult {
   return skipped(
     "permission",
-    `${listText(UNPROBEABLE_ACTIONS)} cannot be checked: EC2 offers no DryRun for them, and doctor changes nothing. A missing one makes init and the sidecar exit 4 naming it.`,
-    {
-      subject: "assign/unassign",
-      fix:
-        "make sure the role's policy grants all four; aws iam simulate-principal-policy --policy-source-arn <role ARN> " +
-        `--action-names ${UNPROBEABLE_ACTIONS.join(" ")} evaluates it without calling EC2`,
-    },
+    `${listText(UNPROBEABLE_ACTIONS)} cannot be checked: EC2 offers no DryRun for them, and doctor changes nothing. ` +
+      "A missing one makes init and the sidecar exit 4 naming it; aws iam simulate-principal-policy " +
+      `--policy-source-arn <role ARN> --action-names ${UNPROBEABLE_ACTIONS.join(" ")} evaluates the role's policy without calling EC2.`,
+    { subject: "assign/unassign" },
   );
 }
