@@ -148,6 +148,18 @@ describe("Multus network-status", () => {
     );
   });
 
+  it("refuses a managed entry whose mac is not a MAC at once (exit 2), naming the entry, not as an unknown ENI", () => {
+    const json = JSON.stringify([
+      { name: "cnf/ipvlan-a", interface: "net1", ips: ["198.51.100.70"], mac: "zz:zz" },
+    ]);
+    expect(refusal(json)).toBe(
+      '/etc/podinfo/annotations: network-status entry 0 ("cnf/ipvlan-a", interface net1): "mac" is "zz:zz", ' +
+        "not a MAC address (six pairs of hex digits separated by colons, e.g. 02:00:00:00:0a:01), so no ENI " +
+        "can match it; correct the annotation (or the file), or set IPMGR_ADDRESS_SOURCE=interfaces to read " +
+        "the MAC from the interface itself",
+    );
+  });
+
   it("still skips without a word entries without an interface, default entries and excluded interfaces", () => {
     const json = JSON.stringify([
       { name: "aws-cni", ips: ["192.0.2.40"], default: true },

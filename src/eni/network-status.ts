@@ -24,6 +24,9 @@ const FIELDS: readonly (readonly [string, string, (value: unknown) => boolean])[
   ["default", "true or false", (v) => typeof v === "boolean"],
 ];
 
+/** An Ethernet MAC as Multus writes it (and as IMDS lists ENIs): six pairs of hex digits, colon-separated. */
+const MAC_ADDRESS = /^[0-9a-fA-F]{2}(:[0-9a-fA-F]{2}){5}$/;
+
 interface Entry {
   readonly name?: string;
   readonly interface?: string;
@@ -192,6 +195,15 @@ export function parseNetworkStatus(json: string, context: NetworkStatusContext):
         `${describeEntry(index, entry)} has no "mac", and ENIs are matched by MAC`,
         "set IPMGR_ADDRESS_SOURCE=interfaces to read the MAC from the interface itself, " +
           "or exclude the interface with IPMGR_EXCLUDE_INTERFACES",
+      );
+    }
+    if (!MAC_ADDRESS.test(entry.mac)) {
+      throw new NetworkStatusError(
+        source,
+        `${describeEntry(index, entry)}: "mac" is ${JSON.stringify(entry.mac)}, not a MAC address ` +
+          "(six pairs of hex digits separated by colons, e.g. 02:00:00:00:0a:01), so no ENI can match it",
+        "correct the annotation (or the file), or set IPMGR_ADDRESS_SOURCE=interfaces to read the MAC from " +
+          "the interface itself",
       );
     }
     result.push({
