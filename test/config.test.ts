@@ -174,10 +174,61 @@ describe("configuration from environment and flags", () => {
     const config = loadInitConfig([], {
       ...base,
       IPMGR_INTERFACES: " net1, net* ,abcdefghijklmno,abcdefghijklmno*",
-      IPMGR_EXCLUDE_INTERFACES: "eth0,veth*,*",
+      IPMGR_EXCLUDE_INTERFACES: "eth0,veth*,x*",
     });
     expect(config.interfaces).toEqual(["net1", "net*", "abcdefghijklmno", "abcdefghijklmno*"]);
-    expect(config.excludeInterfaces).toEqual(["eth0", "veth*", "*"]);
+    expect(config.excludeInterfaces).toEqual(["eth0", "veth*", "x*"]);
+  });
+
+  it.each([
+    ["init", loadInitConfig],
+    ["the sidecar", loadSidecarConfig],
+  ])(
+    "%s refuses at once (exit 2) an IPMGR_EXCLUDE_INTERFACES that excludes every interface",
+    (_command, load) => {
+      const error = configError(() => load([], { ...base, IPMGR_EXCLUDE_INTERFACES: "*" }));
+      expect(error.exitCode).toBe(ExitCode.config);
+      expect(error.message).toBe(
+        'IPMGR_EXCLUDE_INTERFACES="*": excludes every interface, so no interface would ever be managed; name only ' +
+          "the interfaces to leave out, e.g. lo,eth0 (the default), or list those to manage in IPMGR_INTERFACES",
+      );
+    },
+  );
+
+  it.each([
+    ["IPMGR_HTTP_PORT", "x", 'IPMGR_HTTP_PORT="x": expected a whole number from 1 to 65535'],
+    [
+      "IPMGR_ADDRESS_EVENTS",
+      "netlink",
+      'IPMGR_ADDRESS_EVENTS="netlink": expected one of: auto, ip-monitor, poll',
+    ],
+  ])(
+    "init refuses the sidecar's %s=%j it shares an env block with (exit 2), as the sidecar does",
+    (variable, value, message) => {
+      const env = { ...base, [variable]: value };
+      const error = configError(() => loadInitConfig([], env));
+      expect(error.exitCode).toBe(ExitCode.config);
+      expect(error.message).toBe(message);
+      expect(configError(() => loadSidecarConfig([], env)).message).toBe(message);
+    },
+  );
+
+  it("refuses at once (exit 2) an IPMGR_INTERFACES whose every interface is excluded, lo included", () => {
+    for (const [env, value, exclude] of [
+      [{ IPMGR_INTERFACES: "eth0" }, "eth0", "lo,eth0"],
+      [{ IPMGR_INTERFACES: "net1,lo", IPMGR_EXCLUDE_INTERFACES: "net*" }, "net1,lo", "net*"],
+    ] as const) {
+      const error = configError(() => loadInitConfig([], { ...base, ...env }));
+      expect(error.exitCode).toBe(ExitCode.config);
+      expect(error.message).toBe(
+        `IPMGR_INTERFACES="${value}": every interface it names is excluded (IPMGR_EXCLUDE_INTERFACES="${exclude}", ` +
+          "and lo is never managed), so no interface would ever be managed; name the pod's Multus interfaces " +
+          "(e.g. net1), or take them out of IPMGR_EXCLUDE_INTERFACES",
+      );
+    }
+    expect(
+      loadInitConfig([], { ...base, IPMGR_INTERFACES: "net*", IPMGR_EXCLUDE_INTERFACES: "net1" }).interfaces,
+    ).toEqual(["net*"]);
   });
 
   it.each([
@@ -494,6 +545,9 @@ describe("IPMGR_* variables no command reads", () => {
     ["IPMGR_ALLOWED_CIDR", "IPMGR_ALLOWED_CIDRS"],
     ["IPMGR_LOGLEVEL", "IPMGR_LOG_LEVEL"],
     ["ipmgr_http_port", "IPMGR_HTTP_PORT"],
+    ["IPMGR_INTERFACES_EXCLUDE", "IPMGR_EXCLUDE_INTERFACES"],
+    ["IPMGR_INTERFACE_EXCLUDE", "IPMGR_EXCLUDE_INTERFACES"],
+    ["IPMGR_SIM_PORT_EC2", "IPMGR_SIM_EC2_PORT"],
   ])("finds %s's nearest known name, %s", (name, known) => {
     expect(nearestName(name, KNOWN_VARIABLES)).toBe(known);
   });
@@ -529,6 +583,12 @@ describe("IPMGR_* variables no command reads", () => {
       "IPMGR_COLOUR is not a variable of multus-ipmgr and changes nothing; check its spelling against docs/configuration.md, or remove it",
       "IPMGR_INTERFACE is not a variable of multus-ipmgr and changes nothing; did you mean IPMGR_INTERFACES?",
       "IPMGR_TIMOUT_MS is not a variable of multus-ipmgr and changes nothing; did you mean IPMGR_TIMEOUT_MS?",
+    ]);
+  });
+
+  it("proposes IPMGR_EXCLUDE_INTERFACES, not the opposite IPMGR_INTERFACES, for IPMGR_INTERFACES_EXCLUDE", () => {
+    expect(unknownVariables({ IPMGR_INTERFACES_EXCLUDE: "eth0" }).map(unknownVariableSentence)).toEqual([
+      "IPMGR_INTERFACES_EXCLUDE is not a variable of multus-ipmgr and changes nothing; did you mean IPMGR_EXCLUDE_INTERFACES?",
     ]);
   });
 

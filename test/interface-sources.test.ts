@@ -1,7 +1,8 @@
 import type { NetworkInterfaceInfo } from "node:os";
+import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { TimeoutError } from "../src/eni/errors/timeout-error.js";
-import { isManagedInterface } from "../src/eni/interface-selector.js";
+import { includesLeft, isManagedInterface } from "../src/eni/interface-selector.js";
 import type { InterfaceSource } from "../src/eni/interface-source.js";
 import { OsInterfaceSource } from "../src/eni/os-interface-source.js";
 import type { PodInterface } from "../src/eni/types.js";
@@ -34,6 +35,53 @@ describe("interface selection", () => {
     [{ include: ["l*"], exclude: [] }, "lo1", true],
   ])("%o manages %s: %s", (selection, name, expected) => {
     expect(isManagedInterface(selection, name)).toBe(expected);
+  });
+});
+
+describe("a selection that manages no interface", () => {
+  it.each([
+    [{ include: [], exclude: ["lo", "eth0"] }, ["*"]],
+    [{ include: [], exclude: ["*"] }, []],
+    [{ include: [], exclude: ["eth0", "*"] }, []],
+    [{ include: ["net1"], exclude: ["net*"] }, []],
+    [{ include: ["eth0"], exclude: ["lo", "eth0"] }, []],
+    [{ include: ["lo"], exclude: [] }, []],
+    [{ include: ["net*"], exclude: ["net*"] }, []],
+    [{ include: ["net1*"], exclude: ["net*"] }, []],
+    [{ include: ["n*"], exclude: ["net*"] }, ["n*"]],
+    [{ include: ["net*"], exclude: ["net1"] }, ["net*"]],
+    [{ include: ["eth0", "net1"], exclude: ["lo", "eth0"] }, ["net1"]],
+  ])("%o leaves %o of its include patterns", (selection, left) => {
+    expect(includesLeft(selection)).toEqual(left);
+  });
+
+  const pattern = fc
+    .tuple(fc.string({ unit: fc.constantFrom("l", "o", "n", "e", "t", "1"), maxLength: 4 }), fc.boolean())
+    .map(([stem, prefix]) => (prefix ? `${stem}*` : stem))
+    .filter((p) => p !== "");
+
+  it("manages no name at all when it leaves no include pattern, and every include name it leaves", () => {
+    fc.assert(
+      fc.property(
+        fc.array(pattern, { maxLength: 3 }),
+        fc.array(pattern, { maxLength: 3 }),
+        fc.array(
+          fc.string({ unit: fc.constantFrom("l", "o", "n", "e", "t", "1"), minLength: 1, maxLength: 5 }),
+        ),
+        (include, exclude, names) => {
+          const selection = { include, exclude };
+          const left = includesLeft(selection);
+          const candidates = [...names, ...include.map((p) => p.replace(/\*$/, "")), "lo"];
+          if (left.length === 0) {
+            expect(candidates.filter((name) => isManagedInterface(selection, name))).toEqual([]);
+          }
+          for (const name of left.filter((p) => !p.endsWith("*"))) {
+            expect(isManagedInterface(selection, name)).toBe(true);
+          }
+        },
+      ),
+      { numRuns: 2000 },
+    );
   });
 });
 

@@ -112,7 +112,7 @@ describe("plan: matching interfaces to ENIs (rule 1)", () => {
       "address 198.51.100.90 on net1: the interface has MAC 0a:ff:00:00:00:09, which matches no ENI of this " +
         "instance (instance ENI MACs: 0a:00:00:00:00:01, 0a:00:00:00:00:02, 0a:00:00:00:00:03, " +
         "0a:00:00:00:00:04). With ipvlan the pod interface carries its parent ENI's MAC: check the " +
-        "NetworkAttachmentDefinition's master, or exclude the interface with IPMGR_INTERFACES.",
+        "NetworkAttachmentDefinition's master, or exclude the interface with IPMGR_EXCLUDE_INTERFACES.",
     );
   });
 

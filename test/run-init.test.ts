@@ -113,6 +113,13 @@ describe("runInit against the simulator", () => {
       MAC.node1A2,
       MAC.node1B1,
     ]);
+    expect((error as EniNotFoundError).exitCode).toBe(7);
+    expect((error as EniNotFoundError).message).toBe(
+      `interface net2 has MAC ${MAC.stranger}, which matches no ENI of this instance (instance ENIs: ` +
+        `${MAC.node1Eth0}, ${MAC.node1A1}, ${MAC.node1A2}, ${MAC.node1B1}). With ipvlan the pod interface carries ` +
+        "its parent ENI's MAC: check the NetworkAttachmentDefinition's master, or exclude the interface with " +
+        "IPMGR_EXCLUDE_INTERFACES.",
+    );
     expect(eni(ENI.node1A1).ipv4s).toEqual(["198.51.100.11"]);
   });
 

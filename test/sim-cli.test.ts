@@ -67,6 +67,15 @@ describe("sim command-line arguments", () => {
     expect(() => parseSimArgs(argv, {})).toThrow(message);
   });
 
+  it("names a misspelt IPMGR_SIM_WORLD when --world is missing, as the commands do for a required variable", () => {
+    for (const misspelt of ["IPMGR_SIM_WROLD", "IPMGR_WORLD_SIM"]) {
+      expect(() => parseSimArgs([], { [misspelt]: "examples/world-demo.yaml" })).toThrow(
+        "--world is missing; pass the world file (YAML or JSON), e.g. --world examples/world-demo.yaml, or set " +
+          `IPMGR_SIM_WORLD (${misspelt} is set: did you mean IPMGR_SIM_WORLD?).`,
+      );
+    }
+  });
+
   it("main returns 2 on a bad flag and on a bad world file, without listening, with one sentence on stderr", async () => {
     const badFlag = captureOutput();
     expect(await main(["--ec2-port", "nope", "--world", "examples/world-demo.yaml"], badFlag)).toBe(2);

@@ -21,3 +21,21 @@ export function isManagedInterface(selection: InterfaceSelection, name: string):
   if (name === LOOPBACK || selection.exclude.some((p) => matches(p, name))) return false;
   return selection.include.length === 0 || selection.include.some((p) => matches(p, name));
 }
+
+/** Whether the exclude pattern `exclude` leaves out every name the include pattern `include` matches. */
+function excludesAllOf(exclude: string, include: string): boolean {
+  if (!exclude.endsWith("*")) return exclude === include;
+  const prefix = exclude.slice(0, -1);
+  return include.startsWith(prefix);
+}
+
+/**
+ * The include patterns that can match some interface the selection manages; none means the selection
+ * manages no interface at all (`IPMGR_EXCLUDE_INTERFACES=*`, or `IPMGR_INTERFACES=eth0` with eth0 excluded).
+ * An empty include list stands for every name: it is left with a pattern unless an exclude pattern is `*`.
+ */
+export function includesLeft(selection: InterfaceSelection): string[] {
+  const include = selection.include.length === 0 ? ["*"] : selection.include;
+  const exclude = [LOOPBACK, ...selection.exclude];
+  return include.filter((pattern) => !exclude.some((e) => excludesAllOf(e, pattern)));
+}

@@ -141,7 +141,7 @@ function analyze(input: PlanInput): Analysis {
           "unknown-mac",
           `address ${address} on ${iface.name}: the interface has MAC ${mac}, which matches no ENI of this instance ` +
             `(instance ENI MACs: ${list(knownMacs)}). With ipvlan the pod interface carries its parent ENI's MAC: ` +
-            "check the NetworkAttachmentDefinition's master, or exclude the interface with IPMGR_INTERFACES.",
+            "check the NetworkAttachmentDefinition's master, or exclude the interface with IPMGR_EXCLUDE_INTERFACES.",
         );
         continue;
       }

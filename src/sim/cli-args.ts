@@ -1,3 +1,4 @@
+import { misspellingOf } from "../eni/process/known-variables.js";
 import { nearestName } from "../eni/process/nearest-name.js";
 import { UsageError } from "./errors/usage-error.js";
 import { canonicalAddress } from "./ip-math.js";
@@ -106,9 +107,11 @@ export function parseSimArgs(
   const read = (flag: string): string | undefined => given.get(flag) ?? env[flags[flag] as string];
   const world = read("--world");
   if (world === undefined || world === "") {
+    const misspelt = misspellingOf("IPMGR_SIM_WORLD", env);
+    const hint = misspelt === undefined ? "" : ` (${misspelt} is set: did you mean IPMGR_SIM_WORLD?)`;
     throw new UsageError(
       "--world",
-      "--world is missing; pass the world file (YAML or JSON), e.g. --world examples/world-demo.yaml, or set IPMGR_SIM_WORLD.",
+      `--world is missing; pass the world file (YAML or JSON), e.g. --world examples/world-demo.yaml, or set IPMGR_SIM_WORLD${hint}.`,
     );
   }
   const host = read("--host") || "127.0.0.1";

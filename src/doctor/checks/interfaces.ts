@@ -122,7 +122,7 @@ export function eniMatchChecks(
           fix:
             "with ipvlan the pod interface carries its parent ENI's MAC: make the NetworkAttachmentDefinition's master " +
             "the Multus ENI's interface on the node (macvlan and bridge give the pod a MAC of its own, which no ENI has), " +
-            "or leave this interface out with IPMGR_INTERFACES",
+            "or leave this interface out with IPMGR_EXCLUDE_INTERFACES",
         },
       );
     }

@@ -12,7 +12,7 @@ export class EniNotFoundError extends IpmgrError {
     super(
       `interface ${interfaceName} has MAC ${mac}, which matches no ENI of this instance ` +
         `(instance ENIs: ${knownMacs.join(", ") || "none"}). With ipvlan the pod interface carries its parent ENI's ` +
-        "MAC: check the NetworkAttachmentDefinition's master, or exclude the interface with IPMGR_INTERFACES.",
+        "MAC: check the NetworkAttachmentDefinition's master, or exclude the interface with IPMGR_EXCLUDE_INTERFACES.",
       { exitCode: ExitCode.eniNotFound },
     );
     this.interfaceName = interfaceName;

@@ -1,5 +1,5 @@
 import * as z from "zod/mini";
-import type { InterfaceSelection } from "../interface-selector.js";
+import { type InterfaceSelection, includesLeft } from "../interface-selector.js";
 import { anyCidrContains, canonicalCidr, family, hasHostBits, parseCidr, tryCanonical } from "../ip.js";
 import type { ElasticIpMapping } from "../types.js";
 import { LOG_LEVELS } from "./logger.js";
@@ -328,14 +328,47 @@ export const sidecarSharedSettings = {
 export type PodConfig = SettingValues<typeof podSettings>;
 
 /**
- * Rules across settings: the first EC2 backoff delay is not above its cap, and an Elastic IP can only follow
- * an address multus-ipmgr moves.
+ * A selection that manages no interface is refused at start: otherwise init would wait for addresses in
+ * vain and exit 8 (a timeout), and the sidecar likewise, when the fix is a setting.
  */
-export function checkPodConfig(
-  config: Pick<PodConfig, "elasticIps" | "allowedCidrs" | "ec2RetryBaseMs" | "ec2RetryMaxMs">,
+function checkInterfaceSelection(
+  config: Pick<PodConfig, "interfaces" | "excludeInterfaces">,
   argv: readonly string[],
   env: NodeJS.ProcessEnv,
 ): void {
+  if (includesLeft(interfaceSelection(config)).length > 0) return;
+  if (config.interfaces.length === 0) {
+    throw settingError(
+      podSettings.excludeInterfaces,
+      argv,
+      env,
+      "excludes every interface, so no interface would ever be managed; name only the interfaces to leave " +
+        "out, e.g. lo,eth0 (the default), or list those to manage in IPMGR_INTERFACES",
+    );
+  }
+  throw settingError(
+    podSettings.interfaces,
+    argv,
+    env,
+    `every interface it names is excluded (IPMGR_EXCLUDE_INTERFACES=${JSON.stringify(config.excludeInterfaces.join(","))}, ` +
+      "and lo is never managed), so no interface would ever be managed; name the pod's Multus interfaces " +
+      "(e.g. net1), or take them out of IPMGR_EXCLUDE_INTERFACES",
+  );
+}
+
+/**
+ * Rules across settings: the interfaces selected are not all excluded, the first EC2 backoff delay is not
+ * above its cap, and an Elastic IP can only follow an address multus-ipmgr moves.
+ */
+export function checkPodConfig(
+  config: Pick<
+    PodConfig,
+    "interfaces" | "excludeInterfaces" | "elasticIps" | "allowedCidrs" | "ec2RetryBaseMs" | "ec2RetryMaxMs"
+  >,
+  argv: readonly string[],
+  env: NodeJS.ProcessEnv,
+): void {
+  checkInterfaceSelection(config, argv, env);
   checkBackoffRange(
     podSettings.ec2RetryBaseMs,
     podSettings.ec2RetryMaxMs,
