@@ -13,6 +13,7 @@ import { ImdsClient } from "../src/eni/imds-client.js";
 import { type Clock, systemClock } from "../src/eni/process/clock.js";
 import type { Logger } from "../src/eni/process/logger.js";
 import { observe, planFor, type ReconcileDeps } from "../src/eni/reconcile.js";
+import { reconcileOnce } from "../src/eni/reconcile-once.js";
 import { runInit } from "../src/init/run-init.js";
 import { parseWorld, startSimulator } from "../src/sim/index.js";
 import { FakeClock } from "./helpers/fake-clock.js";
@@ -128,6 +129,24 @@ describe("runInit against the simulator", () => {
     const error = await runInit(deps, { policy, waitForAddressesMs: 50, confirm }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(TimeoutError);
     expect(sim?.calls()).toEqual([]);
+  });
+
+  it("passes a pod without addresses at once, with nothing to assign, when addresses are not required (a restarted sidecar's releases)", async () => {
+    const deps = await setUp(
+      new ScriptedInterfaces([{ name: "net1", mac: MAC.node1A1, addresses: ["fe80::1"] }]),
+    );
+    const result = await reconcileOnce(deps, {
+      policy,
+      waitForAddressesMs: 60_000,
+      addressesRequired: false,
+      confirm,
+    });
+    expect(result).toMatchObject({ held: [], mutatingCalls: 0, plan: { placements: [], refusals: [] } });
+    expect(sim?.calls().filter((c) => c.action !== "DescribeNetworkInterfaces")).toEqual([]);
+    const required = await reconcileOnce(deps, { policy, waitForAddressesMs: 0, confirm }).catch(
+      (e: unknown) => e,
+    );
+    expect(required).toBeInstanceOf(TimeoutError);
   });
 
   it("takes EC2's word over a lagging IMDS: an IPv6 address EC2 shows on the target ENI needs no action", async () => {

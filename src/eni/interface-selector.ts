@@ -39,3 +39,29 @@ export function includesLeft(selection: InterfaceSelection): string[] {
   const exclude = [LOOPBACK, ...selection.exclude];
   return include.filter((pattern) => !exclude.some((e) => excludesAllOf(e, pattern)));
 }
+
+/**
+ * Why the selection manages no interface at all, and which of its two lists to blame: `exclude` when it
+ * excludes everything (`*`) with no include list, else `include` (every name it lists is excluded). Undefined
+ * when some interface can be managed. The problem names IPMGR_INTERFACES and IPMGR_EXCLUDE_INTERFACES.
+ */
+export function emptySelection(
+  selection: InterfaceSelection,
+): { readonly blame: "include" | "exclude"; readonly problem: string } | undefined {
+  if (includesLeft(selection).length > 0) return undefined;
+  if (selection.include.length === 0) {
+    return {
+      blame: "exclude",
+      problem:
+        "excludes every interface, so no interface would ever be managed; name only the interfaces to leave " +
+        "out, e.g. lo,eth0 (the default), or list those to manage in IPMGR_INTERFACES",
+    };
+  }
+  return {
+    blame: "include",
+    problem:
+      `every interface it names is excluded (IPMGR_EXCLUDE_INTERFACES=${JSON.stringify(selection.exclude.join(","))}, ` +
+      "and lo is never managed), so no interface would ever be managed; name the pod's Multus interfaces " +
+      "(e.g. net1), or take them out of IPMGR_EXCLUDE_INTERFACES",
+  };
+}

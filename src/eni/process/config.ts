@@ -1,5 +1,5 @@
 import * as z from "zod/mini";
-import { type InterfaceSelection, includesLeft } from "../interface-selector.js";
+import { emptySelection, type InterfaceSelection } from "../interface-selector.js";
 import { anyCidrContains, canonicalCidr, family, hasHostBits, parseCidr, tryCanonical } from "../ip.js";
 import type { ElasticIpMapping } from "../types.js";
 import { LOG_LEVELS } from "./logger.js";
@@ -328,35 +328,6 @@ export const sidecarSharedSettings = {
 export type PodConfig = SettingValues<typeof podSettings>;
 
 /**
- * A selection that manages no interface is refused at start: otherwise init would wait for addresses in
- * vain and exit 8 (a timeout), and the sidecar likewise, when the fix is a setting.
- */
-function checkInterfaceSelection(
-  config: Pick<PodConfig, "interfaces" | "excludeInterfaces">,
-  argv: readonly string[],
-  env: NodeJS.ProcessEnv,
-): void {
-  if (includesLeft(interfaceSelection(config)).length > 0) return;
-  if (config.interfaces.length === 0) {
-    throw settingError(
-      podSettings.excludeInterfaces,
-      argv,
-      env,
-      "excludes every interface, so no interface would ever be managed; name only the interfaces to leave " +
-        "out, e.g. lo,eth0 (the default), or list those to manage in IPMGR_INTERFACES",
-    );
-  }
-  throw settingError(
-    podSettings.interfaces,
-    argv,
-    env,
-    `every interface it names is excluded (IPMGR_EXCLUDE_INTERFACES=${JSON.stringify(config.excludeInterfaces.join(","))}, ` +
-      "and lo is never managed), so no interface would ever be managed; name the pod's Multus interfaces " +
-      "(e.g. net1), or take them out of IPMGR_EXCLUDE_INTERFACES",
-  );
-}
-
-/**
  * Rules across settings: the interfaces selected are not all excluded, the first EC2 backoff delay is not
  * above its cap, and an Elastic IP can only follow an address multus-ipmgr moves.
  */
@@ -368,7 +339,12 @@ export function checkPodConfig(
   argv: readonly string[],
   env: NodeJS.ProcessEnv,
 ): void {
-  checkInterfaceSelection(config, argv, env);
+  // Refused at start: otherwise init and the sidecar would wait for addresses in vain, then exit 8.
+  const empty = emptySelection(interfaceSelection(config));
+  if (empty !== undefined) {
+    const blamed = empty.blame === "exclude" ? podSettings.excludeInterfaces : podSettings.interfaces;
+    throw settingError(blamed, argv, env, empty.problem);
+  }
   checkBackoffRange(
     podSettings.ec2RetryBaseMs,
     podSettings.ec2RetryMaxMs,
