@@ -12,7 +12,7 @@ import { bridgeOptionsOf, prefixModeOptionsOf } from "./bridge-options.js";
 import type { KubeApi } from "./kube-api.js";
 import { leaseIdentity } from "./lease-renewer.js";
 import { BridgeMetrics } from "./metrics.js";
-import { addressesPerEni, vpcIdOf } from "./node-facts.js";
+import { addressesPerEni, instanceTypeOf, vpcIdOf } from "./node-facts.js";
 import { EVENT_BURST, EVENTS_PER_SECOND, PodEventReporter } from "./pod-events.js";
 import { PrefixMode } from "./prefix-mode.js";
 import { ReservationKeeper } from "./reservation-keeper.js";
@@ -73,12 +73,16 @@ export async function main(argv: readonly string[]): Promise<number> {
       burst: EVENT_BURST,
     });
     const perEni = await addressesPerEni(imds, log);
+    const instanceType = config.prefixMode === "off" ? undefined : await instanceTypeOf(imds);
     const prefixes =
       config.prefixMode === "off"
         ? undefined
         : new PrefixMode(
             { kube: kubeApi, ec2, clock, logger: log, metrics, events },
-            prefixModeOptionsOf(config, config.prefixMode, perEni),
+            {
+              ...prefixModeOptionsOf(config, config.prefixMode, perEni),
+              ...(instanceType === undefined ? {} : { instanceType }),
+            },
           );
     const waves = new Bridge(
       {
