@@ -27,7 +27,8 @@ pools, and keeps the node's Multus ENIs holding exactly the Multus addresses of 
 most one EC2 call per ENI and family. Releases addresses of whereabouts ranges that no pod of the node has
 carried for the grace period. Pods annotated multus-ipmgr.io/managed: "false", or running the sidecar, are
 left to themselves. Serves /healthz, /readyz and /metrics. SIGTERM/SIGINT: finishes the EC2 call in progress
-and exits 0; past IPMGR_SHUTDOWN_GRACE_MS the calls are aborted and it exits 8.`,
+(both calls of a prefix-mode swap) and exits 0; past IPMGR_SHUTDOWN_GRACE_MS the calls are aborted and it
+exits 8.`,
     bridgeSettings,
   );
 
