@@ -4,163 +4,30 @@
  * simulator's state and the EC2 calls it logged.
  */
 import { afterEach, describe, expect, it } from "vitest";
-import { systemClock } from "../src/eni/process/clock.js";
-import { createLogger } from "../src/eni/process/logger.js";
-import { Bridge } from "../src/ipam-whereabouts-bridge/bridge.js";
-import { createKubeApi } from "../src/ipam-whereabouts-bridge/kube-client.js";
-import { BridgeMetrics } from "../src/ipam-whereabouts-bridge/metrics.js";
-import { PodEventReporter } from "../src/ipam-whereabouts-bridge/pod-events.js";
-import { PrefixMode } from "../src/ipam-whereabouts-bridge/prefix-mode.js";
 import type { PrefixOverlapMode } from "../src/ipam-whereabouts-bridge/prefix-plan.js";
 import type { SimulatorHandle } from "../src/sim/index.js";
-import { tempKubeconfig } from "./helpers/kube-proxy.js";
+import { eventually, type Json, kube, MAC_A, multusPod, NODE_A } from "./helpers/kube-worlds.js";
 import {
-  eventually,
-  type Json,
-  kube,
-  kubeEndpointOf,
-  kubeWorld,
-  MAC_A,
-  multusPod,
-  NODE_A,
-  startKubeSim,
-} from "./helpers/kube-worlds.js";
-import { ec2ApiFor, imdsFor } from "./helpers/sim-fixtures.js";
+  MUTATING,
+  POOLS,
+  type PrefixBridgeOptions,
+  runPod,
+  SLICE_A,
+  SLICED_NAD,
+  startPrefixBridge,
+  stopPrefixBridges,
+} from "./helpers/prefix-bridge.js";
+import { ec2ApiFor } from "./helpers/sim-fixtures.js";
 
-const MUTATING = new Set([
-  "AssignPrivateIpAddresses",
-  "UnassignPrivateIpAddresses",
-  "AssignIpv6Addresses",
-  "UnassignIpv6Addresses",
-]);
-/** Node A's slice of the range below: whereabouts gives the first free slice to each node, in name order. */
-const SLICE_A = "198.51.100.160/28";
-const POOLS = "/apis/whereabouts.cni.cncf.io/v1alpha1/namespaces/kube-system/nodeslicepools";
+afterEach(stopPrefixBridges);
 
-/** A node-sliced NAD in kube-system (whereabouts' namespace), master eth1: node A's Multus ENI eni-0a1. */
-const SLICED_NAD = {
-  namespace: "kube-system",
-  name: "slices",
-  config: {
-    cniVersion: "0.3.1",
-    name: "slices",
-    type: "ipvlan",
-    master: "eth1",
-    ipam: { type: "whereabouts", network_name: "slices", range: "198.51.100.160/27", node_slice_size: "/28" },
-  },
-};
-
-const running: { stop: () => Promise<void> }[] = [];
-afterEach(async () => {
-  for (const r of running.splice(0)) await r.stop();
-});
-
-async function startBridge(
+function startBridge(
   overlap: PrefixOverlapMode,
   pods: Record<string, unknown>[] = [],
   before: (sim: SimulatorHandle) => Promise<void> = async () => undefined,
-  options: { releaseDryRun?: boolean; nad?: typeof SLICED_NAD } = {},
+  options: PrefixBridgeOptions = {},
 ) {
-  const releaseGraceMs = 1_500;
-  const releaseDryRun = options.releaseDryRun ?? false;
-  const base = kubeWorld().kubernetes as unknown as { networkAttachmentDefinitions: unknown[] };
-  const sim = await startKubeSim(
-    kubeWorld({
-      networkAttachmentDefinitions: [...base.networkAttachmentDefinitions, options.nad ?? SLICED_NAD],
-      pods,
-    }),
-  );
-  await before(sim);
-  const kubeconfig = await tempKubeconfig(kubeEndpointOf(sim));
-  const logger = createLogger("silent");
-  const kubeApi = createKubeApi({
-    kubeconfig: kubeconfig.path,
-    clock: systemClock,
-    logger,
-    watchTimeoutSeconds: 300,
-    requestTimeoutMs: 5_000,
-    restartBaseMs: 50,
-    restartMaxMs: 200,
-    component: "multus-ipmgr-bridge",
-    host: NODE_A,
-  });
-  const metrics = new BridgeMetrics();
-  const ec2 = ec2ApiFor(sim, { observer: metrics.ec2Observer });
-  const imds = imdsFor(sim, "i-0a", { clock: systemClock });
-  const events = new PodEventReporter(kubeApi, systemClock, logger, metrics, {
-    repeatIntervalMs: 60_000,
-    perSecond: 100,
-    burst: 100,
-  });
-  const allowedCidrs = ["198.51.100.128/25"];
-  const prefixes = new PrefixMode(
-    { kube: kubeApi, ec2, clock: systemClock, logger, metrics, events },
-    {
-      nodeName: NODE_A,
-      allowedCidrs,
-      overlap,
-      releaseGraceMs,
-      releaseDryRun,
-      recentMemoryMs: 5_000,
-      addressesPerEni: 10,
-      watchSilenceMs: 90_000,
-      hostMacs: () => new Map([["eth1", MAC_A]]),
-    },
-  );
-  const bridge = new Bridge(
-    { kube: kubeApi, imds, ec2, clock: systemClock, logger, metrics, events, prefixes },
-    {
-      nodeName: NODE_A,
-      allowedCidrs,
-      deviceIndexes: [],
-      waveWindowMs: 50,
-      releaseGraceMs,
-      releaseDryRun,
-      resyncIntervalMs: 60_000,
-      retry: { baseMs: 50, maxMs: 500 },
-      recentMemoryMs: 5_000,
-      addressesPerEni: 10,
-      watchSilenceMs: 90_000,
-    },
-  );
-  await bridge.start();
-  const stop = new AbortController();
-  const loop = bridge.run(stop.signal);
-  running.push({
-    stop: async () => {
-      stop.abort();
-      await loop;
-      await events.flush();
-      await kubeApi.close();
-      await sim.close();
-      kubeconfig.remove();
-    },
-  });
-  const eni = () => sim.state().enis.find((e) => e.eniId === "eni-0a1");
-  const mutating = () => sim.calls().filter((c) => MUTATING.has(c.action) && c.outcome === "ok");
-  return { sim, bridge, prefixes, metrics, eni, mutating };
-}
-
-async function runPod(sim: SimulatorHandle, name: string): Promise<string[]> {
-  const manifest = {
-    apiVersion: "v1",
-    kind: "Pod",
-    metadata: {
-      name,
-      namespace: "cnf",
-      annotations: { "k8s.v1.cni.cncf.io/networks": "kube-system/slices" },
-    },
-    spec: { nodeName: NODE_A, containers: [{ name: "app", image: "registry.example/app:1" }] },
-  };
-  const answer = await kube(sim, "POST", "/api/v1/namespaces/cnf/pods", manifest);
-  expect(answer.status, JSON.stringify(answer.body)).toBe(201);
-  let pod: Json;
-  await eventually(async () => {
-    pod = (await kube(sim, "GET", `/api/v1/namespaces/cnf/pods/${name}`)).body;
-    return pod.status?.phase === "Running";
-  }, `pod ${name} Running`);
-  const status = JSON.parse(pod.metadata.annotations["k8s.v1.cni.cncf.io/network-status"]);
-  return status.slice(1).flatMap((s: Json) => s.ips);
+  return startPrefixBridge(overlap, { ...options, pods, before });
 }
 
 describe("bridge prefix mode against the simulator", () => {
@@ -264,7 +131,7 @@ describe("bridge prefix mode against the simulator", () => {
     expect(calls[refused]?.params["Ipv4Prefix.1"]).toBe(SLICE_A);
     expect(calls[refused + 1]?.params["PrivateIpAddress.1"]).toBe("198.51.100.165");
     expect(calls[refused + 1]?.outcome).toBe("ok");
-    // EC2's refusal is reported; the swap is tried again at the next wave (a change, or the resync).
+    // EC2's refusal is reported and remembered: the swap waits for its backoff (bridge-prefix-refusals.test.ts).
     expect(h.eni()?.ipv4s).toContain("198.51.100.165");
     expect(h.eni()?.ipv4Prefixes ?? []).toEqual([]);
   });

@@ -570,3 +570,78 @@ describe("planPrefixes: properties", () => {
     );
   });
 });
+
+describe("planPrefixes: slices refused before any call (issue 27)", () => {
+  const swapInput = (overrides: Partial<PrefixPlanInput> = {}) =>
+    input({
+      overlap: "swap",
+      enis: [eni({ ipv4s: ["198.51.100.10", "198.51.100.150"] })],
+      carried: new Set(["198.51.100.150"]),
+      ...overrides,
+    });
+
+  it("a non-Nitro instance type refuses every slice with not-nitro: no unassign, no assign, the fix named", () => {
+    const plan = planPrefixes(swapInput({ nonNitro: { instanceType: "m4.large", hypervisor: "xen" } }));
+    expect(plan.assigns).toEqual([]);
+    expect(plan.wanted).toEqual([]);
+    expect(plan.refusals).toEqual([
+      expect.objectContaining({
+        nad: "cnf/sliced",
+        reason: "not-nitro",
+        detail:
+          "NAD cnf/sliced: node node-a is a m4.large, not built on the Nitro System (DescribeInstanceTypes: hypervisor xen), and EC2 delegates prefixes to Nitro instances only: run node-sliced workloads on a Nitro instance type; the network stays in per-address mode",
+      }),
+    ]);
+  });
+
+  it("a withheld slice is refused with the memory's reason and sentence, and makes no swap", () => {
+    const withheld = new Map([
+      [
+        prefixKey("eni-0multus", "198.51.100.144/28"),
+        {
+          reason: "ec2-refused" as const,
+          detail: "EC2 refused the prefixes 198.51.100.144/28 on ENI eni-0multus",
+        },
+      ],
+    ]);
+    const plan = planPrefixes(swapInput({ withheld }));
+    expect(plan.assigns).toEqual([]);
+    expect(plan.refusals.map((r) => [r.reason, r.detail])).toEqual([
+      [
+        "ec2-refused",
+        "NAD cnf/sliced: EC2 refused the prefixes 198.51.100.144/28 on ENI eni-0multus; the network stays in per-address mode",
+      ],
+    ]);
+    // Without it, the same input swaps: the unassign of the pod's single right before the prefix assign.
+    expect(planPrefixes(swapInput()).assigns.map((s) => s.kind)).toEqual([
+      "unassign-addresses",
+      "assign-prefixes",
+    ]);
+  });
+
+  it("a withheld or non-Nitro slice is still the node's: a prefix held inside it is never released", () => {
+    const held = eni({ ipv4Prefixes: ["198.51.100.144/28"] });
+    for (const overrides of [
+      { nonNitro: { instanceType: "m4.large", hypervisor: "xen" } },
+      {
+        withheld: new Map([
+          [prefixKey("eni-0multus", "198.51.100.144/28"), { reason: "held-in-subnet" as const, detail: "x" }],
+        ]),
+      },
+    ]) {
+      const plan = planPrefixes(input({ enis: [held], now: 10_000_000, ...overrides }));
+      expect(plan.releases).toEqual([]);
+      expect(plan.pending).toEqual([]);
+    }
+  });
+
+  it("a withheld key of another ENI or slice leaves this slice alone", () => {
+    const withheld = new Map([
+      [prefixKey("eni-0other", "198.51.100.144/28"), { reason: "ec2-refused" as const, detail: "x" }],
+      [prefixKey("eni-0multus", "198.51.100.160/28"), { reason: "ec2-refused" as const, detail: "x" }],
+    ]);
+    const plan = planPrefixes(swapInput({ withheld }));
+    expect(plan.refusals).toEqual([]);
+    expect(assignsOf(plan.assigns)).toHaveLength(1);
+  });
+});

@@ -100,6 +100,16 @@ export class BridgeLifecycle {
     if (!finished) {
       inflight.abort(new Error("the shutdown grace ran out"));
       logger.warn({ graceMs }, "the shutdown grace ran out: the calls in flight were aborted");
+      // The cut calls end the loops at once; waiting for them lets a swap cut in the middle log the
+      // addresses it left held by no ENI before the process exits.
+      await withinDeadline(
+        loops.catch((error: unknown) => {
+          logger.warn({ err: error }, "a loop failed after the shutdown grace ran out");
+          return true;
+        }),
+        clock.now() + EVENTS_FLUSH_WAIT_MS,
+        clock,
+      );
     }
     await withinDeadline(
       events.flush().then(() => true),

@@ -12,7 +12,7 @@ import { bridgeOptionsOf, prefixModeOptionsOf } from "./bridge-options.js";
 import type { KubeApi } from "./kube-api.js";
 import { leaseIdentity } from "./lease-renewer.js";
 import { BridgeMetrics } from "./metrics.js";
-import { addressesPerEni, vpcIdOf } from "./node-facts.js";
+import { addressesPerEni, instanceTypeOf, vpcIdOf } from "./node-facts.js";
 import { EVENT_BURST, EVENTS_PER_SECOND, PodEventReporter } from "./pod-events.js";
 import { PrefixMode } from "./prefix-mode.js";
 import { ReservationKeeper } from "./reservation-keeper.js";
@@ -27,7 +27,8 @@ pools, and keeps the node's Multus ENIs holding exactly the Multus addresses of 
 most one EC2 call per ENI and family. Releases addresses of whereabouts ranges that no pod of the node has
 carried for the grace period. Pods annotated multus-ipmgr.io/managed: "false", or running the sidecar, are
 left to themselves. Serves /healthz, /readyz and /metrics. SIGTERM/SIGINT: finishes the EC2 call in progress
-and exits 0; past IPMGR_SHUTDOWN_GRACE_MS the calls are aborted and it exits 8.`,
+(both calls of a prefix-mode swap) and exits 0; past IPMGR_SHUTDOWN_GRACE_MS the calls are aborted and it
+exits 8.`,
     bridgeSettings,
   );
 
@@ -73,12 +74,16 @@ export async function main(argv: readonly string[]): Promise<number> {
       burst: EVENT_BURST,
     });
     const perEni = await addressesPerEni(imds, log);
+    const instanceType = config.prefixMode === "off" ? undefined : await instanceTypeOf(imds);
     const prefixes =
       config.prefixMode === "off"
         ? undefined
         : new PrefixMode(
             { kube: kubeApi, ec2, clock, logger: log, metrics, events },
-            prefixModeOptionsOf(config, config.prefixMode, perEni),
+            {
+              ...prefixModeOptionsOf(config, config.prefixMode, perEni),
+              ...(instanceType === undefined ? {} : { instanceType }),
+            },
           );
     const waves = new Bridge(
       {

@@ -174,7 +174,7 @@ export class BridgeMetrics {
     });
     this.#prefixSwapGap = new Histogram({
       name: `${PREFIX}prefix_swap_gap_seconds`,
-      help: "Prefix mode (swap): from the unassign of the single addresses inside a new prefix to the end of the prefix assign that routes them again (one EC2 call), in seconds.",
+      help: "Prefix mode (swap): from the unassign of the single addresses inside a new prefix to the end of the prefix assign that routes them again, its retries included (and of the restore of the singles when the assign fails), in seconds.",
       buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
       registers,
     });

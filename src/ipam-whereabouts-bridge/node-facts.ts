@@ -1,11 +1,16 @@
 /**
- * What the bridge reads about its node from IMDS once, at start: the room of an ENI and the VPC. Neither
- * stops the bridge when it is missing: each is logged, and the bridge does without.
+ * What the bridge reads about its node from IMDS once, at start: the instance type, the room of an ENI and
+ * the VPC. None stops the bridge when it is missing: each is logged, and the bridge does without.
  */
 import type { Imds } from "../eni/imds.js";
 import type { ImdsClient } from "../eni/imds-client.js";
 import { addressesPerEniOf } from "../eni/instance-limits.js";
 import type { Logger } from "../eni/process/logger.js";
+
+/** The instance type (IMDS `instance-type`); undefined when IMDS has none. */
+export async function instanceTypeOf(imds: Pick<ImdsClient, "get">): Promise<string | undefined> {
+  return (await imds.get("/latest/meta-data/instance-type"))?.trim();
+}
 
 /** The instance type's addresses per ENI (IMDS `instance-type`, the table doctor uses); undefined if unknown. */
 export async function addressesPerEni(

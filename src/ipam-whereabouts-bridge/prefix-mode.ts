@@ -8,14 +8,14 @@
  * list of pods and NodeSlicePools that agrees, the grace, and IPMGR_BRIDGE_RELEASE_DRY_RUN.
  */
 
+import type { BackoffPolicy } from "../eni/backoff.js";
 import type { Ec2Api } from "../eni/ec2-api.js";
-import { Ec2Error } from "../eni/errors/ec2-error.js";
-import { IpmgrError } from "../eni/errors/ipmgr-error.js";
 import type { Clock } from "../eni/process/clock.js";
 import type { Logger } from "../eni/process/logger.js";
 import type { EniState, IpFamily } from "../eni/types.js";
 import { podFinished } from "./desired-state.js";
 import { hostInterfaceMacs } from "./host-interface-macs.js";
+import { InstancePrefixSupport } from "./instance-prefix-support.js";
 import type {
   KubeApi,
   NadInfo,
@@ -27,15 +27,17 @@ import type {
 import type { BridgeMetrics } from "./metrics.js";
 import type { PodEventReporter } from "./pod-events.js";
 import { podNetworks } from "./pod-networks.js";
+import { applyPrefixSteps, type RefusedAssign } from "./prefix-apply.js";
 import {
   type PrefixOverlapMode,
   type PrefixPlan,
   type PrefixRelease,
-  type PrefixStep,
   planPrefixes,
   prefixKey,
   prefixSteps,
 } from "./prefix-plan.js";
+import { PrefixRefusalMemory, sliceFingerprint } from "./prefix-refusal-memory.js";
+import { SwapCheck } from "./prefix-swap-check.js";
 import { viewTrust } from "./view-trust.js";
 
 export interface PrefixModeDeps {
@@ -60,6 +62,10 @@ export interface PrefixModeOptions {
   readonly watchSilenceMs: number;
   /** The node's network interfaces, name -> MAC; default: /sys/class/net (the bridge runs on the host network). */
   readonly hostMacs?: () => ReadonlyMap<string, string>;
+  /** The instance type (IMDS), looked up once with DescribeInstanceTypes: a non-Nitro type refuses every slice. */
+  readonly instanceType?: string;
+  /** How long a slice EC2 refused waits before it is tried again (unless its ENI changes inside it). */
+  readonly refusalBackoff?: BackoffPolicy;
 }
 
 /** What a wave tells prefix mode. */
@@ -93,11 +99,18 @@ export class PrefixMode {
   #nextAt: number | undefined;
   #lines: string[] = [];
   #lastWave = { calls: 0, changed: 0 };
+  readonly #refused: PrefixRefusalMemory;
+  readonly #prefixSupport: InstancePrefixSupport;
+  readonly #swapCheck: SwapCheck;
 
   constructor(
     private readonly deps: PrefixModeDeps,
     private readonly options: PrefixModeOptions,
-  ) {}
+  ) {
+    this.#refused = new PrefixRefusalMemory(options.refusalBackoff);
+    this.#prefixSupport = new InstancePrefixSupport(deps, options.instanceType);
+    this.#swapCheck = new SwapCheck(deps);
+  }
 
   /** Starts the NodeSlicePool watch (RBAC: nodeslicepools list, watch). */
   async start(listener: WatchListener): Promise<void> {
@@ -130,6 +143,10 @@ export class PrefixMode {
     const now = clock.now();
     this.#lastWave = { calls: 0, changed: 0 };
     const enis = this.#overlay(input.enis, now);
+    const nonNitro = await this.#prefixSupport.nonNitro(signal);
+    const fingerprintOf = (eniId: string, slice: string) =>
+      sliceFingerprint(enis, eniId, slice.includes(":") ? 6 : 4, slice);
+    let withheld = this.#refused.withheld(now, fingerprintOf);
     const planFrom = (
       pods: readonly PodInfo[],
       slicePools: readonly NodeSlicePoolInfo[],
@@ -149,10 +166,24 @@ export class PrefixMode {
         now,
         releaseGraceMs: this.options.releaseGraceMs,
         unusedSince,
+        withheld,
+        ...(nonNitro === undefined ? {} : { nonNitro }),
       });
     const trusted = input.trusted && viewTrust([pools.health()], now, this.options.watchSilenceMs).trusted;
     const readable = carriedBy(input.pods, this.options.nodeName).readable;
-    const plan = planFrom(input.pods, pools.list(), this.#unusedSince);
+    let plan = planFrom(input.pods, pools.list(), this.#unusedSince);
+    const taken = await this.#swapCheck.taken(plan, enis, signal);
+    for (const t of taken)
+      this.#refused.refused(
+        { ...t, fingerprint: fingerprintOf(t.eniId, t.slice) },
+        "held-in-subnet",
+        t.cause,
+        now,
+      );
+    if (taken.length > 0) {
+      withheld = this.#refused.withheld(now, fingerprintOf);
+      plan = planFrom(input.pods, pools.list(), this.#unusedSince);
+    }
     this.#unusedSince = trusted ? plan.unusedSince : new Map();
     let releases: PrefixRelease[] = trusted && readable ? plan.releases : [];
     if (releases.length > 0)
@@ -181,9 +212,43 @@ export class PrefixMode {
       }
     }
     const steps = prefixSteps(plan, this.options.releaseDryRun ? [] : releases);
-    const failures = await this.#apply(steps, signal);
-    this.#report(plan, failures);
+    const applied = await applyPrefixSteps(
+      steps,
+      { ...this.deps, remember: (...change) => this.#remember(...change) },
+      signal,
+    );
+    this.#lastWave = { calls: applied.calls, changed: applied.changed };
+    if (applied.refusedAssigns.length > 0) {
+      this.#remembered(applied.refusedAssigns, plan, fingerprintOf, now);
+      withheld = this.#refused.withheld(now, fingerprintOf);
+      plan = planFrom(input.pods, pools.list(), this.#unusedSince);
+    }
+    const retryAt = this.#refused.nextAt(now);
+    if (retryAt !== undefined) this.#nextAt = Math.min(this.#nextAt ?? Infinity, retryAt);
+    this.#report(plan, applied.failures);
     return this.#overlay(input.enis, clock.now());
+  }
+
+  /** The slices of the prefix assigns EC2 refused, remembered as refused (the plan withholds them). */
+  #remembered(
+    refusedAssigns: readonly RefusedAssign[],
+    plan: PrefixPlan,
+    fingerprintOf: (eniId: string, slice: string) => string,
+    now: number,
+  ): void {
+    for (const r of refusedAssigns) {
+      const slices = new Set(
+        plan.wanted.filter((w) => w.eniId === r.eniId && r.prefixes.includes(w.prefix)).map((w) => w.slice),
+      );
+      for (const slice of slices) {
+        this.#refused.refused(
+          { eniId: r.eniId, slice, fingerprint: fingerprintOf(r.eniId, slice) },
+          "ec2-refused",
+          `EC2 refused the prefixes ${r.prefixes.join(", ")} on ENI ${r.eniId}: ${r.message}`,
+          now,
+        );
+      }
+    }
   }
 
   /** The releases a fresh list of pods and NodeSlicePools agrees on; none when the list fails. */
@@ -212,96 +277,6 @@ export class PrefixMode {
     for (const r of releases)
       if (!agreed.has(prefixKey(r.eniId, r.prefix))) this.#unusedSince.delete(prefixKey(r.eniId, r.prefix));
     return releases.filter((r) => agreed.has(prefixKey(r.eniId, r.prefix)));
-  }
-
-  /** Runs the steps in order; a swap's assign that fails restores the singles at once. Returns the failures. */
-  async #apply(steps: readonly PrefixStep[], signal: AbortSignal): Promise<string[]> {
-    const { ec2, clock, logger, metrics } = this.deps;
-    const failures: string[] = [];
-    let swapStartedAt: number | undefined;
-    let skipAssign = false;
-    for (const step of steps) {
-      signal.throwIfAborted();
-      if (skipAssign && step.kind === "assign-prefixes") {
-        // The unassign before it failed: EC2 would refuse the prefix over the addresses still there.
-        skipAssign = false;
-        continue;
-      }
-      skipAssign = false;
-      const started = clock.now();
-      this.#lastWave.calls += 1;
-      try {
-        if (step.kind === "release-prefixes") {
-          await (step.family === 4
-            ? ec2.unassignIpv4Prefixes(step.eniId, step.prefixes)
-            : ec2.unassignIpv6Prefixes(step.eniId, step.prefixes));
-          metrics.prefixesReleased(step.prefixes.length, false);
-          this.#remember(step.eniId, step.family, step.prefixes, "released");
-        } else if (step.kind === "unassign-addresses") {
-          swapStartedAt = started;
-          await (step.family === 4
-            ? ec2.unassignPrivateIpv4(step.eniId, step.addresses)
-            : ec2.unassignIpv6(step.eniId, step.addresses));
-          this.#remember(step.eniId, step.family, step.addresses, "released");
-        } else {
-          try {
-            await (step.family === 4
-              ? ec2.assignIpv4Prefixes(step.eniId, step.prefixes)
-              : ec2.assignIpv6Prefixes(step.eniId, step.prefixes));
-          } catch (error) {
-            if (step.restore.length > 0)
-              await this.#restore(step.eniId, step.family, step.restore, swapStartedAt ?? started);
-            throw error;
-          }
-          if (step.restore.length > 0) {
-            metrics.prefixSwapGap(clock.now() - (swapStartedAt ?? started));
-            logger.info(
-              {
-                eniId: step.eniId,
-                prefixes: step.prefixes,
-                addresses: step.restore,
-                gapMs: clock.now() - (swapStartedAt ?? started),
-              },
-              "single addresses taken over by a prefix (unassigned, then the prefix assigned in the next call)",
-            );
-          }
-          this.#remember(step.eniId, step.family, step.prefixes, "assigned");
-          logger.info({ eniId: step.eniId, prefixes: step.prefixes }, "prefixes assigned");
-        }
-        this.#lastWave.changed += 1;
-      } catch (error) {
-        if (error instanceof Ec2Error && error.kind === "unavailable") throw error;
-        if (!(error instanceof IpmgrError)) throw error;
-        failures.push(error.message);
-        logger.warn({ err: error, step }, "EC2 refused a prefix step of the wave; the others go on");
-        skipAssign = step.kind === "unassign-addresses";
-      }
-    }
-    return failures;
-  }
-
-  /** A swap's assign failed: the singles it unassigned go back to the ENI at once, never reassigned from elsewhere. */
-  async #restore(
-    eniId: string,
-    family: IpFamily,
-    addresses: readonly string[],
-    since: number,
-  ): Promise<void> {
-    const { ec2, clock, logger, metrics } = this.deps;
-    this.#lastWave.calls += 1;
-    try {
-      await (family === 4
-        ? ec2.assignPrivateIpv4(eniId, addresses, false)
-        : ec2.assignIpv6(eniId, addresses));
-      this.#remember(eniId, family, addresses, "assigned");
-      this.#lastWave.changed += 1;
-    } finally {
-      metrics.prefixSwapGap(clock.now() - since);
-      logger.warn(
-        { eniId, addresses },
-        "the prefix assign failed after its single addresses were unassigned; they were assigned again",
-      );
-    }
   }
 
   #remember(

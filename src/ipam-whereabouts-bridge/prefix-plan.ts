@@ -10,7 +10,8 @@
  * - refused, the network then staying in per-address mode, with one sentence naming the NAD and the fix: a
  *   slice smaller than a prefix, not aligned (host bits), outside the allowed CIDRs or the ENI's subnet, over
  *   one of the five addresses AWS keeps in the subnet, more prefixes than the ENI has room for, or overlapping
- *   a prefix or an address another ENI of this node holds (a prefix is never reassigned).
+ *   a prefix or an address another ENI of this node holds (a prefix is never reassigned); a non-Nitro
+ *   instance type; or a slice EC2 refused, or found taken in the subnet before a swap (`withheld`).
  *
  * Ordering. EC2 refuses a prefix that overlaps any address assigned in the subnet, the ENI's own included
  * (EC2-SEMANTICS.md; the simulator's model/prefixes.ts). A block in which the ENI already holds single
@@ -20,8 +21,8 @@
  *   the last goes. No pod address is ever unrouted, at the cost of blocks that stay per-address while pods
  *   hold addresses in them.
  * - `swap`: the singles inside are unassigned (one call) right before the prefix assign (the next call) on the
- *   same ENI, with nothing in between: an address a pod holds there is unrouted for the length of one EC2
- *   call. If the assign fails, the singles are assigned again at once (`restore`).
+ *   same ENI, with nothing in between: an address a pod holds there is unrouted until the assign returns,
+ *   its retries included. If the assign fails, the singles are assigned again at once (`restore`).
  *
  * Release. A prefix of a Multus ENI of this node is released only when it lies in a node-sliced range of a
  * NAD the bridge reads (and in the allowed CIDRs), this node owns no slice that covers it, no pod of this node
@@ -68,6 +69,21 @@ export interface PrefixPlanInput {
   readonly releaseGraceMs: number;
   /** From the previous plan: `prefixKey(eniId, prefix)` -> since when it is unused (ms). */
   readonly unusedSince: ReadonlyMap<string, number>;
+  /** Set when DescribeInstanceTypes says the instance is not built on Nitro: every slice is refused, no call. */
+  readonly nonNitro?: { readonly instanceType: string; readonly hypervisor: string };
+  /**
+   * Slices EC2 refused, or found taken in the subnet before a swap, `prefixKey(eniId, slice)` -> the refusal
+   * (prefix-refusal-memory.ts): refused again, with no call, until their backoff ends or the prefixes their
+   * ENI holds inside change.
+   */
+  readonly withheld?: ReadonlyMap<string, WithheldSlice>;
+}
+
+/** A slice held back from EC2 for now, and why. */
+export interface WithheldSlice {
+  readonly reason: "ec2-refused" | "held-in-subnet";
+  /** One sentence: what was refused or found, and the fix. */
+  readonly detail: string;
 }
 
 export type PrefixRefusalReason =
@@ -82,7 +98,10 @@ export type PrefixRefusalReason =
   | "outside-eni-subnet"
   | "aws-reserved"
   | "eni-full"
-  | "held-by-other-eni";
+  | "held-by-other-eni"
+  | "not-nitro"
+  | "held-in-subnet"
+  | "ec2-refused";
 
 /** A network left in per-address mode, and why: one per NAD and reason. */
 export interface PrefixRefusal {
@@ -330,6 +349,13 @@ export function planPrefixes(input: PrefixPlanInput): PrefixPlan {
         continue;
       }
       ownedSlices.push(slice);
+      if (input.nonNitro !== undefined) {
+        refuse(
+          "not-nitro",
+          `node ${input.nodeName} is a ${input.nonNitro.instanceType}, not built on the Nitro System (DescribeInstanceTypes: hypervisor ${input.nonNitro.hypervisor}), and EC2 delegates prefixes to Nitro instances only: run node-sliced workloads on a Nitro instance type`,
+        );
+        continue;
+      }
       const fam = network.family;
       const length = DELEGATED_PREFIX_LENGTH[fam];
       const slicePrefix = parseCidr(slice).prefix;
@@ -418,6 +444,11 @@ export function planPrefixes(input: PrefixPlanInput): PrefixPlan {
           "held-by-other-eni",
           `the slice ${slice} of node ${input.nodeName} overlaps ${taken.join(", ")}, another ENI of this node than its master's (${eni.eniId}); a prefix is never reassigned: release those there, or make the master that ENI`,
         );
+        continue;
+      }
+      const withheld = input.withheld?.get(prefixKey(eni.eniId, slice));
+      if (withheld !== undefined) {
+        refuse(withheld.reason, withheld.detail);
         continue;
       }
       const mine = prefixesHeld(eni, fam);

@@ -106,7 +106,7 @@ export const bridgeSettings = {
     env: "IPMGR_BRIDGE_PREFIX_MODE",
     flag: "--prefix-mode",
     default: "off",
-    doc: "Prefix mode (docs/prefix-mode.md): hold this node's whereabouts node slices as delegated /28 (IPv4) or /80 (IPv6) prefixes on their master's ENI, so that pods start with no EC2 call. off; defer (a block where the ENI holds single addresses waits until they are released: no pod address is ever unrouted); swap (such addresses are unassigned in the call right before the prefix assign: unrouted for one EC2 call). Needs a Nitro instance type and nodeslicepools list/watch.",
+    doc: "Prefix mode (docs/prefix-mode.md): hold this node's whereabouts node slices as delegated /28 (IPv4) or /80 (IPv6) prefixes on their master's ENI, so that pods start with no EC2 call. off; defer (a block where the ENI holds single addresses waits until they are released: no pod address is ever unrouted); swap (such addresses are unassigned in the call right before the prefix assign: unrouted until the assign returns, its retries included; a slice whose prefix EC2 refuses is not swapped again for a backoff of 1 to 30 min). Needs a Nitro instance type and nodeslicepools list/watch.",
     schema: field.enumOf(["off", "defer", "swap"] as const),
   }),
   resyncIntervalMs: setting({

@@ -47,10 +47,11 @@ export function multusPod(
  * Two m5.large nodes (i-0a as NODE_A, i-0b as NODE_B) with a Multus ENI each in subnet-multus
  * (198.51.100.128/25, 2001:db8:100:2::/64), a NAD cnf/multus-ipvlan over 198.51.100.192/27, its IPPool,
  * and the pods given (default: upf-0 on NODE_A holding 198.51.100.193). Documentation ranges only.
+ * `aws.nitro: false` makes i-0a's type refuse prefixes.
  */
 export function kubeWorld(
   kubernetes: Record<string, unknown> = {},
-  aws: { ipv4AddressesPerEni?: number; secondMultusEni?: boolean } = {},
+  aws: { ipv4AddressesPerEni?: number; secondMultusEni?: boolean; nitro?: boolean } = {},
 ): World {
   const eni = (id: string, mac: string, deviceIndex: number, subnet: string, primaryIpv4: string) => ({
     id,
@@ -76,6 +77,7 @@ export function kubeWorld(
       {
         id: "i-0a",
         ...(aws.ipv4AddressesPerEni === undefined ? {} : { ipv4AddressesPerEni: aws.ipv4AddressesPerEni }),
+        ...(aws.nitro === undefined ? {} : { nitro: aws.nitro }),
         enis: [
           eni("eni-0a0", "02:00:00:00:01:00", 0, "subnet-0nodes", "198.51.100.10"),
           eni("eni-0a1", MAC_A, 1, "subnet-0multus", "198.51.100.140"),
