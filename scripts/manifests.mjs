@@ -1,7 +1,8 @@
 // deploy/'s static manifests, rendered from the chart (charts/multus-ipmgr) with `helm template` and the
 // values of charts/multus-ipmgr/ci/deploy-values.yaml (the defaults, the demo and monitoring on), as the VPC
 // CNI renders its config/ manifests from its chart. Each rendered object goes to the deploy/ file that
-// FILES names for it, in the order helm renders them, with the template's comments.
+// FILES names for it, in the order helm renders them, with the template's comments. The IAM policies of
+// deploy/iam/ are copies of the chart's files/iam/ (COPIES), which its NOTES print.
 //
 //   npm run manifests              rewrites the files
 //   npm run manifests -- --check   exits 1 naming the files that differ (test/chart-manifests.test.ts)
@@ -42,6 +43,13 @@ export const FILES = {
     "ServiceMonitor/multus-ipmgr-sidecar",
   ],
   "monitoring/prometheusrule.yaml": ["PrometheusRule/multus-ipmgr"],
+};
+
+/** deploy/ files copied from the chart's files/ as they are (JSON has no comment for a header). */
+export const COPIES = {
+  "iam/iam-policy-bridge.json": "files/iam/iam-policy-bridge.json",
+  "iam/iam-policy-pod.json": "files/iam/iam-policy-pod.json",
+  "iam/iam-policy-elastic-ips.json": "files/iam/iam-policy-elastic-ips.json",
 };
 
 const HEADER =
@@ -85,6 +93,8 @@ export function renderDeploy() {
     const parts = docs.filter((d) => owner.get(d.id) === file).map((d) => d.text);
     out.set(file, HEADER + parts.join("---\n"));
   }
+  for (const [file, source] of Object.entries(COPIES))
+    out.set(file, readFileSync(join(CHART, source), "utf8"));
   return out;
 }
 

