@@ -289,6 +289,8 @@ demo: { enabled: true }
     expect((bridgeOnly.spec as { groups: { name: string }[] }).groups.map((g) => g.name)).toEqual([
       "multus-ipmgr-bridge",
     ]);
+    // Neither the bridge nor the sidecar's monitoring: no rule group, so no PrometheusRule (its groups are required).
+    expect(renderChart("bridge: { enabled: false }\nmonitoring: { enabled: true }").map(idOf)).toEqual([]);
   });
 });
 
