@@ -6,7 +6,7 @@
 # linux/amd64,linux/arm64`), since its output is the same for every platform.
 FROM --platform=$BUILDPLATFORM node:24-bookworm-slim AS build
 WORKDIR /src
-COPY package.json package-lock.json ./
+COPY package.json package-lock.json .npmrc ./
 # package.json's postinstall (it gives a root install's files back to a checkout's owner; a no-op here).
 COPY scripts/give-back.mjs ./scripts/
 # npm install, as CI and the README do (the lockfile covers every platform; .ci/run checks it stays unchanged).

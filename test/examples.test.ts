@@ -14,6 +14,7 @@ import { join, relative, resolve } from "node:path";
 import { describe, expect, it } from "vitest";
 import { parseAllDocuments, parse as parseYaml } from "yaml";
 import { z } from "zod";
+import { toolPaths } from "../scripts/helm-bin.mjs";
 import {
   addressAtOffset,
   anyCidrContains,
@@ -29,6 +30,8 @@ import { BridgeMetrics } from "../src/ipam-whereabouts-bridge/metrics.js";
 import { bridgeSettings, loadBridgeConfig } from "../src/ipam-whereabouts-bridge/settings.js";
 import { SidecarMetrics } from "../src/sidecar/metrics.js";
 import { loadSidecarConfig, sidecarSettings } from "../src/sidecar/settings.js";
+import { bridgeKubeGrants, grantLine } from "./helpers/bridge-rbac.js";
+import { helmUnavailableReason } from "./helpers/helm.js";
 import { objectId, type RenderedObject, renderKustomization } from "./helpers/kustomize.js";
 import { checkManifestTypes, type ManifestDocument } from "./helpers/manifest-types.js";
 
@@ -677,27 +680,13 @@ describe("the bridge's RBAC (bridge-rbac.yaml)", () => {
       .sort();
   const named = (kind: string) => rbac.filter((d) => d.object.kind === kind);
 
-  it("grants exactly what the bridge calls: read pods, NADs and whereabouts' objects, post Events (cluster-wide)", () => {
+  it("grants exactly what the bridge's Kubernetes adapter calls, leases aside (cluster-wide; test/chart-rbac.test.ts)", () => {
     expect(named("ClusterRole")).toHaveLength(1);
-    expect(grants((named("ClusterRole")[0]?.object.rules ?? []) as Rule[])).toEqual([
-      "/events create",
-      "/events patch",
-      "/pods get",
-      "/pods list",
-      "/pods watch",
-      "k8s.cni.cncf.io/network-attachment-definitions get",
-      "k8s.cni.cncf.io/network-attachment-definitions list",
-      "k8s.cni.cncf.io/network-attachment-definitions watch",
-      "whereabouts.cni.cncf.io/ippools get",
-      "whereabouts.cni.cncf.io/ippools list",
-      "whereabouts.cni.cncf.io/ippools watch",
-      "whereabouts.cni.cncf.io/nodeslicepools get",
-      "whereabouts.cni.cncf.io/nodeslicepools list",
-      "whereabouts.cni.cncf.io/nodeslicepools watch",
-      "whereabouts.cni.cncf.io/overlappingrangeipreservations get",
-      "whereabouts.cni.cncf.io/overlappingrangeipreservations list",
-      "whereabouts.cni.cncf.io/overlappingrangeipreservations watch",
-    ]);
+    expect(grants((named("ClusterRole")[0]?.object.rules ?? []) as Rule[])).toEqual(
+      bridgeKubeGrants(ROOT)
+        .filter((g) => g.resource !== "leases")
+        .map(grantLine),
+    );
   });
 
   it("grants get and update on the one Lease the DaemonSet names, create on leases of its namespace only", () => {
@@ -786,9 +775,11 @@ const POLICY_OF: Readonly<Record<string, string>> = {
   bridge: "iam-policy-bridge.json",
 };
 
+/** kubectl: the one scripts/helm-bin.mjs unzips from a devDependency (linux x64), else the PATH's. */
+const KUBECTL = helmUnavailableReason() === undefined ? toolPaths().kubectl : "kubectl";
 const kubectlMissing = (() => {
   try {
-    execFileSync("kubectl", ["version", "--client"], { stdio: "ignore" });
+    execFileSync(KUBECTL, ["version", "--client"], { stdio: "ignore" });
     return undefined;
   } catch {
     return "kubectl is not installed";
@@ -799,7 +790,7 @@ if (kubectlMissing !== undefined)
 
 /** What `kubectl kustomize` renders for `dir`, by object id. */
 function kubectlKustomize(dir: string): Map<string, Json> {
-  const out = execFileSync("kubectl", ["kustomize", dir], {
+  const out = execFileSync(KUBECTL, ["kustomize", dir], {
     encoding: "utf8",
     stdio: ["ignore", "pipe", "pipe"],
   });
@@ -991,12 +982,13 @@ describe("monitoring/: ServiceMonitors and alert rules for the documented metric
     for (const monitor of monitors) {
       const spec = monitor.object.spec as {
         selector: { matchLabels: Record<string, string> };
-        namespaceSelector: { matchNames: string[] };
+        namespaceSelector: { matchNames?: string[]; any?: boolean };
         endpoints: { port: string; path: string }[];
       };
       const service = services.find(
         (s) =>
-          spec.namespaceSelector.matchNames.includes(metadataOf(s.object).namespace ?? "") &&
+          (spec.namespaceSelector.any === true ||
+            (spec.namespaceSelector.matchNames ?? []).includes(metadataOf(s.object).namespace ?? "")) &&
           Object.entries(spec.selector.matchLabels).every(
             ([k, v]) => (s.object.metadata as { labels?: Record<string, string> }).labels?.[k] === v,
           ),

@@ -2,7 +2,8 @@
  * The Kubernetes calls the bridge makes, and only those, in the bridge's own shapes. Implemented by
  * kube-client.ts, the only importer of @kubernetes/client-node (loaded with a dynamic import, so that no
  * other command parses it). Each method's doc comment names the RBAC verbs and resources it needs; the
- * ClusterRole in deploy/overlays/bridge/bridge-rbac.yaml grants exactly those.
+ * chart's ClusterRole and Role (charts/multus-ipmgr/templates/bridge/bridge-rbac.yaml) grant exactly those
+ * (test/chart-rbac.test.ts reads the calls from kube-client.ts and checks these comments and the chart).
  */
 
 import type { WatchHealth } from "./view-trust.js";

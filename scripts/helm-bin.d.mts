@@ -1,0 +1,1 @@
+export function toolPaths(): { helm: string; kubectl: string };

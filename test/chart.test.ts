@@ -1,0 +1,401 @@
+/**
+ * The Helm chart (charts/multus-ipmgr), with the helm that scripts/helm-bin.mjs extracts from a
+ * devDependency: `helm lint --strict`; `helm template` over a matrix of values, each rendered object valid
+ * against the Kubernetes API types (kubernetes-models' validate(), and its TypeScript models, where a misspelt
+ * field at any depth is an error); what each value changes; and values.schema.json refusing each misspelt key
+ * or wrong type, naming it.
+ */
+import { readFileSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { describe, expect, it } from "vitest";
+import { parse as parseYaml } from "yaml";
+import { CHART, DEPLOY_VALUES } from "../scripts/manifests.mjs";
+import {
+  helm,
+  helmUnavailableReason,
+  idOf,
+  installNotes,
+  type K8sObject,
+  renderChart,
+} from "./helpers/helm.js";
+import { checkManifestTypes } from "./helpers/manifest-types.js";
+
+const ROOT = resolve(import.meta.dirname, "..");
+const VERSION = (JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as { version: string }).version;
+/** Kinds kubernetes-models does not ship (CRDs): checked by their small models in manifest-types.ts only. */
+const CRD_GROUPS = new Set(["k8s.cni.cncf.io/v1", "monitoring.coreos.com/v1"]);
+
+type Container = {
+  name: string;
+  image: string;
+  args: string[];
+  env?: { name: string; value?: string }[];
+};
+type PodSpec = { initContainers?: Container[]; containers: Container[] };
+
+const podOf = (o: K8sObject): PodSpec => (o.spec as { template: { spec: PodSpec } }).template.spec;
+const ipmgrContainers = (o: K8sObject): Container[] =>
+  [...(podOf(o).initContainers ?? []), ...podOf(o).containers].filter((c) => c.name !== "app");
+const envOf = (c: Container | undefined): Record<string, string> =>
+  Object.fromEntries((c?.env ?? []).map((e) => [e.name, e.value ?? ""]));
+const find = (objects: K8sObject[], kind: string, name: string): K8sObject => {
+  const found = objects.find((o) => o.kind === kind && o.metadata.name === name);
+  if (found === undefined)
+    throw new Error(`the chart rendered no ${kind} ${name}: ${objects.map(idOf).join(", ")}`);
+  return found;
+};
+const nadConfig = (o: K8sObject): { ipam: Record<string, unknown> } =>
+  JSON.parse((o.spec as { config: string }).config) as { ipam: Record<string, unknown> };
+
+/**
+ * Every object of each case against the Kubernetes API types: the failures, one line each, named
+ * `case: Kind namespace/name`. One TypeScript program checks all the cases at once (a program costs seconds).
+ */
+async function typeFailures(cases: Record<string, K8sObject[]>): Promise<string[]> {
+  const failures: string[] = [];
+  const labelled = Object.entries(cases).flatMap(([name, objects]) =>
+    objects.map((object) => ({ label: `${name}: ${idOf(object)}`, object })),
+  );
+  for (const { label, object } of labelled.filter((d) => !CRD_GROUPS.has(d.object.apiVersion))) {
+    const module = (await import(
+      /* @vite-ignore */ `kubernetes-models/${object.apiVersion}/${object.kind}`
+    )) as Record<string, new (data: unknown) => { validate(): void }>;
+    const Model = module[object.kind];
+    if (Model === undefined) {
+      failures.push(`${label}: kubernetes-models has no ${object.apiVersion} ${object.kind}`);
+      continue;
+    }
+    try {
+      new Model(object).validate();
+    } catch (error) {
+      failures.push(`${label}: ${(error as Error).message}`);
+    }
+  }
+  for (const p of checkManifestTypes(ROOT, labelled)) failures.push(`${p.document} ${p.path}: ${p.message}`);
+  return failures;
+}
+
+const PREFIX_MODE = `
+bridge:
+  prefixMode: swap
+addressPlan:
+  allowedCidrs: [198.51.100.192/26]
+  networks:
+    - name: ipvlan-multus
+      master: eth1
+      ranges: [{ range: 198.51.100.0/24, start: 198.51.100.192, end: 198.51.100.254 }]
+      allowedCidrs: [198.51.100.192/26]
+      nodeSliceSize: /28
+    - name: ipvlan-multus-dual
+      master: eth1
+      ranges: [{ range: 198.51.100.0/24, start: 198.51.100.192, end: 198.51.100.207 }]
+      allowedCidrs: [198.51.100.192/27]
+      floatingAddresses: [198.51.100.210]
+demo:
+  enabled: true
+`;
+
+/** Another address plan than the defaults': nothing of the defaults' may be left in what renders. */
+const OTHER_PLAN = `
+addressPlan:
+  allowedCidrs: [192.0.2.128/25, 2001:db8:0:2::100/120]
+  networks:
+    - name: ipvlan-multus
+      master: ens6
+      ranges: [{ range: 192.0.2.0/24, start: 192.0.2.224, end: 192.0.2.254 }]
+      allowedCidrs: [192.0.2.224/27]
+    - name: ipvlan-multus-dual
+      master: ens6
+      ranges:
+        - { range: 192.0.2.0/24, start: 192.0.2.128, end: 192.0.2.143 }
+        - { range: "2001:db8:0:2::/64", start: "2001:db8:0:2::100", end: "2001:db8:0:2::1ff" }
+      allowedCidrs: [192.0.2.128/27, 2001:db8:0:2::100/120]
+      floatingAddresses: [192.0.2.150]
+demo:
+  enabled: true
+`;
+
+const MONITORING = `
+monitoring:
+  enabled: true
+  labels: { release: kps }
+  sidecar: { enabled: true }
+`;
+
+const unavailable = helmUnavailableReason();
+if (unavailable !== undefined) process.stderr.write(`note: ${unavailable}; test/chart.test.ts is skipped\n`);
+
+describe.skipIf(unavailable !== undefined)("the chart (charts/multus-ipmgr)", () => {
+  it("has package.json's version as its version and appVersion", () => {
+    const chart = parseYaml(readFileSync(join(CHART, "Chart.yaml"), "utf8")) as Record<string, string>;
+    expect({ version: chart.version, appVersion: chart.appVersion }).toEqual({
+      version: VERSION,
+      appVersion: VERSION,
+    });
+  });
+
+  it("passes helm lint --strict with its defaults and with deploy/'s values", () => {
+    for (const args of [[], ["--values", DEPLOY_VALUES]]) {
+      const run = helm(["lint", "--strict", CHART, ...args]);
+      expect({ args, status: run.status, out: run.stdout }).toMatchObject({ args, status: 0 });
+      expect(run.stdout).toContain("1 chart(s) linted, 0 chart(s) failed");
+    }
+  });
+
+  it("renders objects valid against the Kubernetes API types over a matrix of values", async () => {
+    const matrix: Record<string, string | undefined> = {
+      "the defaults (the bridge alone)": undefined,
+      "deploy/'s values (demo, monitoring)": readFileSync(DEPLOY_VALUES, "utf8"),
+      "the bridge in prefix mode, over node-sliced networks": PREFIX_MODE,
+      "the init and sidecar snippets on another address plan": OTHER_PLAN,
+      "monitoring on, with the sidecar's": MONITORING,
+    };
+    const cases = Object.fromEntries(
+      Object.entries(matrix).map(([name, values]) => [name, renderChart(values)]),
+    );
+    for (const [name, objects] of Object.entries(cases))
+      expect({ name, objects: objects.length > 0 }).toEqual({ name, objects: true });
+    expect(await typeFailures(cases)).toEqual([]);
+  });
+
+  it("the type checks find a misspelt field of a rendered object, and name it", async () => {
+    const objects = renderChart();
+    const daemonSet = structuredClone(find(objects, "DaemonSet", "multus-ipmgr-bridge"));
+    Object.assign(podOf(daemonSet).containers[0] ?? {}, { imagePullPolcy: "Always" });
+    const failures = await typeFailures({ misspelt: [daemonSet] });
+    expect(failures).toHaveLength(1);
+    expect(failures[0]).toContain("misspelt: DaemonSet kube-system/multus-ipmgr-bridge");
+    expect(failures[0]).toContain("spec.template.spec.containers[0].imagePullPolcy");
+  });
+
+  it("a bridge-only install (the defaults) creates the bridge's objects and no demo object", () => {
+    const objects = renderChart();
+    expect(objects.map(idOf).sort()).toEqual([
+      "ClusterRole /multus-ipmgr-bridge",
+      "ClusterRoleBinding /multus-ipmgr-bridge",
+      "DaemonSet kube-system/multus-ipmgr-bridge",
+      "Role kube-system/multus-ipmgr-bridge-lease",
+      "RoleBinding kube-system/multus-ipmgr-bridge-lease",
+      "ServiceAccount kube-system/multus-ipmgr-bridge",
+    ]);
+  });
+
+  it("the address plan is the one place of the addresses: NADs, the bridge's and the pods' IPMGR_ALLOWED_CIDRS, the floating address", () => {
+    const objects = renderChart(OTHER_PLAN);
+    const text = JSON.stringify(objects);
+    expect(text).not.toContain("198.51.100.");
+    expect(text).not.toContain("2001:db8:0:1:");
+    expect(
+      envOf(ipmgrContainers(find(objects, "DaemonSet", "multus-ipmgr-bridge"))[0]).IPMGR_ALLOWED_CIDRS,
+    ).toBe("192.0.2.128/25,2001:db8:0:2::100/120");
+    expect(envOf(ipmgrContainers(find(objects, "Deployment", "cnf-worker"))[0]).IPMGR_ALLOWED_CIDRS).toBe(
+      "192.0.2.224/27",
+    );
+    expect(envOf(ipmgrContainers(find(objects, "StatefulSet", "cnf"))[0]).IPMGR_ALLOWED_CIDRS).toBe(
+      "192.0.2.128/27,2001:db8:0:2::100/120",
+    );
+    const single = nadConfig(find(objects, "NetworkAttachmentDefinition", "ipvlan-multus"));
+    expect(single).toMatchObject({
+      master: "ens6",
+      mode: "l2",
+      type: "ipvlan",
+      ipam: {
+        type: "whereabouts",
+        range: "192.0.2.0/24",
+        range_start: "192.0.2.224",
+        range_end: "192.0.2.254",
+      },
+    });
+    expect(
+      nadConfig(find(objects, "NetworkAttachmentDefinition", "ipvlan-multus-dual")).ipam.ipRanges,
+    ).toEqual([
+      { range: "192.0.2.0/24", range_start: "192.0.2.128", range_end: "192.0.2.143" },
+      { range: "2001:db8:0:2::/64", range_start: "2001:db8:0:2::100", range_end: "2001:db8:0:2::1ff" },
+    ]);
+    const demo = objects.filter((o) => !["kube-system", undefined].includes(o.metadata.namespace));
+    expect(demo.map((o) => o.metadata.namespace)).toEqual(demo.map(() => "cnf"));
+  });
+
+  it("prefix mode: the bridge's IPMGR_BRIDGE_PREFIX_MODE and the NADs' node_slice_size", () => {
+    const objects = renderChart(PREFIX_MODE);
+    expect(
+      envOf(ipmgrContainers(find(objects, "DaemonSet", "multus-ipmgr-bridge"))[0]).IPMGR_BRIDGE_PREFIX_MODE,
+    ).toBe("swap");
+    expect(
+      nadConfig(find(objects, "NetworkAttachmentDefinition", "ipvlan-multus")).ipam.node_slice_size,
+    ).toBe("/28");
+    expect(
+      nadConfig(find(objects, "NetworkAttachmentDefinition", "ipvlan-multus-dual")).ipam,
+    ).not.toHaveProperty("node_slice_size");
+    expect(
+      envOf(ipmgrContainers(find(renderChart(), "DaemonSet", "multus-ipmgr-bridge"))[0]),
+    ).not.toHaveProperty("IPMGR_BRIDGE_PREFIX_MODE");
+  });
+
+  it("the image: the chart's appVersion by default, a registry and a digest when given", () => {
+    const image = (values?: string) =>
+      ipmgrContainers(find(renderChart(values), "DaemonSet", "multus-ipmgr-bridge"))[0]?.image;
+    expect(image()).toBe(`multus-ipmgr:${VERSION}`);
+    const digest = `sha256:${"ab".repeat(32)}`;
+    expect(
+      image(`image: { registry: 111122223333.dkr.ecr.eu-west-1.amazonaws.com, digest: "${digest}" }`),
+    ).toBe(`111122223333.dkr.ecr.eu-west-1.amazonaws.com/multus-ipmgr@${digest}`);
+    expect(image("image: { tag: 0.2.0-rc.1 }")).toBe("multus-ipmgr:0.2.0-rc.1");
+  });
+
+  it("IRSA: the ServiceAccounts carry the role annotations given; Pod Identity needs none", () => {
+    const role = (name: string) => `arn:aws:iam::111122223333:role/${name}`;
+    const objects = renderChart(`
+bridge: { serviceAccount: { annotations: { eks.amazonaws.com/role-arn: "${role("multus-ipmgr-bridge")}" } } }
+pods: { serviceAccount: { annotations: { eks.amazonaws.com/role-arn: "${role("multus-ipmgr-pod")}" } } }
+demo: { enabled: true }
+`);
+    expect(find(objects, "ServiceAccount", "multus-ipmgr-bridge").metadata.annotations).toEqual({
+      "eks.amazonaws.com/role-arn": role("multus-ipmgr-bridge"),
+    });
+    expect(find(objects, "ServiceAccount", "multus-ipmgr").metadata.annotations).toEqual({
+      "eks.amazonaws.com/role-arn": role("multus-ipmgr-pod"),
+    });
+    expect(find(renderChart(), "ServiceAccount", "multus-ipmgr-bridge").metadata.annotations).toBeUndefined();
+  });
+
+  it("monitoring: absent() for each job, rules and the sidecar's ServiceMonitor bound to no namespace, the release label on each", () => {
+    const objects = renderChart(MONITORING);
+    const monitoring = objects.filter((o) => o.apiVersion === "monitoring.coreos.com/v1");
+    expect(monitoring.map(idOf).sort()).toEqual([
+      "PrometheusRule kube-system/multus-ipmgr",
+      "ServiceMonitor kube-system/multus-ipmgr-bridge",
+      "ServiceMonitor kube-system/multus-ipmgr-sidecar",
+    ]);
+    for (const o of monitoring)
+      expect({ o: idOf(o), release: o.metadata.labels?.release }).toEqual({ o: idOf(o), release: "kps" });
+    const sidecar = find(objects, "ServiceMonitor", "multus-ipmgr-sidecar").spec as Record<string, unknown>;
+    expect(sidecar.namespaceSelector).toEqual({ any: true });
+    const groups = (
+      find(objects, "PrometheusRule", "multus-ipmgr").spec as {
+        groups: { name: string; rules: { alert: string; expr: string }[] }[];
+      }
+    ).groups;
+    expect(groups.map((g) => g.name)).toEqual(["multus-ipmgr-sidecar", "multus-ipmgr-bridge"]);
+    for (const g of groups) {
+      expect(g.rules.map((r) => r.expr)).toContain(`absent(up{job="${g.name}"})`);
+      for (const r of g.rules)
+        expect({ alert: r.alert, expr: r.expr }).toEqual({
+          alert: r.alert,
+          expr: expect.not.stringMatching(/namespace=|pod=|app_kubernetes_io/),
+        });
+    }
+    const bridgeOnly = find(renderChart("monitoring: { enabled: true }"), "PrometheusRule", "multus-ipmgr");
+    expect((bridgeOnly.spec as { groups: { name: string }[] }).groups.map((g) => g.name)).toEqual([
+      "multus-ipmgr-bridge",
+    ]);
+    // Neither the bridge nor the sidecar's monitoring: no rule group, so no PrometheusRule (its groups are required).
+    expect(renderChart("bridge: { enabled: false }\nmonitoring: { enabled: true }").map(idOf)).toEqual([]);
+  });
+});
+
+/** The IAM policies (JSON objects, each starting with `{` alone on a line) that NOTES print. */
+const policiesIn = (notes: string): unknown[] =>
+  [...notes.matchAll(/^\{\n[\s\S]*?^\}$/gm)].map((m) => JSON.parse(m[0]) as unknown);
+const deployPolicy = (file: string): unknown =>
+  JSON.parse(readFileSync(join(ROOT, "deploy", "iam", file), "utf8"));
+
+describe.skipIf(unavailable !== undefined)("the chart's NOTES (helm install)", () => {
+  it("print the bridge's IAM policy, its ServiceAccount and the Pod Identity association, and no pod policy", () => {
+    const notes = installNotes();
+    expect(policiesIn(notes)).toEqual([deployPolicy("iam-policy-bridge.json")]);
+    expect(notes).toContain("the bridge's ServiceAccount kube-system/multus-ipmgr-bridge needs an IAM role");
+    expect(notes.replace(/\\\n\s*/g, "")).toContain(
+      "aws eks create-pod-identity-association --cluster-name <CLUSTER_NAME> --namespace kube-system " +
+        "--service-account multus-ipmgr-bridge --role-arn arn:aws:iam::<ACCOUNT_ID>:role/multus-ipmgr-bridge",
+    );
+  });
+
+  it("with IRSA annotations and the demo's pods, name the roles and print the pod policy too", () => {
+    const notes = installNotes(`
+bridge: { serviceAccount: { annotations: { eks.amazonaws.com/role-arn: "arn:aws:iam::111122223333:role/b" } } }
+demo: { enabled: true }
+`);
+    expect(policiesIn(notes)).toEqual([
+      deployPolicy("iam-policy-bridge.json"),
+      deployPolicy("iam-policy-pod.json"),
+    ]);
+    expect(notes).toContain("IRSA: the ServiceAccount names the role arn:aws:iam::111122223333:role/b");
+    expect(notes).toContain("system:serviceaccount:kube-system:multus-ipmgr-bridge");
+    expect(notes).toContain("--namespace cnf --service-account multus-ipmgr");
+    expect(notes).toContain("deploy/iam/iam-policy-elastic-ips.json");
+  });
+
+  it("print no IAM policy when nothing that calls EC2 is installed", () => {
+    expect(policiesIn(installNotes("bridge: { enabled: false }"))).toEqual([]);
+  });
+});
+
+/** Each a misspelt key or a wrong type, and what helm's schema error must name. */
+const TYPOS: [string, string][] = [
+  ["bridge: { prefixMod: swap }", "at '/bridge': additional properties 'prefixMod' not allowed"],
+  ["bridge: { prefixMode: always }", "at '/bridge/prefixMode'"],
+  ["bridge: { httpPort: '9180' }", "at '/bridge/httpPort': got string, want integer"],
+  ["bridge: { releaseDryRun: 'yes' }", "at '/bridge/releaseDryRun': got string, want boolean"],
+  ["bridge: { reservation: create }", "additional properties 'reservation' not allowed"],
+  [
+    "bridge: { resources: { request: { cpu: 1 } } }",
+    "at '/bridge/resources': additional properties 'request' not allowed",
+  ],
+  [
+    "bridge: { tolerations: [{ operater: Exists }] }",
+    "at '/bridge/tolerations/0': additional properties 'operater' not allowed",
+  ],
+  ["bridge: { securityContext: { runAsUSer: 0 } }", "additional properties 'runAsUSer' not allowed"],
+  ["image: { tags: v1 }", "at '/image': additional properties 'tags' not allowed"],
+  ["image: { digest: v1 }", "at '/image/digest'"],
+  [
+    "addressPlan: { allowedCidr: [192.0.2.0/24] }",
+    "at '/addressPlan': additional properties 'allowedCidr' not allowed",
+  ],
+  ["addressPlan: { allowedCidrs: [192.0.2.0] }", "at '/addressPlan/allowedCidrs/0'"],
+  [
+    "addressPlan: { allowedCidrs: [192.0.2.0/24], networks: [{ name: n, mastr: eth1, master: eth1, ranges: [{ range: 192.0.2.0/24, start: 192.0.2.10, end: 192.0.2.20 }], allowedCidrs: [192.0.2.0/27] }] }",
+    "at '/addressPlan/networks/0': additional properties 'mastr' not allowed",
+  ],
+  ["monitoring: { enable: true }", "at '/monitoring': additional properties 'enable' not allowed"],
+  [
+    "monitoring: { sidecar: { serviceLabel: { a: b } } }",
+    "at '/monitoring/sidecar': additional properties 'serviceLabel' not allowed",
+  ],
+  ["demo: { enabled: 'true' }", "at '/demo/enabled': got string, want boolean"],
+  ["demos: { enabled: true }", "additional properties 'demos' not allowed"],
+  [
+    "pods: { serviceAccount: { annotation: {} } }",
+    "at '/pods/serviceAccount': additional properties 'annotation' not allowed",
+  ],
+];
+
+describe.skipIf(unavailable !== undefined)("values.schema.json", () => {
+  it.each(TYPOS)("refuses %s in helm template and helm lint --strict, naming the key", (values, named) => {
+    const template = helm(["template", "multus-ipmgr", CHART], values);
+    expect({ status: template.status, stdout: template.stdout }).toEqual({ status: 1, stdout: "" });
+    expect(template.stderr).toContain("values don't meet the specifications of the schema");
+    expect(template.stderr).toContain(named);
+    const lint = helm(["lint", "--strict", CHART], values);
+    expect(lint.status).toBe(1);
+    expect(lint.stdout).toContain(named);
+  });
+
+  it("has additionalProperties false on every object of fixed keys (maps of names are the only open ones)", () => {
+    const schema = JSON.parse(readFileSync(join(CHART, "values.schema.json"), "utf8")) as Record<
+      string,
+      unknown
+    >;
+    const open: string[] = [];
+    const walk = (node: unknown, path: string): void => {
+      if (typeof node !== "object" || node === null) return;
+      const n = node as Record<string, unknown>;
+      if (n.type === "object" && n.properties !== undefined && n.additionalProperties !== false)
+        open.push(path);
+      for (const [k, v] of Object.entries(n)) walk(v, `${path}/${k}`);
+    };
+    walk(schema, "");
+    expect(open).toEqual([]);
+  });
+});
