@@ -356,7 +356,12 @@ export function publicIpPoolOf(vpcCidr: Cidr): Cidr {
  * Unique allocation ids and public IPs, every public IP in the world's pool (publicIpPoolOf), and each association on a private
  * IPv4 address its ENI holds, with at most one Elastic IP per private address (as EC2 allows).
  */
-function checkElasticIps(world: WorldShape, problem: Problem, holders: ReadonlyMap<string, string>): void {
+function checkElasticIps(
+  world: WorldShape,
+  problem: Problem,
+  holders: ReadonlyMap<string, string>,
+  prefixes: readonly { readonly block: Cidr; readonly eni: string }[],
+): void {
   const pool = publicIpPoolOf(mustParseCidr(world.vpc.cidr));
   const eniIds = new Set(world.instances.flatMap((i) => i.enis.map((e) => e.id)));
   const allocations = new Set<string>();
@@ -381,10 +386,13 @@ function checkElasticIps(world: WorldShape, problem: Problem, holders: ReadonlyM
       problem(at("association", "eni"), `unknown ENI ${association.eni}: list it under an instance's enis`);
       return;
     }
-    if (holders.get(association.privateIp) !== association.eni) {
+    const inPrefix = prefixes.some(
+      (p) => p.eni === association.eni && cidrContains(p.block, association.privateIp),
+    );
+    if (holders.get(association.privateIp) !== association.eni && !inPrefix) {
       problem(
         at("association", "privateIp"),
-        `${association.privateIp} is not a private IPv4 address of ${association.eni}: add it to its primaryIpv4 or secondaryIpv4s`,
+        `${association.privateIp} is not a private IPv4 address of ${association.eni}: add it to its primaryIpv4 or secondaryIpv4s, or an ipv4Prefixes block holding it`,
       );
     }
     const key = `${association.eni} ${association.privateIp}`;
@@ -437,7 +445,7 @@ function checkConsistency(world: WorldShape, ctx: z.RefinementCtx): void {
   const eniIds = new Set<string>();
   const macs = new Set<string>();
   const addresses = new Map<string, string>();
-  const prefixBlocks: { block: Cidr; path: (string | number)[] }[] = [];
+  const prefixBlocks: { block: Cidr; path: (string | number)[]; eni: string }[] = [];
   world.instances.forEach((instance, i) => {
     if (instanceIds.has(instance.id)) problem(["instances", i, "id"], `duplicate instance id ${instance.id}`);
     instanceIds.add(instance.id);
@@ -523,7 +531,7 @@ function checkConsistency(world: WorldShape, ctx: z.RefinementCtx): void {
         ) {
           problem(path, `${p} holds addresses AWS reserves in ${home.text} (the first four and the last)`);
         } else {
-          prefixBlocks.push({ block, path });
+          prefixBlocks.push({ block, path, eni: eni.id });
         }
       }
       if (
@@ -551,7 +559,7 @@ function checkConsistency(world: WorldShape, ctx: z.RefinementCtx): void {
     const other = prefixBlocks.slice(0, i).find((o) => cidrsOverlap(o.block, block));
     if (other !== undefined) problem(path, `${block.text} overlaps the prefix ${other.block.text}`);
   }
-  checkElasticIps(world, problem, addresses);
+  checkElasticIps(world, problem, addresses, prefixBlocks);
 
   const reserved: { subnet: string; cidr: Cidr }[] = [];
   world.reservations.forEach((reservation, i) => {
