@@ -18,6 +18,7 @@ import {
   parseCidr,
 } from "./ip-math.js";
 import { checkKubernetes, kubernetesSchema } from "./kube/kube-world.js";
+import { checkNitroPerType, typeIsNitro } from "./world-nitro.js";
 
 const address = (family: 4 | 6) =>
   z.string().transform((text, ctx) => {
@@ -207,7 +208,11 @@ const worldObjectSchema = z.strictObject({
         instanceType: z.string().min(1).default("m5.large"),
         /** Overrides the instance type's limit; counts the primary; also bounds IPv6 addresses. */
         ipv4AddressesPerEni: z.number().int().min(1).max(100).optional(),
-        /** Built on the Nitro System: takes delegated prefixes. Default true (false: prefixes are refused). */
+        /**
+         * Built on the Nitro System: takes delegated prefixes. A fact of the instance type (world-nitro.ts): the
+         * simulator's table decides for a type it knows, and a world saying otherwise is refused; for another
+         * type, every instance that says it must agree. Default: the table's word, else true.
+         */
         nitro: z.boolean().optional(),
         architecture: z.enum(["x86_64", "arm64", "i386"]).optional(),
         imageId: id("ami").optional(),
@@ -516,10 +521,10 @@ function checkConsistency(world: WorldShape, ctx: z.RefinementCtx): void {
       ];
       for (const { p, path, length, home } of prefixes) {
         const block = mustParseCidr(p);
-        if (instance.nitro === false) {
+        if (!typeIsNitro(world.instances, instance.instanceType)) {
           problem(
             path,
-            `${p}: instance ${instance.id} is not Nitro (nitro: false), and only Nitro instances take prefixes`,
+            `${p}: instance ${instance.id} is not Nitro (${instance.instanceType}), and only Nitro instances take prefixes`,
           );
         } else if (block.prefix !== length) {
           problem(path, `${p} must be a /${length}, the only prefix length EC2 delegates`);
@@ -560,6 +565,7 @@ function checkConsistency(world: WorldShape, ctx: z.RefinementCtx): void {
     if (other !== undefined) problem(path, `${block.text} overlaps the prefix ${other.block.text}`);
   }
   checkElasticIps(world, problem, addresses, prefixBlocks);
+  checkNitroPerType(world.instances, problem);
 
   const reserved: { subnet: string; cidr: Cidr }[] = [];
   world.reservations.forEach((reservation, i) => {
