@@ -120,6 +120,15 @@ show_calls() {
     await fetch(process.argv[1] + "/calls", { method: "DELETE" });
   ' "$CONTROL"
 }
+# Forgets the calls so far, unlisted, saying how many: the next section then lists only its own.
+clear_calls() {
+  ip netns exec "$SIM_NS" "$NODE" --input-type=module -e '
+    const calls = await (await fetch(process.argv[1] + "/calls")).json();
+    const cleared = await fetch(process.argv[1] + "/calls", { method: "DELETE" });
+    if (!cleared.ok) throw new Error(`clearing the call log: HTTP ${cleared.status}`);
+    console.log(`   (${process.argv[2]} made ${calls.length} EC2 calls, reads and DryRun checks; the call log is cleared)`);
+  ' "$CONTROL" "$1"
+}
 
 echo
 echo "== the pod's net1 (MAC of eni-0multus1, as with ipvlan):"
@@ -159,6 +168,7 @@ doctor_status="${PIPESTATUS[0]}"
 set -e
 echo "   exit code: $doctor_status"
 [ "$doctor_status" = 0 ] || die "doctor found a problem in the demo's own world (above)"
+clear_calls doctor
 
 echo
 echo "== an address outside IPMGR_ALLOWED_CIDRS is refused, and nothing is assigned:"
@@ -168,6 +178,8 @@ run_init >/dev/null
 echo "   exit code: $?"
 set -e
 show_calls
+# _IPMGR_DEMO_POD_ONLY=1 (test/demo-pod.test.ts) stops here: the bridge and prefix parts have tests of their own.
+[ "${_IPMGR_DEMO_POD_ONLY:-}" = 1 ] && { echo; echo "demo done (pod part only); cleaning up"; exit 0; }
 echo
 echo "== the bridge (a DaemonSet): the simulator with a Kubernetes API on 127.0.0.1, examples/world-bridge.yaml"
 "$NODE" scripts/demo-bridge.mjs

@@ -24,7 +24,11 @@ import { addressesPerEniOf } from "../src/eni/instance-limits.js";
 import { cidrContains, cidrSize, parseCidr } from "../src/eni/ip.js";
 import { plan } from "../src/eni/planner.js";
 import type { EniState, SubnetCidrReservation } from "../src/eni/types.js";
-import { knownInstanceTypes, addressesPerEniOf as simAddressesPerEniOf } from "../src/sim/instance-limits.js";
+import {
+  knownInstanceTypes,
+  nitroOf,
+  addressesPerEniOf as simAddressesPerEniOf,
+} from "../src/sim/instance-limits.js";
 import { makeTempDir, removeTempDir } from "./helpers/temp-dirs.js";
 
 function eni(overrides: Partial<EniState> = {}): EniState {
@@ -112,8 +116,8 @@ describe("addressesPerEniOf", () => {
     expect(addressesPerEniOf(type)).toBe(limit);
   });
 
-  it("agrees with the simulator on every type the simulator knows", () => {
-    for (const type of knownInstanceTypes)
+  it("agrees with the simulator on every Nitro type the simulator knows (its Xen ones are older than our table)", () => {
+    for (const type of knownInstanceTypes.filter((t) => nitroOf(t) === true))
       expect([type, addressesPerEniOf(type)]).toEqual([type, simAddressesPerEniOf(type)]);
   });
 });

@@ -2,17 +2,24 @@
  * `multus-ipmgr doctor`, the built binary, run in a pod namespace of the lab against the simulator: the real
  * sysfs of the pod's namespace, the real `ip` command, the real IMDS and EC2 clients.
  */
+import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import { writeKubeconfig } from "../src/sim/kube/kubeconfig.js";
+import { eventually, kubeWorld, MAC_A, NODE_A } from "./helpers/kube-worlds.js";
 import { ip, Lab, labUnavailableReason } from "./helpers/netns.js";
+import { makeTempDir, removeTempDir } from "./helpers/temp-dirs.js";
 import { ENI, MAC, NODE1, twoNodeWorld } from "./helpers/worlds.js";
 
 const unavailable = labUnavailableReason();
 if (unavailable !== undefined) console.warn(`doctor end-to-end tests skipped: ${unavailable}`);
 
 let lab: Lab | undefined;
+let dir: string | undefined;
 afterEach(async () => {
   await lab?.close();
   lab = undefined;
+  removeTempDir(dir);
+  dir = undefined;
 });
 
 const SUBNET_A = "subnet-00000000000000e00";
@@ -69,7 +76,7 @@ describe.skipIf(unavailable !== undefined)("multus-ipmgr doctor in a pod namespa
     expect(report.checks.find((c) => c.name === "node-slice")).toMatchObject({
       status: "skipped",
       detail:
-        "not checked: no Kubernetes API (KUBERNETES_SERVICE_HOST is not set: doctor does not run in a pod).",
+        "not checked: no Kubernetes API (KUBERNETES_SERVICE_HOST is not set: doctor does not run in a pod; outside one, IPMGR_KUBECONFIG or --kubeconfig names a kubeconfig, NODE_NAME or --node-name the node).",
     });
     const actions = new Set((await l.calls()).map((c) => c.action));
     expect([...actions].sort()).toEqual([
@@ -99,6 +106,63 @@ describe.skipIf(unavailable !== undefined)("multus-ipmgr doctor in a pod namespa
     );
     expect(lines.at(-2)).toMatch(
       /^multus-ipmgr doctor: 3 problems, 0 warnings, \d+ ok, \d+ skipped \(exit 10\)\.$/,
+    );
+  });
+
+  it("reads this node's slices from the simulator's Kubernetes API through --kubeconfig and --node-name", async () => {
+    const nads = (kubeWorld().kubernetes as unknown as { networkAttachmentDefinitions: unknown[] })
+      .networkAttachmentDefinitions;
+    const sliced = {
+      namespace: "kube-system",
+      name: "slices",
+      config: {
+        cniVersion: "0.3.1",
+        name: "slices",
+        type: "ipvlan",
+        master: "eth1",
+        ipam: {
+          type: "whereabouts",
+          network_name: "slices",
+          range: "198.51.100.224/27",
+          node_slice_size: "/28",
+        },
+      },
+    };
+    const l = await Lab.start(kubeWorld({ networkAttachmentDefinitions: [...nads, sliced] }), [
+      {
+        name: "pod",
+        instanceId: "i-0a",
+        interfaces: [{ name: "net1", mac: MAC_A, addresses: ["198.51.100.193/25"] }],
+      },
+    ]);
+    lab = l;
+    expect(l.sim.kubernetes).toBeDefined();
+    dir = makeTempDir("ipmgr-kube-");
+    const kubeconfig = join(dir, "kubeconfig");
+    await writeKubeconfig(kubeconfig, l.sim.kubernetes ?? "");
+    const doctorEnv = l.env("pod", {
+      IPMGR_ALLOWED_CIDRS: "198.51.100.192/27",
+      IPMGR_IMDS_TIMEOUT_MS: "300",
+    });
+    let check: Report["checks"][number] | undefined;
+    // whereabouts' node slice controller (simulated) gives the node its slice shortly after start.
+    await eventually(
+      async () => {
+        const result = await l.run(
+          "pod",
+          ["doctor", "--json", "--kubeconfig", kubeconfig, "--node-name", NODE_A],
+          doctorEnv,
+        );
+        expect(result.stderr).toBe("");
+        check = (JSON.parse(result.stdout) as Report).checks.find((c) => c.name === "node-slice");
+        return check?.detail.includes("NodeSlicePool kube-system/slices") === true;
+      },
+      "doctor reads node A's slice through the kubeconfig",
+      30_000,
+    );
+    expect(check?.status).not.toBe("skipped");
+    expect(check?.detail).toMatch(
+      /^slice 198\.51\.100\.2(24|40)\/28 of NodeSlicePool kube-system\/slices \(range 198\.51\.100\.224\/27\)/,
     );
   });
 });

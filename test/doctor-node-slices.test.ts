@@ -2,11 +2,14 @@
  * doctor's one Kubernetes read, over real HTTP against the simulator's API server: this node's whereabouts
  * slices from the NodeSlicePool list; and where the in-cluster endpoint comes from.
  */
-import { writeFileSync } from "node:fs";
+import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import { kubeconfigEndpoint } from "../src/doctor/kubeconfig.js";
 import { inClusterEndpoint, KubeNodeSlices } from "../src/doctor/node-slices.js";
+import { ConfigError } from "../src/eni/errors/config-error.js";
 import type { SimulatorHandle } from "../src/sim/index.js";
+import { writeKubeconfig } from "../src/sim/kube/kubeconfig.js";
 import { closedPortUrl } from "./helpers/closed-port.js";
 import {
   eventually,
@@ -75,10 +78,117 @@ describe("KubeNodeSlices against the simulator's API server", () => {
   });
 });
 
+/** The ConfigError `fail` builds in main.ts, here with the variable's name. */
+const fail = (problem: string) => new ConfigError("IPMGR_KUBECONFIG", "the-file", problem);
+
+describe("kubeconfigEndpoint", () => {
+  it("reads the slices through the kubeconfig the simulator writes, from outside any pod", async () => {
+    const base = kubeWorld().kubernetes as unknown as { networkAttachmentDefinitions: unknown[] };
+    sim = await startKubeSim(
+      kubeWorld({ networkAttachmentDefinitions: [...base.networkAttachmentDefinitions, SLICED] }),
+    );
+    const s = sim;
+    dir = makeTempDir("ipmgr-kube-");
+    const path = join(dir, "kubeconfig");
+    await writeKubeconfig(path, kubeEndpointOf(s));
+    const endpoint = await kubeconfigEndpoint(path, 2000, fail);
+    expect(endpoint).toEqual({
+      server: kubeEndpointOf(s),
+      token: "multus-ipmgr-sim-token",
+      insecure: true,
+      kubeconfig: path,
+      timeoutMs: 2000,
+    });
+    if (typeof endpoint === "string") return;
+    const source = new KubeNodeSlices(endpoint);
+    await eventually(async () => {
+      const answer = await source.slicesOf(NODE_A);
+      return answer.kind === "ok" && answer.slices.length === 1;
+    }, "node A has its slice, read through the kubeconfig");
+    expect(await source.slicesOf(NODE_A)).toMatchObject({
+      kind: "ok",
+      slices: [{ pool: "kube-system/slices", poolRange: "198.51.100.224/27" }],
+    });
+  });
+
+  it("reads the CA, the token file and the client certificate beside the kubeconfig, or from -data", async () => {
+    dir = makeTempDir("ipmgr-kube-");
+    mkdirSync(join(dir, "pki"));
+    writeFileSync(join(dir, "pki", "ca.crt"), "CA PEM");
+    writeFileSync(join(dir, "token"), "the-token\n");
+    const path = join(dir, "kubeconfig");
+    writeFileSync(
+      path,
+      [
+        "apiVersion: v1",
+        "kind: Config",
+        "current-context: c",
+        "contexts: [{ name: c, context: { cluster: k, user: u } }]",
+        "clusters: [{ name: k, cluster: { server: 'https://192.0.2.1:6443', certificate-authority: pki/ca.crt } }]",
+        `users: [{ name: u, user: { tokenFile: token, client-certificate-data: ${Buffer.from("CERT PEM").toString("base64")}, client-key-data: ${Buffer.from("KEY PEM").toString("base64")} } }]`,
+      ].join("\n"),
+    );
+    expect(await kubeconfigEndpoint(path, 1000, fail)).toEqual({
+      server: "https://192.0.2.1:6443",
+      token: "the-token",
+      ca: "CA PEM",
+      cert: "CERT PEM",
+      key: "KEY PEM",
+      kubeconfig: path,
+      timeoutMs: 1000,
+    });
+  });
+
+  it("says why when the user's credentials come from a command (EKS's aws eks get-token)", async () => {
+    dir = makeTempDir("ipmgr-kube-");
+    const path = join(dir, "kubeconfig");
+    writeFileSync(
+      path,
+      JSON.stringify({
+        "current-context": "eks",
+        contexts: [{ name: "eks", context: { cluster: "k", user: "u" } }],
+        clusters: [{ name: "k", cluster: { server: "https://192.0.2.1" } }],
+        users: [{ name: "u", user: { exec: { command: "aws", args: ["eks", "get-token"] } } }],
+      }),
+    );
+    expect(await kubeconfigEndpoint(path, 1000, fail)).toBe(
+      `not checked: the kubeconfig ${path} gets its credentials from a command (exec), which doctor does not run. Fix: give doctor a kubeconfig with a token (kubectl create token), or run doctor in the bridge's pod.`,
+    );
+  });
+
+  it.each<[string, string | undefined, RegExp]>([
+    [
+      "a file that does not exist",
+      undefined,
+      /^IPMGR_KUBECONFIG="the-file": cannot read the kubeconfig \(ENOENT: .*\); name a kubeconfig file, e\.g\. the one multus-ipmgr sim --kubeconfig writes$/,
+    ],
+    [
+      "no current context",
+      "clusters: []\n",
+      /^IPMGR_KUBECONFIG="the-file": the kubeconfig's current-context is not set; set one \(kubectl config use-context NAME --kubeconfig .*\)$/,
+    ],
+    [
+      "a cluster without a server",
+      "current-context: c\ncontexts: [{ name: c, context: { cluster: k } }]\nclusters: [{ name: k, cluster: {} }]\n",
+      /^IPMGR_KUBECONFIG="the-file": the current context "c" names cluster "k", which has no server in the kubeconfig; add the API server's URL as its server$/,
+    ],
+  ])("refuses %s with a ConfigError naming the setting and the fix", async (_, content, message) => {
+    dir = makeTempDir("ipmgr-kube-");
+    const path = join(dir, "kubeconfig");
+    if (content !== undefined) writeFileSync(path, content);
+    const error = await kubeconfigEndpoint(path, 1000, fail).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(ConfigError);
+    expect((error as Error).message).toMatch(message);
+  });
+});
+
 describe("inClusterEndpoint", () => {
-  it("says there is no Kubernetes API outside a pod", async () => {
+  it("says there is no Kubernetes API outside a pod, and how to give one", async () => {
     expect(await inClusterEndpoint({}, 1000)).toBe(
-      "not checked: no Kubernetes API (KUBERNETES_SERVICE_HOST is not set: doctor does not run in a pod).",
+      "not checked: no Kubernetes API (KUBERNETES_SERVICE_HOST is not set: doctor does not run in a pod; outside one, IPMGR_KUBECONFIG or --kubeconfig names a kubeconfig, NODE_NAME or --node-name the node).",
     );
   });
 

@@ -864,16 +864,15 @@ describe("doctor in prefix mode, against the simulator", () => {
       detail: "not checked: no Kubernetes API.",
     });
     await sim?.close();
-    // A type the world declares not Nitro, with no prefix held (EC2 refuses them there).
+    // A type that is not Nitro, with no prefix held (EC2 refuses them there).
     const xen = twoNodeWorld();
     (xen.instances as Record<string, unknown>[])[0] = {
       ...(xen.instances as Record<string, unknown>[])[0],
-      instanceType: "c5.xlarge",
-      nitro: false,
+      instanceType: "c4.xlarge",
     };
     const onXen = await doctor(xen, { options: { allowedCidrs: RANGES } });
     expect(only(onXen, "prefix-support").detail).toContain(
-      "c5.xlarge is not built on the Nitro System (DescribeInstanceTypes: hypervisor xen)",
+      "c4.xlarge is not built on the Nitro System (DescribeInstanceTypes: hypervisor xen)",
     );
     expect(only(onXen, "prefix-blocks").detail).toBe(
       "no secondary ENI of this node holds a delegated prefix (per-address mode).",

@@ -156,7 +156,7 @@ describe("Elastic IPs in the world file", () => {
           association: { eni: ENI2, privateIp: FLOAT },
         },
       ],
-      `elasticIps[0].association.privateIp: ${FLOAT} is not a private IPv4 address of ${ENI2}: add it to its primaryIpv4 or secondaryIpv4s`,
+      `elasticIps[0].association.privateIp: ${FLOAT} is not a private IPv4 address of ${ENI2}: add it to its primaryIpv4 or secondaryIpv4s, or an ipv4Prefixes block holding it`,
     ],
     [
       "two Elastic IPs on one private address",
@@ -183,6 +183,17 @@ describe("Elastic IPs in the world file", () => {
     }
     expect(error).toBeInstanceOf(WorldError);
     expect((error as WorldError).message).toContain(message);
+  });
+
+  it("accepts an association with an address inside one of the ENI's prefixes", () => {
+    const association = { eni: ENI1, privateIp: "198.51.100.110" };
+    const w = parseWorld(
+      floatingPairWorld({
+        node1A1Ipv4Prefixes: ["198.51.100.96/28"],
+        elasticIps: [{ allocationId: "eipalloc-0a", publicIp: "203.0.113.10", association }],
+      }),
+    );
+    expect(w.elasticIps[0]?.association).toEqual(association);
   });
 
   it("takes public IPs from the next documentation range when the VPC uses 203.0.113.0/24", () => {
@@ -295,6 +306,34 @@ describe("AssociateAddress", () => {
     await associate({ allocationId: "eipalloc-0spare", eni: ENI1, privateIp: FLOAT });
     expect(where("eipalloc-0spare")).toEqual({ eniId: ENI1, privateIp: FLOAT });
     expect(eip("eipalloc-0web")).toMatchObject({ associationId: null, eniId: null, privateIp: null });
+  });
+
+  it("associates with an address inside a prefix delegated to the ENI, which DescribeAddresses shows", async () => {
+    await ec2.send(
+      new AssignPrivateIpAddressesCommand({ NetworkInterfaceId: ENI2, Ipv4Prefixes: ["198.51.100.96/28"] }),
+    );
+    const out = await associate({ allocationId: "eipalloc-0spare", eni: ENI2, privateIp: "198.51.100.101" });
+    expect(eip("eipalloc-0spare")).toMatchObject({
+      associationId: out.AssociationId,
+      eniId: ENI2,
+      privateIp: "198.51.100.101",
+    });
+    const described = await ec2.send(new DescribeAddressesCommand({ AllocationIds: ["eipalloc-0spare"] }));
+    expect(described.Addresses?.[0]).toMatchObject({
+      AssociationId: out.AssociationId,
+      NetworkInterfaceId: ENI2,
+      PrivateIpAddress: "198.51.100.101",
+    });
+    // Another ENI's prefix is not this ENI's address.
+    expect(
+      await ec2Failure(
+        associate({ allocationId: "eipalloc-0spare", eni: ENI1, privateIp: "198.51.100.102" }),
+      ),
+    ).toEqual({
+      code: "InvalidParameterValue",
+      message: `The private IP address 198.51.100.102 is not assigned to the network interface ${ENI1}.`,
+      status: 400,
+    });
   });
 
   it.each<[string, Parameters<typeof associate>[0], { code: string; message: string }]>([
@@ -496,5 +535,17 @@ describe("an association follows its private address", () => {
       new AssignPrivateIpAddressesCommand({ NetworkInterfaceId: ENI2, PrivateIpAddresses: [FLOAT] }),
     );
     expect(where("eipalloc-0web")).toEqual({ eniId: null, privateIp: null });
+  });
+
+  it("is dropped when the prefix holding its private address is unassigned; the Elastic IP stays allocated", async () => {
+    await ec2.send(
+      new AssignPrivateIpAddressesCommand({ NetworkInterfaceId: ENI2, Ipv4Prefixes: ["198.51.100.96/28"] }),
+    );
+    await associate({ allocationId: "eipalloc-0spare", eni: ENI2, privateIp: "198.51.100.101" });
+    await ec2.send(
+      new UnassignPrivateIpAddressesCommand({ NetworkInterfaceId: ENI2, Ipv4Prefixes: ["198.51.100.96/28"] }),
+    );
+    expect(eip("eipalloc-0spare")).toMatchObject({ associationId: null, eniId: null, privateIp: null });
+    expect(where("eipalloc-0web")).toEqual({ eniId: ENI1, privateIp: FLOAT });
   });
 });

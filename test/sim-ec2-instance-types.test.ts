@@ -12,13 +12,16 @@ let sim: SimulatorHandle;
 let ec2: EC2Client;
 
 beforeAll(async () => {
-  // Node 2 (m5.large) declared as not Nitro: the world's word wins for its type.
+  // Node 2 on a Xen type of the simulator's table, node 1 on a type it does not know, declared Nitro.
   const world = twoNodeWorld() as { instances: Record<string, unknown>[] };
   const [node1, node2] = world.instances;
   ({ sim, ec2 } = await startWithEc2(
     parseWorld({
       ...world,
-      instances: [node1, { ...node2, instanceType: "c5.large", nitro: false }],
+      instances: [
+        { ...node1, instanceType: "z9.large", ipv4AddressesPerEni: 10, nitro: true },
+        { ...node2, instanceType: "c4.large" },
+      ],
     }),
   ));
 });
@@ -37,13 +40,17 @@ describe("DescribeInstanceTypes through the real SDK", () => {
     ]);
   });
 
-  it("answers xen for a type a world instance declares not Nitro, and several types in one call", async () => {
+  it("answers each type's hypervisor, the table's or the world's, and several types in one call", async () => {
     const out = await ec2.send(
-      new DescribeInstanceTypesCommand({ InstanceTypes: ["c5.large", "t3.small", "c5.large"] }),
+      new DescribeInstanceTypesCommand({
+        InstanceTypes: ["c4.large", "t3.small", "c4.large", "m4.xlarge", "z9.large" as _InstanceType],
+      }),
     );
     expect(out.InstanceTypes?.map((t) => [t.InstanceType, t.Hypervisor])).toEqual([
-      ["c5.large", "xen"],
+      ["c4.large", "xen"],
       ["t3.small", "nitro"],
+      ["m4.xlarge", "xen"],
+      ["z9.large", "nitro"],
     ]);
   });
 

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { allocateAddress, associateAddress, disassociateAddress } from "../src/sim/ec2/model/elastic-ips.js";
-import { assignPrivateIps } from "../src/sim/ec2/model/eni-addresses.js";
+import { assignPrivateIps, unassignPrivateIps } from "../src/sim/ec2/model/eni-addresses.js";
+import { mustParseCidr } from "../src/sim/ip-math.js";
 import { freshModel, refusal } from "./helpers/ec2-model-world.js";
 
 // EC2's Elastic IP rules in the simulator's model, without HTTP. The world's eipalloc-0web (203.0.113.10) is
@@ -126,6 +127,40 @@ describe("EC2 model: Elastic IPs", () => {
       refused("InvalidAllocationID.NotFound", "The allocation ID 'eipalloc-0gone' does not exist"),
     );
     expect(associate("alloc-1").code).toBe("InvalidAllocationID.Malformed");
+  });
+
+  it("associates with an address inside the ENI's prefix, never another ENI's; unassigning the prefix ends it", () => {
+    const { state, topology, nextId } = freshModel();
+    assignPrivateIps(state, topology, "eni-0n2multus", {
+      prefixes: { named: [mustParseCidr("198.51.100.80/28")] },
+    });
+    const request = { allocationId: "eipalloc-0web", privateIp: "198.51.100.85", allowReassociation: true };
+    const associationId = associateAddress(state, topology, nextId, {
+      ...request,
+      target: { eniId: "eni-0n2multus" },
+    });
+    expect(state.addresses[0]).toMatchObject({
+      associationId,
+      eniId: "eni-0n2multus",
+      privateIp: "198.51.100.85",
+    });
+    expect(
+      refusal(() =>
+        associateAddress(state, topology, nextId, { ...request, target: { eniId: "eni-0n1multus" } }),
+      ),
+    ).toEqual(
+      refused(
+        "InvalidParameterValue",
+        "The private IP address 198.51.100.85 is not assigned to the network interface eni-0n1multus.",
+      ),
+    );
+    unassignPrivateIps(state, "eni-0n2multus", [], ["198.51.100.80/28"]);
+    expect(state.addresses[0]).toMatchObject({
+      allocationId: "eipalloc-0web",
+      associationId: null,
+      eniId: null,
+      privateIp: null,
+    });
   });
 
   it("follows its private address when it moves with AllowReassignment", () => {

@@ -21,7 +21,7 @@ import {
 /**
  * Prefixes (prefix delegation) on the simulator, through the AWS SDK's own client. World: standardWorld,
  * subnet-a 198.51.100.0/25 (2001:db8::/64) with eni-0a (.10, device 0) and eni-0b (.20) on i-1 (m5.large,
- * 10 addresses per ENI), plus i-2 (a Nitro instance type marked otherwise when a test says so) with eni-0z (.30).
+ * 10 addresses per ENI), plus i-2 (m5.large, or another type when a test says so) with eni-0z (.30).
  */
 
 let sim: SimulatorHandle | undefined;
@@ -33,7 +33,8 @@ afterEach(async () => {
 });
 
 interface Setup {
-  nitro?: boolean;
+  /** i-2's type. Default m5.large. */
+  instanceType?: string;
   ipv4AddressesPerEni?: number;
   reservations?: unknown[];
   clock?: Clock;
@@ -46,8 +47,7 @@ async function start(setup: Setup = {}): Promise<void> {
     moreInstances: [
       {
         id: "i-2",
-        instanceType: "m5.large",
-        ...(setup.nitro === undefined ? {} : { nitro: setup.nitro }),
+        instanceType: setup.instanceType ?? "m5.large",
         enis: [
           {
             id: "eni-0z",
@@ -246,12 +246,12 @@ describe("IPv4 prefixes: AssignPrivateIpAddresses with Ipv4Prefix.N / Ipv4Prefix
   });
 
   it("refuses prefixes on an instance type that is not Nitro", async () => {
-    await start({ nitro: false });
+    await start({ instanceType: "m4.large" });
     const error = await ec2Failure(assign4("eni-0z", { prefixes: ["198.51.100.32/28"] }));
     expect(error).toEqual({
       code: "InvalidParameterValue",
       message:
-        "Prefix delegation is not supported for instance type m5.large: it is not built on the Nitro System.",
+        "Prefix delegation is not supported for instance type m4.large: it is not built on the Nitro System.",
       status: 400,
     });
     // Addresses still work there.
@@ -443,7 +443,9 @@ describe("IMDS ipv4-prefix / ipv6-prefix and the world file", () => {
     expect(bad({ secondaryIpv4s: ["198.51.100.40"], ipv4Prefixes: ["198.51.100.32/28"] })).toContain(
       "instances[0].enis[0].ipv4Prefixes[0]: 198.51.100.32/28 overlaps 198.51.100.40, held by eni-0a",
     );
-    expect(bad({ ipv4Prefixes: ["198.51.100.32/28"] }, { nitro: false })).toContain("is not Nitro");
+    expect(bad({ ipv4Prefixes: ["198.51.100.32/28"] }, { instanceType: "m4.large" })).toContain(
+      "instances[0].enis[0].ipv4Prefixes[0]: 198.51.100.32/28: instance i-1 is not Nitro (m4.large), and only Nitro instances take prefixes",
+    );
     expect(bad({ ipv4Prefixes: ["198.51.100.112/28"] })).toContain(
       "198.51.100.112/28 holds addresses AWS reserves in 198.51.100.0/25 (the first four and the last)",
     );

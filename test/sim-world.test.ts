@@ -222,6 +222,76 @@ describe("world validation", () => {
     ]);
   });
 
+  it.each<[string, (w: Base) => void, string]>([
+    [
+      "nitro: false on a Nitro type",
+      (w) => {
+        loose(w.instances[0]).nitro = false;
+      },
+      "instances[0].nitro: instance i-0w says nitro: false, but m5.large is built on the Nitro System, and EC2 answers that per instance type (DescribeInstanceTypes): remove nitro, or use a type that is not Nitro (t2.micro, t2.small, t2.medium, t2.large, m4.large, m4.xlarge, c4.large, c4.xlarge, r4.large)",
+    ],
+    [
+      "nitro: true on a Xen type",
+      (w) => {
+        Object.assign(loose(w.instances[0]), { instanceType: "m4.large", nitro: true });
+      },
+      "instances[0].nitro: instance i-0w says nitro: true, but m4.large is not built on the Nitro System, and EC2 answers that per instance type (DescribeInstanceTypes): remove nitro, or use a Nitro type (m5.large, c5.xlarge, ...)",
+    ],
+    [
+      "two instances of a type the table does not know that disagree on nitro",
+      (w) => {
+        const first = loose(w.instances[0]);
+        Object.assign(first, { instanceType: "x9.large", ipv4AddressesPerEni: 10, nitro: false });
+        const other = structuredClone(w.instances[0]) as Base["instances"][number];
+        other.id = "i-0w2";
+        Object.assign(other.enis[0] ?? {}, {
+          id: "eni-0w2",
+          mac: "02:00:00:00:00:02",
+          primaryIpv4: "198.51.100.12",
+        });
+        w.instances.push(Object.assign(other, { nitro: true }));
+      },
+      "instances[1].nitro: instance i-0w2 says nitro: true, but instance i-0w of the same type x9.large says nitro: false, and EC2 answers that per instance type (DescribeInstanceTypes): give every instance of x9.large the same nitro",
+    ],
+  ])("refuses %s, naming the instance, the type and the fix", (_, change, expected) => {
+    expect(problemsOf(change)).toEqual([expected]);
+  });
+
+  it("takes Nitro from the instance type: the table's, or what the world says of a type it does not know", () => {
+    const w = base();
+    const xen = structuredClone(w.instances[0]) as Base["instances"][number];
+    Object.assign(xen, { id: "i-0xen", instanceType: "m4.large" });
+    Object.assign(xen.enis[0] ?? {}, {
+      id: "eni-0x",
+      mac: "02:00:00:00:00:02",
+      primaryIpv4: "198.51.100.12",
+    });
+    const custom = structuredClone(w.instances[0]) as Base["instances"][number];
+    Object.assign(custom, { id: "i-0c", instanceType: "x9.large", ipv4AddressesPerEni: 10, nitro: false });
+    Object.assign(custom.enis[0] ?? {}, {
+      id: "eni-0c",
+      mac: "02:00:00:00:00:03",
+      primaryIpv4: "198.51.100.13",
+    });
+    const sameType = structuredClone(custom);
+    Object.assign(sameType, { id: "i-0d", nitro: undefined });
+    Object.assign(sameType.enis[0] ?? {}, {
+      id: "eni-0d",
+      mac: "02:00:00:00:00:04",
+      primaryIpv4: "198.51.100.14",
+    });
+    delete loose(sameType).nitro;
+    w.instances.push(xen, custom, sameType);
+    loose(w.instances[0]).nitro = true;
+    const instances = topologyOf(parseWorld(w)).instances;
+    expect([...instances.values()].map((i) => [i.id, i.nitro])).toEqual([
+      ["i-0w", true],
+      ["i-0xen", false],
+      ["i-0c", false],
+      ["i-0d", false],
+    ]);
+  });
+
   it("WorldError's message lists every problem", () => {
     const w = base();
     eni(w).mac = "nope";

@@ -7,9 +7,10 @@ import { imdsEndpointOf, interfaceSelection } from "../eni/process/config.js";
 import { unknownVariables } from "../eni/process/known-variables.js";
 import type { Logger } from "../eni/process/logger.js";
 import { reportFailure } from "../eni/process/report-failure.js";
-import { commandHelp } from "../eni/process/settings.js";
+import { commandHelp, settingError } from "../eni/process/settings.js";
 import { HttpImdsProbe } from "./imds-probe.js";
 import { IpMonitorProbe } from "./ip-command-probe.js";
+import { kubeconfigEndpoint } from "./kubeconfig.js";
 import { SysfsLinks } from "./links.js";
 import { inClusterEndpoint, KubeNodeSlices } from "./node-slices.js";
 import { renderJson, renderText } from "./render.js";
@@ -25,7 +26,8 @@ multus-ipmgr doctor): IMDS and its hop limit, the instance, the pod's interfaces
 no_manage tag, the ENIs' security groups, free addresses per ENI, IAM permissions (DryRun where EC2
 offers it), the allowed CIDRs against the subnets, subnet CIDR reservations, prefix mode (a Nitro type,
 explicit reservations, never prefix ones, over the node-sliced ranges with free /28 or /80 blocks, this
-node's whereabouts slices held as prefixes, read from the Kubernetes API with NODE_NAME), and the ip
+node's whereabouts slices held as prefixes, read from the Kubernetes API, in the pod or through
+--kubeconfig, with NODE_NAME or --node-name), and the ip
 command. Run in the node's network namespace (the bridge's host-network pod), it also checks that each
 Multus ENI's link is up and that rp_filter is not strict on it. Changes nothing. Prints ok, warn, PROBLEM or skipped per
 check, with the fix; exits 10 when a check found a problem, 0 otherwise.`,
@@ -44,23 +46,37 @@ function stderrLogger(level: DoctorConfig["logLevel"]): Logger {
 const KUBE_TIMEOUT_MS = 5_000;
 
 /**
- * Where this node's slices come from: the in-cluster Kubernetes API and NODE_NAME (the downward API's
- * spec.nodeName), or the sentence saying why they cannot be read.
+ * Where this node's slices come from: the kubeconfig when one is set, else the in-cluster Kubernetes API, and
+ * the node name (the downward API's spec.nodeName); or the sentence saying why they cannot be read.
+ * @throws ConfigError when the kubeconfig cannot be read or names no server.
  */
-async function nodeSlicesOf(env: NodeJS.ProcessEnv): Promise<NonNullable<DoctorDeps["nodeSlices"]>> {
-  const endpoint = await inClusterEndpoint(env, KUBE_TIMEOUT_MS);
+async function nodeSlicesOf(
+  config: DoctorConfig,
+  argv: readonly string[],
+  env: NodeJS.ProcessEnv,
+): Promise<NonNullable<DoctorDeps["nodeSlices"]>> {
+  const endpoint =
+    config.kubeconfig === undefined
+      ? await inClusterEndpoint(env, KUBE_TIMEOUT_MS)
+      : await kubeconfigEndpoint(config.kubeconfig, KUBE_TIMEOUT_MS, (problem) =>
+          settingError(doctorSettings.kubeconfig, argv, env, problem),
+        );
   if (typeof endpoint === "string") return endpoint;
-  const nodeName = env.NODE_NAME;
+  const nodeName = config.nodeName;
   if (nodeName === undefined || nodeName === "") {
-    return "not checked: NODE_NAME is not set (add it from the downward API, fieldRef spec.nodeName, or run doctor in the bridge's pod, which has it).";
+    return "not checked: NODE_NAME is not set (add it from the downward API, fieldRef spec.nodeName, or run doctor in the bridge's pod, which has it; from a shell, --node-name).";
   }
   return { source: new KubeNodeSlices(endpoint), nodeName };
 }
 
-async function buildDoctorDeps(config: DoctorConfig, logger: Logger): Promise<DoctorDeps> {
+async function buildDoctorDeps(
+  config: DoctorConfig,
+  argv: readonly string[],
+  logger: Logger,
+): Promise<DoctorDeps> {
   const pod = buildPodDeps(config, logger);
   return {
-    nodeSlices: await nodeSlicesOf(process.env),
+    nodeSlices: await nodeSlicesOf(config, argv, process.env),
     ...pod,
     imdsProbe: new HttpImdsProbe({
       endpoint: imdsEndpointOf(config),
@@ -80,7 +96,7 @@ export async function main(argv: readonly string[]): Promise<number> {
   try {
     const config = loadDoctorConfig(argv, process.env);
     logger = stderrLogger(config.logLevel);
-    const results = await runDoctor(await buildDoctorDeps(config, logger), {
+    const results = await runDoctor(await buildDoctorDeps(config, argv, logger), {
       allowedCidrs: config.allowedCidrs,
       region: config.region,
       addressSource: config.addressSource,

@@ -4,9 +4,11 @@
  * the cluster-wide list. Its own small module on node:http(s), not the bridge's Kubernetes client: no command
  * imports another's folder, and doctor must not load @kubernetes/client-node for one GET.
  *
- * Where it asks: the pod's in-cluster configuration (KUBERNETES_SERVICE_HOST and _PORT, the service account's
- * token and CA under /var/run/secrets/kubernetes.io/serviceaccount/), as every in-cluster client does. Without
- * it, or without NODE_NAME (the downward API's spec.nodeName), the slice check says why it was not made.
+ * Where it asks: the kubeconfig of IPMGR_KUBECONFIG or --kubeconfig when set (kubeconfig.ts: from a shell, or
+ * against the simulator), else the pod's in-cluster configuration (KUBERNETES_SERVICE_HOST and _PORT, the
+ * service account's token and CA under /var/run/secrets/kubernetes.io/serviceaccount/), as every in-cluster
+ * client does. Without either, or without NODE_NAME or --node-name (the downward API's spec.nodeName), the
+ * slice check says why it was not made.
  * RBAC: nodeslicepools list (the bridge's ClusterRole has it; an application pod's service account usually
  * does not, and doctor then says so).
  */
@@ -67,6 +69,13 @@ export interface KubeEndpoint {
   readonly token?: string;
   /** PEM of the CA that signed the API server's certificate. */
   readonly ca?: string;
+  /** PEM of a client certificate and its key (a kubeconfig's user), instead of or beside the token. */
+  readonly cert?: string;
+  readonly key?: string;
+  /** The kubeconfig's `insecure-skip-tls-verify`: the server's certificate is not checked. */
+  readonly insecure?: boolean;
+  /** The kubeconfig it comes from; undefined: the pod's service account (in cluster). */
+  readonly kubeconfig?: string;
   /** Per request, in ms. */
   readonly timeoutMs: number;
 }
@@ -83,7 +92,10 @@ export class KubeNodeSlices implements NodeSliceSource {
       return {
         kind: "not-read",
         why: `not checked: the Kubernetes API at ${this.endpoint.server} did not answer (${error instanceof Error ? error.message : String(error)}).`,
-        fix: "check the pod's route to the API server (KUBERNETES_SERVICE_HOST), or run doctor in the bridge's pod",
+        fix:
+          this.endpoint.kubeconfig === undefined
+            ? "check the pod's route to the API server (KUBERNETES_SERVICE_HOST), or run doctor in the bridge's pod"
+            : `check the server of the kubeconfig ${this.endpoint.kubeconfig}, and that the API server runs`,
       };
     }
     if (answer.status === 404) {
@@ -95,7 +107,7 @@ export class KubeNodeSlices implements NodeSliceSource {
     if (answer.status === 401 || answer.status === 403) {
       return {
         kind: "not-read",
-        why: `not checked: the Kubernetes API refused to list NodeSlicePools (HTTP ${answer.status}) to this pod's service account.`,
+        why: `not checked: the Kubernetes API refused to list NodeSlicePools (HTTP ${answer.status}) to ${this.endpoint.kubeconfig === undefined ? "this pod's service account" : `the user of the kubeconfig ${this.endpoint.kubeconfig}`}.`,
         fix: "run doctor in the bridge's pod, whose ClusterRole may list nodeslicepools (kubectl exec -n <namespace> ds/<bridge> -- multus-ipmgr doctor), or grant list on nodeslicepools.whereabouts.cni.cncf.io",
       };
     }
@@ -128,6 +140,9 @@ export class KubeNodeSlices implements NodeSliceSource {
           headers,
           timeout: this.endpoint.timeoutMs,
           ...(this.endpoint.ca === undefined ? {} : { ca: this.endpoint.ca }),
+          ...(this.endpoint.cert === undefined ? {} : { cert: this.endpoint.cert }),
+          ...(this.endpoint.key === undefined ? {} : { key: this.endpoint.key }),
+          ...(this.endpoint.insecure === true ? { rejectUnauthorized: false } : {}),
         },
         (res) => {
           const chunks: Buffer[] = [];
@@ -157,7 +172,7 @@ export async function inClusterEndpoint(
   const host = env.KUBERNETES_SERVICE_HOST;
   const port = env.KUBERNETES_SERVICE_PORT ?? "443";
   if (host === undefined || host === "") {
-    return "not checked: no Kubernetes API (KUBERNETES_SERVICE_HOST is not set: doctor does not run in a pod).";
+    return "not checked: no Kubernetes API (KUBERNETES_SERVICE_HOST is not set: doctor does not run in a pod; outside one, IPMGR_KUBECONFIG or --kubeconfig names a kubeconfig, NODE_NAME or --node-name the node).";
   }
   let token: string;
   let ca: string;

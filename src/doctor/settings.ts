@@ -4,7 +4,13 @@
  * a finding, not a reason to stop. In this module, not config.ts, so that init's bundle does not carry it.
  */
 import { podSettings, sidecarSharedSettings } from "../eni/process/config.js";
-import { checkBackoffRange, field, loadSettings, type SettingValues } from "../eni/process/settings.js";
+import {
+  checkBackoffRange,
+  field,
+  loadSettings,
+  type SettingValues,
+  setting,
+} from "../eni/process/settings.js";
 
 const {
   interfaces,
@@ -44,6 +50,22 @@ export const doctorSettings = {
   ec2RetryMaxMs,
   logLevel,
   addressEvents: sidecarSharedSettings.addressEvents,
+  nodeName: setting({
+    env: "NODE_NAME",
+    flag: "--node-name",
+    default: undefined,
+    optional: true,
+    doc: "This node's name (spec.nodeName of its pods), from the downward API: fieldRef spec.nodeName. Unset: the node-slice check is skipped.",
+    schema: field.text(),
+  }),
+  kubeconfig: setting({
+    env: "IPMGR_KUBECONFIG",
+    flag: "--kubeconfig",
+    default: undefined,
+    optional: true,
+    doc: "A kubeconfig file for the node-slice check's one read (the NodeSlicePool list): its current context's server and credentials (a token, a token file or a client certificate; not an exec command). Unset: the pod's service account (in cluster).",
+    schema: field.text(),
+  }),
   json: {
     env: "IPMGR_DOCTOR_JSON",
     flag: "--json",

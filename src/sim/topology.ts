@@ -2,6 +2,7 @@ import { defaultSecurityGroupIdOf } from "./aws-names.js";
 import { type Cidr, mustParseCidr } from "./ip-math.js";
 import type { SimState } from "./sim-state.js";
 import { addressLimitOf, type IngressRule, publicIpPoolOf, type World, zoneIdsOf } from "./world.js";
+import { typeIsNitro } from "./world-nitro.js";
 
 /** The parts of the world that never change while the simulator runs. */
 export interface Topology {
@@ -61,7 +62,7 @@ export interface TopologyInstance {
   readonly instanceType: string;
   /** Addresses per ENI and family, the primary counted; each delegated prefix takes one. */
   readonly addressLimit: number;
-  /** Built on the Nitro System, so it takes prefixes (prefix delegation). Default true. */
+  /** Built on the Nitro System, so it takes prefixes (prefix delegation): its type's word (world-nitro.ts). */
   readonly nitro: boolean;
   /** The zone of the primary ENI's subnet. */
   readonly availabilityZone: string;
@@ -158,7 +159,7 @@ export function topologyOf(world: World): Topology {
       id: instance.id,
       instanceType: instance.instanceType,
       addressLimit: addressLimitOf(instance),
-      nitro: instance.nitro ?? true,
+      nitro: typeIsNitro(world.instances, instance.instanceType),
       availabilityZone: subnet?.availabilityZone ?? `${world.region}a`,
       availabilityZoneId: subnet?.availabilityZoneId ?? "",
       architecture: instance.architecture ?? "x86_64",

@@ -18,6 +18,7 @@ import {
   parseCidr,
 } from "./ip-math.js";
 import { checkKubernetes, kubernetesSchema } from "./kube/kube-world.js";
+import { checkNitroPerType, typeIsNitro } from "./world-nitro.js";
 
 const address = (family: 4 | 6) =>
   z.string().transform((text, ctx) => {
@@ -207,7 +208,11 @@ const worldObjectSchema = z.strictObject({
         instanceType: z.string().min(1).default("m5.large"),
         /** Overrides the instance type's limit; counts the primary; also bounds IPv6 addresses. */
         ipv4AddressesPerEni: z.number().int().min(1).max(100).optional(),
-        /** Built on the Nitro System: takes delegated prefixes. Default true (false: prefixes are refused). */
+        /**
+         * Built on the Nitro System: takes delegated prefixes. A fact of the instance type (world-nitro.ts): the
+         * simulator's table decides for a type it knows, and a world saying otherwise is refused; for another
+         * type, every instance that says it must agree. Default: the table's word, else true.
+         */
         nitro: z.boolean().optional(),
         architecture: z.enum(["x86_64", "arm64", "i386"]).optional(),
         imageId: id("ami").optional(),
@@ -356,7 +361,12 @@ export function publicIpPoolOf(vpcCidr: Cidr): Cidr {
  * Unique allocation ids and public IPs, every public IP in the world's pool (publicIpPoolOf), and each association on a private
  * IPv4 address its ENI holds, with at most one Elastic IP per private address (as EC2 allows).
  */
-function checkElasticIps(world: WorldShape, problem: Problem, holders: ReadonlyMap<string, string>): void {
+function checkElasticIps(
+  world: WorldShape,
+  problem: Problem,
+  holders: ReadonlyMap<string, string>,
+  prefixes: readonly { readonly block: Cidr; readonly eni: string }[],
+): void {
   const pool = publicIpPoolOf(mustParseCidr(world.vpc.cidr));
   const eniIds = new Set(world.instances.flatMap((i) => i.enis.map((e) => e.id)));
   const allocations = new Set<string>();
@@ -381,10 +391,13 @@ function checkElasticIps(world: WorldShape, problem: Problem, holders: ReadonlyM
       problem(at("association", "eni"), `unknown ENI ${association.eni}: list it under an instance's enis`);
       return;
     }
-    if (holders.get(association.privateIp) !== association.eni) {
+    const inPrefix = prefixes.some(
+      (p) => p.eni === association.eni && cidrContains(p.block, association.privateIp),
+    );
+    if (holders.get(association.privateIp) !== association.eni && !inPrefix) {
       problem(
         at("association", "privateIp"),
-        `${association.privateIp} is not a private IPv4 address of ${association.eni}: add it to its primaryIpv4 or secondaryIpv4s`,
+        `${association.privateIp} is not a private IPv4 address of ${association.eni}: add it to its primaryIpv4 or secondaryIpv4s, or an ipv4Prefixes block holding it`,
       );
     }
     const key = `${association.eni} ${association.privateIp}`;
@@ -437,7 +450,7 @@ function checkConsistency(world: WorldShape, ctx: z.RefinementCtx): void {
   const eniIds = new Set<string>();
   const macs = new Set<string>();
   const addresses = new Map<string, string>();
-  const prefixBlocks: { block: Cidr; path: (string | number)[] }[] = [];
+  const prefixBlocks: { block: Cidr; path: (string | number)[]; eni: string }[] = [];
   world.instances.forEach((instance, i) => {
     if (instanceIds.has(instance.id)) problem(["instances", i, "id"], `duplicate instance id ${instance.id}`);
     instanceIds.add(instance.id);
@@ -508,10 +521,10 @@ function checkConsistency(world: WorldShape, ctx: z.RefinementCtx): void {
       ];
       for (const { p, path, length, home } of prefixes) {
         const block = mustParseCidr(p);
-        if (instance.nitro === false) {
+        if (!typeIsNitro(world.instances, instance.instanceType)) {
           problem(
             path,
-            `${p}: instance ${instance.id} is not Nitro (nitro: false), and only Nitro instances take prefixes`,
+            `${p}: instance ${instance.id} is not Nitro (${instance.instanceType}), and only Nitro instances take prefixes`,
           );
         } else if (block.prefix !== length) {
           problem(path, `${p} must be a /${length}, the only prefix length EC2 delegates`);
@@ -523,7 +536,7 @@ function checkConsistency(world: WorldShape, ctx: z.RefinementCtx): void {
         ) {
           problem(path, `${p} holds addresses AWS reserves in ${home.text} (the first four and the last)`);
         } else {
-          prefixBlocks.push({ block, path });
+          prefixBlocks.push({ block, path, eni: eni.id });
         }
       }
       if (
@@ -551,7 +564,8 @@ function checkConsistency(world: WorldShape, ctx: z.RefinementCtx): void {
     const other = prefixBlocks.slice(0, i).find((o) => cidrsOverlap(o.block, block));
     if (other !== undefined) problem(path, `${block.text} overlaps the prefix ${other.block.text}`);
   }
-  checkElasticIps(world, problem, addresses);
+  checkElasticIps(world, problem, addresses, prefixBlocks);
+  checkNitroPerType(world.instances, problem);
 
   const reserved: { subnet: string; cidr: Cidr }[] = [];
   world.reservations.forEach((reservation, i) => {

@@ -55,6 +55,8 @@ export interface SimEndpoints {
   readonly ec2: string;
   readonly control: string;
   readonly imds: Record<string, string>;
+  /** The Kubernetes API, when the world has a `kubernetes` section. */
+  readonly kubernetes?: string;
 }
 
 interface LabPod {
@@ -218,7 +220,12 @@ export class Lab {
       });
     });
     const parsed = JSON.parse(ready) as { ready: boolean } & SimEndpoints;
-    return { ec2: parsed.ec2, control: parsed.control, imds: parsed.imds };
+    return {
+      ec2: parsed.ec2,
+      control: parsed.control,
+      imds: parsed.imds,
+      ...(parsed.kubernetes === undefined ? {} : { kubernetes: parsed.kubernetes }),
+    };
   }
 
   /** The environment a pod's container gets: the simulator's endpoints and dummy credentials. */

@@ -11,7 +11,7 @@ import { nearestName } from "./nearest-name.js";
 
 export const KNOWN_VARIABLES: readonly string[] = [
   // init and sidecar (src/eni/process/config.ts, src/init/settings.ts, src/sidecar/settings.ts),
-  // doctor (src/doctor/settings.ts)
+  // doctor (src/doctor/settings.ts; it also reads the bridge's IPMGR_KUBECONFIG)
   "IPMGR_ALLOWED_CIDRS",
   "IPMGR_INTERFACES",
   "IPMGR_EXCLUDE_INTERFACES",

@@ -1,5 +1,5 @@
 import { Ec2ModelError } from "../../errors/ec2-model-error.js";
-import { bigIntToAddress } from "../../ip-math.js";
+import { bigIntToAddress, cidrContains, mustParseCidr } from "../../ip-math.js";
 import type { SimAddress, SimEni, SimState } from "../../sim-state.js";
 import type { Topology } from "../../topology.js";
 import { eniById } from "./enis.js";
@@ -130,9 +130,12 @@ function targetEni(state: SimState, topology: Topology, target: AssociationTarge
  * automatic, and `AllowReassociation=false` makes an Elastic IP associated with another ENI or address fail
  * (`Resource.AlreadyAssociated`); the call is idempotent (associating again where it already points is no
  * error); another Elastic IP on the same private address is disassociated from it (it stays allocated); an
- * unknown allocation is `InvalidAllocationID.NotFound`.
+ * unknown allocation is `InvalidAllocationID.NotFound`. An address inside an IPv4 prefix delegated to the ENI
+ * may be associated (user guide, "Prefix delegation for Amazon EC2 network interfaces": "You can also assign an
+ * Elastic IP address to the IP address part of the assigned prefix"), though no call assigned it on its own.
  *
- * Unconfirmed EC2 behaviour, decided here: a private address the ENI does not hold is `InvalidParameterValue`;
+ * Unconfirmed EC2 behaviour, decided here: a private address the ENI neither holds nor covers with one of its
+ * prefixes is `InvalidParameterValue`;
  * associating again where it already points keeps the association id (nothing changes); a move gets a new one.
  */
 export function associateAddress(
@@ -153,7 +156,7 @@ export function associateAddress(
     }
     privateIp = eni.primaryIpv4;
   }
-  if (!eni.ipv4s.includes(privateIp)) {
+  if (!holdsAddress(eni, privateIp)) {
     throw new Ec2ModelError(
       "InvalidParameterValue",
       `The private IP address ${privateIp} is not assigned to the network interface ${eni.eniId}.`,
@@ -176,6 +179,12 @@ export function associateAddress(
   eip.eniId = eni.eniId;
   eip.privateIp = privateIp;
   return associationId;
+}
+
+/** True when `eni` holds the IPv4 `address`, on its own or inside one of its delegated prefixes. */
+function holdsAddress(eni: SimEni, address: string): boolean {
+  if (eni.ipv4s.includes(address)) return true;
+  return eni.ipv4Prefixes.some((prefix) => cidrContains(mustParseCidr(prefix), address));
 }
 
 /** DisassociateAddress (VPC); the Elastic IP stays allocated. An unknown id: `InvalidAssociationID.NotFound`. */

@@ -2,7 +2,7 @@ import { Ec2ModelError } from "../../errors/ec2-model-error.js";
 import { cidrContains, isAwsReserved } from "../../ip-math.js";
 import type { SimState } from "../../sim-state.js";
 import type { Topology } from "../../topology.js";
-import { dropAssociations, followReassignment } from "./elastic-ip-associations.js";
+import { dropAssociations, dropAssociationsWithin, followReassignment } from "./elastic-ip-associations.js";
 import { eniById, instanceOf, subnetOf } from "./enis.js";
 import { pickFree, reservedBlocks, usedAddresses } from "./free-addresses.js";
 import {
@@ -127,7 +127,8 @@ export function assignPrivateIps(
  * and an address the ENI does not hold are both refused with `InvalidParameterValue` (callers that treat
  * "already gone" as success must check the ENI first, or accept that code). An Elastic IP associated with an
  * unassigned address loses its association (documented). Prefixes are unassigned the same way (a prefix the
- * ENI does not hold: `InvalidParameterValue`); addresses and prefixes may come in one request.
+ * ENI does not hold: `InvalidParameterValue`), and an Elastic IP associated with an address inside one loses its
+ * association too (decided here, as for an address); addresses and prefixes may come in one request.
  */
 export function unassignPrivateIps(
   state: SimState,
@@ -149,6 +150,7 @@ export function unassignPrivateIps(
   if (missing.length > 0) throw notAssigned(eni.eniId, missing);
   eni.ipv4s = eni.ipv4s.filter((a) => !addresses.includes(a));
   dropAssociations(state, eni.eniId, addresses);
+  dropAssociationsWithin(state, eni.eniId, prefixes);
 }
 
 /**

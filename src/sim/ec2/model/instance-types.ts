@@ -1,35 +1,35 @@
 import { Ec2ModelError } from "../../errors/ec2-model-error.js";
-import { addressesPerEniOf, knownInstanceTypes } from "../../instance-limits.js";
+import { addressesPerEniOf, knownInstanceTypes, nitroOf } from "../../instance-limits.js";
 import type { Topology } from "../../topology.js";
 
 /** What DescribeInstanceTypes says of one type: the facts our commands read, nothing more. */
 export interface InstanceTypeView {
   readonly instanceType: string;
-  /** `nitro` (takes delegated prefixes) or `xen`. */
+  /** `nitro` (takes delegated prefixes) or `xen`: the type's, the same for each of its instances. */
   readonly hypervisor: "nitro" | "xen";
   /** Private IPv4 addresses per ENI, the primary counted; the same bound for IPv6. */
   readonly addressesPerEni: number;
 }
 
 /**
- * The types the simulator knows: its table of addresses per ENI, and the types of the world's instances. A
- * type is Nitro unless a world instance of that type says `nitro: false` (the world's word wins, as it does for
- * prefix delegation). A world instance's `ipv4AddressesPerEni` overrides the table for its type.
+ * The types the simulator knows: its table (addresses per ENI, Nitro or not), and the types of the world's
+ * instances. Nitro is the type's, as prefix delegation sees it (topology: the table's word, or what the world
+ * says of a type the table does not know; a world contradicting itself is refused). A world instance's
+ * `ipv4AddressesPerEni` overrides the table for its type.
  */
 function knownTypes(topology: Topology): Map<string, InstanceTypeView> {
   const types = new Map<string, InstanceTypeView>();
   for (const name of knownInstanceTypes) {
     types.set(name, {
       instanceType: name,
-      hypervisor: "nitro",
+      hypervisor: nitroOf(name) === false ? "xen" : "nitro",
       addressesPerEni: addressesPerEniOf(name) ?? 0,
     });
   }
   for (const instance of topology.instances.values()) {
-    const known = types.get(instance.instanceType);
     types.set(instance.instanceType, {
       instanceType: instance.instanceType,
-      hypervisor: known?.hypervisor === "xen" || !instance.nitro ? "xen" : "nitro",
+      hypervisor: instance.nitro ? "nitro" : "xen",
       addressesPerEni: instance.addressLimit,
     });
   }
