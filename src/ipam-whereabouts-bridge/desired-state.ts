@@ -11,7 +11,8 @@
  * then refuses as in `init`: outside the allowed CIDRs, outside the ENI's subnet, a primary address.
  *
  * Conflicts (never moved, reported on both pods):
- *   whereabouts allocates the address to another pod (IPPool or OverlappingRangeIPReservation podref);
+ *   whereabouts allocates the address to another pod of the same whereabouts network (IPPool or
+ *   OverlappingRangeIPReservation podref; whereabouts-owners.ts);
  *   two pods of this node carry it. A pod being deleted yields to a running pod with the same address, and
  *   when whereabouts names one of the carriers as the owner, the owner wins. A pod that has finished
  *   (phase Succeeded or Failed) carries nothing: its addresses are released like a deleted pod's.
@@ -28,14 +29,7 @@
  * Never a primary address, never one outside the managed ranges, never another node's ENI (only this
  * node's ENIs are input).
  */
-import {
-  addressAtOffset,
-  anyCidrContains,
-  canonicalCidr,
-  compareAddresses,
-  family,
-  tryCanonical,
-} from "../eni/ip.js";
+import { anyCidrContains, cidrContains, compareAddresses, family, tryCanonical } from "../eni/ip.js";
 import type { EniState, IpFamily, PodInterface } from "../eni/types.js";
 import type {
   EventObjectKind,
@@ -44,8 +38,8 @@ import type {
   OverlappingReservationInfo,
   PodInfo,
 } from "./kube-api.js";
-import { type PodSkipReason, podNetworks, skipReasonOf } from "./pod-networks.js";
-import { addressesOfReservation } from "./reservation-names.js";
+import { type PodAttachment, type PodSkipReason, podNetworks, skipReasonOf } from "./pod-networks.js";
+import { type Owner, whereaboutsOwners } from "./whereabouts-owners.js";
 import { rangeContains, rangesOfNad, type WhereaboutsRange } from "./whereabouts-ranges.js";
 
 export interface PodRef {
@@ -163,67 +157,37 @@ function poolProblem(pool: IpPoolInfo, message: string): InputProblem {
   return { kind: "IPPool", namespace: pool.namespace, name: pool.name, uid: undefined, message };
 }
 
-interface Owner {
-  readonly podref: string;
-  readonly source: string;
+/**
+ * The whereabouts networks a claim can be in: the `network_name`s of the ranges of its attachment's NAD
+ * (Multus names it `namespace/name`, or `name` in the pod's namespace) that hold the address; undefined
+ * when none can be told (the NAD unknown, or none of its ranges holds it).
+ */
+function networksOfClaim(
+  pod: PodInfo,
+  attachment: PodAttachment,
+  address: string,
+  rangesByNad: ReadonlyMap<string, readonly WhereaboutsRange[]>,
+): ReadonlySet<string> | undefined {
+  const nad = attachment.network.includes("/")
+    ? attachment.network
+    : `${pod.namespace}/${attachment.network}`;
+  const names = (rangesByNad.get(nad) ?? [])
+    .filter((r) => r.family === family(address) && cidrContains(r.cidr, address))
+    .map((r) => r.networkName);
+  return names.length === 0 ? undefined : new Set(names);
 }
 
-/** Who whereabouts says holds each address: IPPool allocations first, then reservations. */
-function whereaboutsOwners(
-  pools: readonly IpPoolInfo[],
-  reservations: readonly OverlappingReservationInfo[],
-  ranges: readonly WhereaboutsRange[],
-  problems: InputProblem[],
-): Map<string, Owner> {
-  const owners = new Map<string, Owner>();
-  const sortedPools = [...pools].sort((a, b) => byString(podKey(a), podKey(b)));
-  for (const pool of sortedPools) {
-    let cidr: string;
-    try {
-      cidr = canonicalCidr(pool.range);
-    } catch {
-      problems.push(
-        poolProblem(pool, `IPPool ${podKey(pool)}: spec.range ${JSON.stringify(pool.range)} is not a CIDR`),
-      );
-      continue;
-    }
-    for (const [offset, allocation] of Object.entries(pool.allocations).sort(([a], [b]) => byString(a, b))) {
-      if (allocation.podref === undefined || allocation.podref === "") continue;
-      let address: string;
-      try {
-        if (!/^\d+$/.test(offset)) throw new RangeError(offset);
-        address = addressAtOffset(cidr, BigInt(offset));
-      } catch {
-        problems.push(
-          poolProblem(
-            pool,
-            `IPPool ${podKey(pool)}: allocation ${JSON.stringify(offset)} is not an offset inside ${cidr}; whereabouts keys allocations by the decimal offset of the address in spec.range: remove or fix the entry`,
-          ),
-        );
-        continue;
-      }
-      if (!owners.has(address))
-        owners.set(address, { podref: allocation.podref, source: `IPPool ${podKey(pool)}` });
-    }
-  }
-  for (const reservation of [...reservations].sort((a, b) => byString(podKey(a), podKey(b)))) {
-    if (reservation.podref === undefined || reservation.podref === "") continue;
-    for (const address of addressesOfReservation(reservation.name, ranges)) {
-      if (owners.has(address)) continue;
-      owners.set(address, {
-        podref: reservation.podref,
-        source: `OverlappingRangeIPReservation ${podKey(reservation)}`,
-      });
-    }
-  }
-  return owners;
-}
+/** Of whereabouts' owners, one that carries the address among `podrefs` if any, else the first. */
+const ownerAmong = (owners: readonly Owner[], podrefs: readonly string[]): Owner | undefined =>
+  owners.find((o) => podrefs.includes(o.podref)) ?? owners[0];
 
 interface Claim {
   readonly pod: PodInfo;
   readonly interfaceName: string;
   readonly mac: string;
   readonly address: string;
+  /** Its whereabouts networks (`networksOfClaim`). */
+  readonly networks: ReadonlySet<string> | undefined;
 }
 
 export function desiredState(input: DesiredInput): DesiredState {
@@ -268,7 +232,9 @@ export function desiredState(input: DesiredInput): DesiredState {
     rangesByNad.set(key, kept);
     ranges.push(...kept);
   }
-  const owners = whereaboutsOwners(input.ipPools, input.overlappingReservations, ranges, problems);
+  const owners = whereaboutsOwners(input.ipPools, input.overlappingReservations, ranges, (pool, message) =>
+    problems.push(poolProblem(pool, message)),
+  );
 
   const carried = new Set<string>();
   const claims: Claim[] = [];
@@ -303,7 +269,8 @@ export function desiredState(input: DesiredInput): DesiredState {
         continue;
       }
       for (const address of attachment.addresses) {
-        claims.push({ pod, interfaceName: attachment.interfaceName, mac: attachment.mac, address });
+        const networks = networksOfClaim(pod, attachment, address, rangesByNad);
+        claims.push({ pod, interfaceName: attachment.interfaceName, mac: attachment.mac, address, networks });
       }
     }
   }
@@ -317,7 +284,11 @@ export function desiredState(input: DesiredInput): DesiredState {
     const running = all.filter((c) => !c.pod.deleting);
     const contenders = running.length > 0 ? running : all;
     const podrefs = [...new Set(contenders.map((c) => podKey(c.pod)))].sort(byString);
-    const owner = owners.get(address);
+    // whereabouts' owner in the claimants' networks; in any network when one's cannot be told.
+    const networks = contenders.every((c) => c.networks !== undefined)
+      ? new Set(contenders.flatMap((c) => [...(c.networks ?? [])]))
+      : undefined;
+    const owner = ownerAmong(owners.of(address, networks), podrefs);
     if (owner !== undefined && podrefs.length > 1 && podrefs.includes(owner.podref)) {
       // whereabouts' owner wins the tie; the others are told.
       const winners = contenders.filter((c) => podKey(c.pod) === owner.podref);
@@ -401,8 +372,9 @@ export function desiredState(input: DesiredInput): DesiredState {
       .filter((a): a is string => a !== undefined && a !== primary);
     for (const address of [...new Set(held)].sort(compareAddresses)) {
       if (!managed(address) || carried.has(address)) continue;
-      const owner = owners.get(address);
-      if (owner !== undefined && podsOnNode.has(owner.podref)) continue;
+      const all = owners.of(address);
+      if (all.some((o) => podsOnNode.has(o.podref))) continue;
+      const owner = all[0];
       const key = unusedKey(eni.eniId, address);
       const since = input.unusedSince.get(key) ?? input.now;
       unusedSince.set(key, since);
