@@ -20,7 +20,9 @@
  * Input that cannot be read is unknown, never empty: a NAD whose configuration cannot be read keeps the
  * ranges it had when it last read (`lastGoodRanges`), and is listed in `unreadableNads` so that its
  * reservations are kept; a live pod whose network-status cannot be read is listed in `unreadablePods` (the
- * bridge then releases nothing, as that pod may carry any address). Each is an `InputProblem` naming the object.
+ * bridge then releases nothing, as that pod may carry any address). A NAD that named ranges when last read
+ * and names none now keeps each of them while a pod carries an address in it (vanished-ranges.ts). Each is
+ * an `InputProblem` naming the object.
  *
  * Release. A secondary address of one of this node's Multus ENIs is released when it lies in a managed range
  * (a whereabouts range of any NAD, within the allowed CIDRs), no pod of this node carries it (pods being
@@ -39,8 +41,14 @@ import type {
   PodInfo,
 } from "./kube-api.js";
 import { type PodAttachment, type PodSkipReason, podNetworks, skipReasonOf } from "./pod-networks.js";
+import { keptVanishedRanges, vanishedRangesMessage } from "./vanished-ranges.js";
 import { type Owner, whereaboutsOwners } from "./whereabouts-owners.js";
-import { rangeContains, rangesOfNad, type WhereaboutsRange } from "./whereabouts-ranges.js";
+import {
+  rangeContains,
+  rangesOfNad,
+  type WhereaboutsRange,
+  whyNoWhereaboutsRange,
+} from "./whereabouts-ranges.js";
 
 export interface PodRef {
   readonly namespace: string;
@@ -209,10 +217,16 @@ export function desiredState(input: DesiredInput): DesiredState {
   const ranges: WhereaboutsRange[] = [];
   const rangesByNad = new Map<string, readonly WhereaboutsRange[]>();
   const unreadableNads: string[] = [];
+  // NADs that named ranges when last read and name none now: decided once the carried addresses are known.
+  const vanished: { nad: NadInfo; lastRanges: readonly WhereaboutsRange[] }[] = [];
   for (const nad of [...input.nads].sort((a, b) => byString(podKey(a), podKey(b)))) {
     const read = rangesOfNad(nad);
     const key = podKey(nad);
     let kept: readonly WhereaboutsRange[] = read.ranges;
+    const lastRanges = input.lastGoodRanges?.get(key) ?? [];
+    if (read.ranges.length === 0 && read.problems.length === 0 && lastRanges.length > 0) {
+      vanished.push({ nad, lastRanges });
+    }
     if (read.problems.length > 0) {
       unreadableNads.push(key);
       const lastGood = input.lastGoodRanges?.get(key) ?? [];
@@ -237,6 +251,8 @@ export function desiredState(input: DesiredInput): DesiredState {
   );
 
   const carried = new Set<string>();
+  /** Address -> a pod that carries it (this node's, by network-status), for `vanished`. */
+  const carriedBy = new Map<string, string>();
   const claims: Claim[] = [];
   const managedPods: PodRef[] = [];
   const skippedPods: DesiredState["skippedPods"] = [];
@@ -256,7 +272,12 @@ export function desiredState(input: DesiredInput): DesiredState {
         });
       }
     }
-    for (const attachment of networks.attachments) for (const a of attachment.addresses) carried.add(a);
+    for (const attachment of networks.attachments) {
+      for (const a of attachment.addresses) {
+        carried.add(a);
+        if (!carriedBy.has(a)) carriedBy.set(a, podKey(pod));
+      }
+    }
     const skip = skipReasonOf(pod);
     if (skip !== undefined) {
       skippedPods.push({ pod: refOf(pod), reason: skip });
@@ -273,6 +294,25 @@ export function desiredState(input: DesiredInput): DesiredState {
         claims.push({ pod, interfaceName: attachment.interfaceName, mac: attachment.mac, address, networks });
       }
     }
+  }
+
+  for (const [address, owner] of owners.entries())
+    if (!carriedBy.has(address)) carriedBy.set(address, owner.podref);
+  for (const { nad, lastRanges } of vanished) {
+    const kept = keptVanishedRanges(lastRanges, carriedBy);
+    if (kept.length === 0) continue;
+    rangesByNad.set(
+      podKey(nad),
+      kept.map((k) => k.range),
+    );
+    ranges.push(...kept.map((k) => k.range));
+    problems.push({
+      kind: "NetworkAttachmentDefinition",
+      namespace: nad.namespace,
+      name: nad.name,
+      uid: nad.uid,
+      message: vanishedRangesMessage(podKey(nad), whyNoWhereaboutsRange(nad), kept),
+    });
   }
 
   // Per address: the running claimants win over pods being deleted; then whereabouts and the other pods decide.
