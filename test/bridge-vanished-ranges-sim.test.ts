@@ -12,7 +12,11 @@ import { Bridge } from "../src/ipam-whereabouts-bridge/bridge.js";
 import { createKubeApi } from "../src/ipam-whereabouts-bridge/kube-client.js";
 import { BridgeMetrics } from "../src/ipam-whereabouts-bridge/metrics.js";
 import { PodEventReporter } from "../src/ipam-whereabouts-bridge/pod-events.js";
-import { ReservationKeeper } from "../src/ipam-whereabouts-bridge/reservation-keeper.js";
+import {
+  RESERVATION_TAG,
+  RESERVATION_TAG_VALUE,
+  ReservationKeeper,
+} from "../src/ipam-whereabouts-bridge/reservation-keeper.js";
 import { ReservationsLoop } from "../src/ipam-whereabouts-bridge/reservations-loop.js";
 import type { SimulatorHandle } from "../src/sim/index.js";
 import { tempKubeconfig } from "./helpers/kube-proxy.js";
@@ -34,6 +38,8 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 interface Harness {
   readonly sim: SimulatorHandle;
   readonly metrics: BridgeMetrics;
+  /** The reservations loop's /readyz lines. */
+  lines(): string[];
   reserved(): string[];
   deletes(): number;
 }
@@ -41,10 +47,19 @@ interface Harness {
 /**
  * The kube world (upf-0 on NODE_A carrying 198.51.100.193 of the NAD's range, no IPPool record: only its
  * network-status says so) with a bridge and its reservations loop in create mode, once the range is reserved.
+ * `nadConfig` replaces the NAD's spec.config from the start; `before` runs before the bridge starts.
  */
-async function start(): Promise<Harness> {
-  const sim = await startKubeSim(kubeWorld({ ipPools: [] }));
+async function start(
+  nadConfig?: unknown,
+  before: (sim: SimulatorHandle) => Promise<unknown> = async () => undefined,
+): Promise<Harness> {
+  const nads =
+    nadConfig === undefined
+      ? {}
+      : { networkAttachmentDefinitions: [{ namespace: "cnf", name: "multus-ipvlan", config: nadConfig }] };
+  const sim = await startKubeSim(kubeWorld({ ipPools: [], ...nads }));
   cleanups.push(() => sim.close());
+  await before(sim);
   const kubeconfig = await tempKubeconfig(kubeEndpointOf(sim));
   cleanups.push(kubeconfig.remove);
   const logger = createLogger("silent");
@@ -117,9 +132,11 @@ async function start(): Promise<Harness> {
   });
   const reserved = () => sim.state().reservations.map((r) => r.cidr);
   await eventually(() => reserved().includes(RANGE), `${RANGE} reserved`);
+  await eventually(() => bridge.lastDesired !== undefined, "a wave run");
   return {
     sim,
     metrics,
+    lines: () => reservations.lines(),
     reserved,
     deletes: () => sim.calls().filter((c) => c.action === "DeleteSubnetCidrReservation").length,
   };
@@ -185,4 +202,30 @@ describe("a NAD whose whereabouts range is lost to a typo", () => {
       }
     },
   );
+});
+
+describe("a bridge started after a typo took the NAD's range", () => {
+  it("deletes no reservation of ours over the range while a pod carries an address in it, though it never saw the range", async () => {
+    const h = await start({ ...IPVLAN, ipam: { type: "whereabout", range: RANGE } }, (sim) =>
+      ec2ApiFor(sim).createSubnetCidrReservation(
+        "subnet-0multus",
+        RANGE,
+        "explicit",
+        `multus-ipmgr: whereabouts range ${RANGE} of NAD cnf/multus-ipvlan`,
+        { [RESERVATION_TAG]: RESERVATION_TAG_VALUE },
+      ),
+    );
+    await eventually(
+      () => h.lines().some((l) => l.includes("a pod carries 198.51.100.193 in it")),
+      "the kept reservation on /readyz",
+    );
+    // Ten reservation passes on: a wait to show that nothing happens.
+    await sleep(INTERVAL_MS * 10);
+    expect(h.deletes()).toBe(0);
+    expect(h.reserved()).toEqual([RANGE]);
+
+    h.sim.kubernetes?.deletePod("cnf", "upf-0", 0);
+    await eventually(() => h.reserved().length === 0, `${RANGE} no longer reserved`);
+    expect(h.deletes()).toBe(1);
+  });
 });

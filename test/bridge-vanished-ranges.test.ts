@@ -187,6 +187,38 @@ describe("a NAD that named a whereabouts range and names none now", () => {
   });
 });
 
+describe("the addresses pods carry, for the reservations keeper", () => {
+  it("are this node's pods' (skipped ones too) and those whereabouts gives a pod of any node, sorted, once each", () => {
+    const state = desiredState(
+      input({
+        nads: [nad("")],
+        pods: [
+          pod("upf-1", ["198.51.100.199", "2001:db8::5"]),
+          {
+            ...pod("opted", ["198.51.100.193"]),
+            annotations: {
+              ...pod("opted", ["198.51.100.193"]).annotations,
+              "multus-ipmgr.io/managed": "false",
+            },
+          },
+        ],
+        ipPools: [
+          {
+            namespace: "kube-system",
+            name: "198.51.100.192-27",
+            range: "198.51.100.192/27",
+            allocations: {
+              "7": { id: "c0ffee", podref: "cnf/upf-1", ifname: "net1" },
+              "9": { id: "c0ffee", podref: "cnf/upf-elsewhere", ifname: "net1" },
+            },
+          },
+        ],
+      }),
+    );
+    expect(state.carried).toEqual(["198.51.100.193", "198.51.100.199", "198.51.100.201", "2001:db8::5"]);
+  });
+});
+
 describe("a whereabouts ipam that names no range", () => {
   it.each<[string, Record<string, unknown>, string]>([
     [

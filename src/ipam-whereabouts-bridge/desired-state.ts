@@ -133,6 +133,11 @@ export interface DesiredState {
   readonly unreadableNads: string[];
   /** Live pods (`namespace/name`) whose network-status cannot be read: nothing is released while any is. */
   readonly unreadablePods: string[];
+  /**
+   * Addresses pods carry, sorted: this node's pods' (network-status) and those whereabouts gives any pod.
+   * The reservations keeper deletes no reservation over one.
+   */
+  readonly carried: string[];
   readonly releases: Release[];
   readonly pending: PendingRelease[];
   /** To pass back as `unusedSince` next time. */
@@ -457,6 +462,7 @@ export function desiredState(input: DesiredInput): DesiredState {
     rangesByNad,
     unreadableNads,
     unreadablePods,
+    carried: [...carriedBy.keys()].sort(compareAddresses),
     releases,
     pending,
     unusedSince,
