@@ -53,9 +53,14 @@ class FakeKeeper implements Keeper {
     return status;
   }
 
-  async prune(ranges: readonly WhereaboutsRange[], subnets: readonly SubnetView[]): Promise<string[]> {
+  async prune(
+    ranges: readonly WhereaboutsRange[],
+    subnets: readonly SubnetView[],
+    carried: readonly string[] = [],
+  ): Promise<string[]> {
     this.calls.push(
-      `prune ${ranges.map((r) => r.cidr).join(",")} in ${subnets.map((s) => s.subnetId).join(",")}`,
+      `prune ${ranges.map((r) => r.cidr).join(",")} in ${subnets.map((s) => s.subnetId).join(",")}` +
+        (carried.length === 0 ? "" : ` carrying ${carried.join(",")}`),
     );
     return [];
   }
@@ -66,14 +71,14 @@ class FakeKeeper implements Keeper {
 }
 
 class Waves implements WaveView {
-  lastDesired: { ranges: WhereaboutsRange[]; unreadableNads: string[] } | undefined;
+  lastDesired: { ranges: WhereaboutsRange[]; unreadableNads: string[]; carried: string[] } | undefined;
   lastSubnets: readonly SubnetView[] = [subnet];
   synced = false;
   trusted = true;
 
   /** A wave has run over every watch's list. */
-  waved(unreadableNads: string[] = []): void {
-    this.lastDesired = { ranges: [range], unreadableNads };
+  waved(unreadableNads: string[] = [], carried: string[] = []): void {
+    this.lastDesired = { ranges: [range], unreadableNads, carried };
     this.synced = true;
   }
 }
@@ -142,6 +147,14 @@ describe("ReservationsLoop", () => {
     expect(keeper.calls).toEqual([PASS, PRUNE]);
     await clock.advance(1);
     expect(keeper.calls).toEqual([PASS, PRUNE, PASS, PRUNE]);
+    stop.abort();
+    await running;
+  });
+
+  it("gives the prune the addresses pods carry, which it deletes no reservation over", async () => {
+    const { keeper, stop, running } = started((waves) => waves.waved([], ["192.0.2.5", "192.0.2.9"]));
+    await flush();
+    expect(keeper.calls).toEqual([PASS, `${PRUNE} carrying 192.0.2.5,192.0.2.9`]);
     stop.abort();
     await running;
   });

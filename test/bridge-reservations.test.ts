@@ -239,6 +239,30 @@ describe("reservation keeper against the simulator", () => {
     ).toHaveLength(1);
   });
 
+  it("keeps our reservation that no range wants while a pod carries an address in it, says why once, and deletes it once none does", async () => {
+    sim = await startKubeSim(kubeWorld());
+    const { logger, lines } = captureLogger();
+    const k = await keeper(sim, "bridge-a", "create", { logger });
+    const reserved = () => sim?.state().reservations.map((r) => r.cidr) ?? [];
+    await k.pass(ranges({ range: "198.51.100.192/27" }), [SUBNET]);
+    expect(reserved()).toEqual(["198.51.100.192/27"]);
+    // No range wants it any more (a bridge started after a typo took the NAD's range never saw the range).
+    await k.pass([], [SUBNET]);
+    expect(await k.prune([], [SUBNET], ["2001:db8:100:2::101", "198.51.100.193"])).toEqual([]);
+    expect(await k.prune([], [SUBNET], ["198.51.100.193"])).toEqual([]);
+    expect(reserved()).toEqual(["198.51.100.192/27"]);
+    const kept =
+      "is kept though no whereabouts range covers it: a pod carries 198.51.100.193 in it; it goes once no pod does (or delete it by hand)";
+    expect(k.lines()).toEqual([expect.stringContaining(kept)]);
+    expect(k.lines()[0]).toContain("198.51.100.192/27 in subnet-0multus");
+    expect(lines.filter((l) => typeof l.msg === "string" && l.msg.includes(kept))).toHaveLength(1);
+    expect(sim.calls().filter((c) => c.action === "DeleteSubnetCidrReservation")).toEqual([]);
+
+    expect(await k.prune([], [SUBNET], ["203.0.113.5"])).toHaveLength(1);
+    expect(reserved()).toEqual([]);
+    expect(k.lines()).toEqual([]);
+  });
+
   it("never deletes a reservation it did not create", async () => {
     sim = await startKubeSim(kubeWorld());
     const ec2 = ec2ApiFor(sim);

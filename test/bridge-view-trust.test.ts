@@ -217,6 +217,30 @@ describe("the bridge on a view it cannot trust", () => {
     );
   });
 
+  it.each<[string, Record<string, unknown>]>([
+    ["without mac", { name: "cnf/multus-ipvlan", interface: "net1", ips: [ADDRESS] }],
+    ["without interface", { name: "cnf/multus-ipvlan", ips: [ADDRESS], mac: MAC_A }],
+    ["with ips as a string", { name: "cnf/multus-ipvlan", interface: "net1", ips: ADDRESS, mac: MAC_A }],
+  ])(
+    "never releases the address of a network-status entry %s, and says so on the pod",
+    async (_what, entry) => {
+      const h = await start();
+      h.sim.kubernetes?.patchPod("cnf", "a", {
+        metadata: { annotations: { "k8s.v1.cni.cncf.io/network-status": JSON.stringify([entry]) } },
+      });
+      await eventually(
+        () => h.bridge.readiness().lines.some((l) => l.startsWith("cannot read: pod cnf/a")),
+        "the unreadable entry on /readyz",
+      );
+      expect(await metric(h, 'multus_ipmgr_bridge_input_problems{kind="Pod"} 1')).toBe(true);
+      // Three graces on: a wait to show that nothing happens.
+      await sleep(GRACE_MS * 3);
+      expect(h.held()).toContain(ADDRESS);
+      expect(h.releasesOfAddress()).toBe(0);
+      expect(await metric(h, 'multus_ipmgr_bridge_releases_held{reason="unreadable-pod"} 1')).toBe(true);
+    },
+  );
+
   it("releases a finished pod's address after the grace, as a deleted pod's", async () => {
     const h = await start();
     h.sim.kubernetes?.patchPod("cnf", "a", { status: { phase: "Succeeded" } });

@@ -11,7 +11,8 @@
  * then refuses as in `init`: outside the allowed CIDRs, outside the ENI's subnet, a primary address.
  *
  * Conflicts (never moved, reported on both pods):
- *   whereabouts allocates the address to another pod (IPPool or OverlappingRangeIPReservation podref);
+ *   whereabouts allocates the address to another pod of the same whereabouts network (IPPool or
+ *   OverlappingRangeIPReservation podref; whereabouts-owners.ts);
  *   two pods of this node carry it. A pod being deleted yields to a running pod with the same address, and
  *   when whereabouts names one of the carriers as the owner, the owner wins. A pod that has finished
  *   (phase Succeeded or Failed) carries nothing: its addresses are released like a deleted pod's.
@@ -19,7 +20,9 @@
  * Input that cannot be read is unknown, never empty: a NAD whose configuration cannot be read keeps the
  * ranges it had when it last read (`lastGoodRanges`), and is listed in `unreadableNads` so that its
  * reservations are kept; a live pod whose network-status cannot be read is listed in `unreadablePods` (the
- * bridge then releases nothing, as that pod may carry any address). Each is an `InputProblem` naming the object.
+ * bridge then releases nothing, as that pod may carry any address). A NAD that named ranges when last read
+ * and names none now keeps each of them while a pod carries an address in it (vanished-ranges.ts). Each is
+ * an `InputProblem` naming the object.
  *
  * Release. A secondary address of one of this node's Multus ENIs is released when it lies in a managed range
  * (a whereabouts range of any NAD, within the allowed CIDRs), no pod of this node carries it (pods being
@@ -28,14 +31,7 @@
  * Never a primary address, never one outside the managed ranges, never another node's ENI (only this
  * node's ENIs are input).
  */
-import {
-  addressAtOffset,
-  anyCidrContains,
-  canonicalCidr,
-  compareAddresses,
-  family,
-  tryCanonical,
-} from "../eni/ip.js";
+import { anyCidrContains, cidrContains, compareAddresses, family, tryCanonical } from "../eni/ip.js";
 import type { EniState, IpFamily, PodInterface } from "../eni/types.js";
 import type {
   EventObjectKind,
@@ -44,9 +40,15 @@ import type {
   OverlappingReservationInfo,
   PodInfo,
 } from "./kube-api.js";
-import { type PodSkipReason, podNetworks, skipReasonOf } from "./pod-networks.js";
-import { addressesOfReservation } from "./reservation-names.js";
-import { rangeContains, rangesOfNad, type WhereaboutsRange } from "./whereabouts-ranges.js";
+import { type PodAttachment, type PodSkipReason, podNetworks, skipReasonOf } from "./pod-networks.js";
+import { keptVanishedRanges, vanishedRangesMessage } from "./vanished-ranges.js";
+import { type Owner, whereaboutsOwners } from "./whereabouts-owners.js";
+import {
+  rangeContains,
+  rangesOfNad,
+  type WhereaboutsRange,
+  whyNoWhereaboutsRange,
+} from "./whereabouts-ranges.js";
 
 export interface PodRef {
   readonly namespace: string;
@@ -131,6 +133,11 @@ export interface DesiredState {
   readonly unreadableNads: string[];
   /** Live pods (`namespace/name`) whose network-status cannot be read: nothing is released while any is. */
   readonly unreadablePods: string[];
+  /**
+   * Addresses pods carry, sorted: this node's pods' (network-status) and those whereabouts gives any pod.
+   * The reservations keeper deletes no reservation over one.
+   */
+  readonly carried: string[];
   readonly releases: Release[];
   readonly pending: PendingRelease[];
   /** To pass back as `unusedSince` next time. */
@@ -163,67 +170,37 @@ function poolProblem(pool: IpPoolInfo, message: string): InputProblem {
   return { kind: "IPPool", namespace: pool.namespace, name: pool.name, uid: undefined, message };
 }
 
-interface Owner {
-  readonly podref: string;
-  readonly source: string;
+/**
+ * The whereabouts networks a claim can be in: the `network_name`s of the ranges of its attachment's NAD
+ * (Multus names it `namespace/name`, or `name` in the pod's namespace) that hold the address; undefined
+ * when none can be told (the NAD unknown, or none of its ranges holds it).
+ */
+function networksOfClaim(
+  pod: PodInfo,
+  attachment: PodAttachment,
+  address: string,
+  rangesByNad: ReadonlyMap<string, readonly WhereaboutsRange[]>,
+): ReadonlySet<string> | undefined {
+  const nad = attachment.network.includes("/")
+    ? attachment.network
+    : `${pod.namespace}/${attachment.network}`;
+  const names = (rangesByNad.get(nad) ?? [])
+    .filter((r) => r.family === family(address) && cidrContains(r.cidr, address))
+    .map((r) => r.networkName);
+  return names.length === 0 ? undefined : new Set(names);
 }
 
-/** Who whereabouts says holds each address: IPPool allocations first, then reservations. */
-function whereaboutsOwners(
-  pools: readonly IpPoolInfo[],
-  reservations: readonly OverlappingReservationInfo[],
-  ranges: readonly WhereaboutsRange[],
-  problems: InputProblem[],
-): Map<string, Owner> {
-  const owners = new Map<string, Owner>();
-  const sortedPools = [...pools].sort((a, b) => byString(podKey(a), podKey(b)));
-  for (const pool of sortedPools) {
-    let cidr: string;
-    try {
-      cidr = canonicalCidr(pool.range);
-    } catch {
-      problems.push(
-        poolProblem(pool, `IPPool ${podKey(pool)}: spec.range ${JSON.stringify(pool.range)} is not a CIDR`),
-      );
-      continue;
-    }
-    for (const [offset, allocation] of Object.entries(pool.allocations).sort(([a], [b]) => byString(a, b))) {
-      if (allocation.podref === undefined || allocation.podref === "") continue;
-      let address: string;
-      try {
-        if (!/^\d+$/.test(offset)) throw new RangeError(offset);
-        address = addressAtOffset(cidr, BigInt(offset));
-      } catch {
-        problems.push(
-          poolProblem(
-            pool,
-            `IPPool ${podKey(pool)}: allocation ${JSON.stringify(offset)} is not an offset inside ${cidr}; whereabouts keys allocations by the decimal offset of the address in spec.range: remove or fix the entry`,
-          ),
-        );
-        continue;
-      }
-      if (!owners.has(address))
-        owners.set(address, { podref: allocation.podref, source: `IPPool ${podKey(pool)}` });
-    }
-  }
-  for (const reservation of [...reservations].sort((a, b) => byString(podKey(a), podKey(b)))) {
-    if (reservation.podref === undefined || reservation.podref === "") continue;
-    for (const address of addressesOfReservation(reservation.name, ranges)) {
-      if (owners.has(address)) continue;
-      owners.set(address, {
-        podref: reservation.podref,
-        source: `OverlappingRangeIPReservation ${podKey(reservation)}`,
-      });
-    }
-  }
-  return owners;
-}
+/** Of whereabouts' owners, one that carries the address among `podrefs` if any, else the first. */
+const ownerAmong = (owners: readonly Owner[], podrefs: readonly string[]): Owner | undefined =>
+  owners.find((o) => podrefs.includes(o.podref)) ?? owners[0];
 
 interface Claim {
   readonly pod: PodInfo;
   readonly interfaceName: string;
   readonly mac: string;
   readonly address: string;
+  /** Its whereabouts networks (`networksOfClaim`). */
+  readonly networks: ReadonlySet<string> | undefined;
 }
 
 export function desiredState(input: DesiredInput): DesiredState {
@@ -245,10 +222,16 @@ export function desiredState(input: DesiredInput): DesiredState {
   const ranges: WhereaboutsRange[] = [];
   const rangesByNad = new Map<string, readonly WhereaboutsRange[]>();
   const unreadableNads: string[] = [];
+  // NADs that named ranges when last read and name none now: decided once the carried addresses are known.
+  const vanished: { nad: NadInfo; lastRanges: readonly WhereaboutsRange[] }[] = [];
   for (const nad of [...input.nads].sort((a, b) => byString(podKey(a), podKey(b)))) {
     const read = rangesOfNad(nad);
     const key = podKey(nad);
     let kept: readonly WhereaboutsRange[] = read.ranges;
+    const lastRanges = input.lastGoodRanges?.get(key) ?? [];
+    if (read.ranges.length === 0 && read.problems.length === 0 && lastRanges.length > 0) {
+      vanished.push({ nad, lastRanges });
+    }
     if (read.problems.length > 0) {
       unreadableNads.push(key);
       const lastGood = input.lastGoodRanges?.get(key) ?? [];
@@ -268,9 +251,13 @@ export function desiredState(input: DesiredInput): DesiredState {
     rangesByNad.set(key, kept);
     ranges.push(...kept);
   }
-  const owners = whereaboutsOwners(input.ipPools, input.overlappingReservations, ranges, problems);
+  const owners = whereaboutsOwners(input.ipPools, input.overlappingReservations, ranges, (pool, message) =>
+    problems.push(poolProblem(pool, message)),
+  );
 
   const carried = new Set<string>();
+  /** Address -> a pod that carries it (this node's, by network-status), for `vanished`. */
+  const carriedBy = new Map<string, string>();
   const claims: Claim[] = [];
   const managedPods: PodRef[] = [];
   const skippedPods: DesiredState["skippedPods"] = [];
@@ -290,7 +277,12 @@ export function desiredState(input: DesiredInput): DesiredState {
         });
       }
     }
-    for (const attachment of networks.attachments) for (const a of attachment.addresses) carried.add(a);
+    for (const attachment of networks.attachments) {
+      for (const a of attachment.addresses) {
+        carried.add(a);
+        if (!carriedBy.has(a)) carriedBy.set(a, podKey(pod));
+      }
+    }
     const skip = skipReasonOf(pod);
     if (skip !== undefined) {
       skippedPods.push({ pod: refOf(pod), reason: skip });
@@ -303,9 +295,29 @@ export function desiredState(input: DesiredInput): DesiredState {
         continue;
       }
       for (const address of attachment.addresses) {
-        claims.push({ pod, interfaceName: attachment.interfaceName, mac: attachment.mac, address });
+        const networks = networksOfClaim(pod, attachment, address, rangesByNad);
+        claims.push({ pod, interfaceName: attachment.interfaceName, mac: attachment.mac, address, networks });
       }
     }
+  }
+
+  for (const [address, owner] of owners.entries())
+    if (!carriedBy.has(address)) carriedBy.set(address, owner.podref);
+  for (const { nad, lastRanges } of vanished) {
+    const kept = keptVanishedRanges(lastRanges, carriedBy);
+    if (kept.length === 0) continue;
+    rangesByNad.set(
+      podKey(nad),
+      kept.map((k) => k.range),
+    );
+    ranges.push(...kept.map((k) => k.range));
+    problems.push({
+      kind: "NetworkAttachmentDefinition",
+      namespace: nad.namespace,
+      name: nad.name,
+      uid: nad.uid,
+      message: vanishedRangesMessage(podKey(nad), whyNoWhereaboutsRange(nad), kept),
+    });
   }
 
   // Per address: the running claimants win over pods being deleted; then whereabouts and the other pods decide.
@@ -317,7 +329,11 @@ export function desiredState(input: DesiredInput): DesiredState {
     const running = all.filter((c) => !c.pod.deleting);
     const contenders = running.length > 0 ? running : all;
     const podrefs = [...new Set(contenders.map((c) => podKey(c.pod)))].sort(byString);
-    const owner = owners.get(address);
+    // whereabouts' owner in the claimants' networks; in any network when one's cannot be told.
+    const networks = contenders.every((c) => c.networks !== undefined)
+      ? new Set(contenders.flatMap((c) => [...(c.networks ?? [])]))
+      : undefined;
+    const owner = ownerAmong(owners.of(address, networks), podrefs);
     if (owner !== undefined && podrefs.length > 1 && podrefs.includes(owner.podref)) {
       // whereabouts' owner wins the tie; the others are told.
       const winners = contenders.filter((c) => podKey(c.pod) === owner.podref);
@@ -401,8 +417,9 @@ export function desiredState(input: DesiredInput): DesiredState {
       .filter((a): a is string => a !== undefined && a !== primary);
     for (const address of [...new Set(held)].sort(compareAddresses)) {
       if (!managed(address) || carried.has(address)) continue;
-      const owner = owners.get(address);
-      if (owner !== undefined && podsOnNode.has(owner.podref)) continue;
+      const all = owners.of(address);
+      if (all.some((o) => podsOnNode.has(o.podref))) continue;
+      const owner = all[0];
       const key = unusedKey(eni.eniId, address);
       const since = input.unusedSince.get(key) ?? input.now;
       unusedSince.set(key, since);
@@ -445,6 +462,7 @@ export function desiredState(input: DesiredInput): DesiredState {
     rangesByNad,
     unreadableNads,
     unreadablePods,
+    carried: [...carriedBy.keys()].sort(compareAddresses),
     releases,
     pending,
     unusedSince,

@@ -52,6 +52,8 @@ function imageName(image: string): string {
 /**
  * The non-default entries of the pod's `k8s.v1.cni.cncf.io/network-status` annotation (or the older
  * `networks-status`) that name an interface and a MAC. No annotation: none yet (Multus writes it after CNI ADD).
+ * An entry that names addresses (`ips` set, and not an empty list) without an `interface` or a `mac`, or with
+ * `ips` that is no list, is a problem, as an annotation that is not JSON: its addresses are unknown.
  */
 export function podNetworks(pod: PodInfo): PodNetworks {
   const ref = `${pod.namespace}/${pod.name}`;
@@ -75,8 +77,17 @@ export function podNetworks(pod: PodInfo): PodNetworks {
     }
     const entry = raw as Record<string, unknown>;
     if (entry.default === true) return;
-    if (typeof entry.interface !== "string" || typeof entry.mac !== "string" || entry.mac === "") return;
-    const ips = Array.isArray(entry.ips) ? entry.ips : [];
+    const unread = unreadPart(entry);
+    if (unread !== undefined) {
+      // An entry that names addresses but cannot be read whole may hold a live pod's address: the pod is
+      // unreadable, never one attachment short. One that names none (no IPAM) has nothing to place.
+      if (namesAddresses(entry)) {
+        const network = typeof entry.name === "string" ? ` (network ${JSON.stringify(entry.name)})` : "";
+        problems.push(`pod ${ref}: ${annotation} entry ${index}${network} ${unread}`);
+      }
+      return;
+    }
+    const ips: unknown[] = Array.isArray(entry.ips) ? entry.ips : [];
     const addresses: string[] = [];
     for (const ip of ips) {
       const address = typeof ip === "string" ? tryCanonical(ip) : undefined;
@@ -90,10 +101,31 @@ export function podNetworks(pod: PodInfo): PodNetworks {
     }
     attachments.push({
       network: typeof entry.name === "string" ? entry.name : "",
-      interfaceName: entry.interface,
-      mac: entry.mac.trim().toLowerCase(),
+      interfaceName: entry.interface as string,
+      mac: (entry.mac as string).trim().toLowerCase(),
       addresses,
     });
   });
   return { attachments, problems };
+}
+
+/** Whether a network-status entry names addresses: `ips` set to anything but null or an empty list. */
+function namesAddresses(entry: Record<string, unknown>): boolean {
+  const { ips } = entry;
+  if (ips === undefined || ips === null) return false;
+  return !(Array.isArray(ips) && ips.length === 0);
+}
+
+/** What keeps an entry from being read whole (the end of a sentence), or undefined when nothing does. */
+function unreadPart(entry: Record<string, unknown>): string | undefined {
+  if (entry.ips !== undefined && entry.ips !== null && !Array.isArray(entry.ips)) {
+    return `has "ips" ${JSON.stringify(entry.ips)}, which is not a list of addresses`;
+  }
+  if (typeof entry.interface !== "string" || entry.interface === "") {
+    return `lists addresses ${JSON.stringify(entry.ips)} but names no "interface"`;
+  }
+  if (typeof entry.mac !== "string" || entry.mac.trim() === "") {
+    return `lists addresses ${JSON.stringify(entry.ips)} on ${entry.interface} but names no "mac", so the ENI they belong on is unknown`;
+  }
+  return undefined;
 }

@@ -15,7 +15,7 @@
 
 import type { Ec2Api } from "../eni/ec2-api.js";
 import { Ec2Error } from "../eni/errors/ec2-error.js";
-import { cidrsOverlap } from "../eni/ip.js";
+import { cidrContains, cidrsOverlap } from "../eni/ip.js";
 import type { Clock } from "../eni/process/clock.js";
 import type { Logger } from "../eni/process/logger.js";
 import type { SubnetCidrReservation } from "../eni/types.js";
@@ -63,6 +63,8 @@ export class ReservationKeeper {
   #scopeSubnets: readonly SubnetView[] = [];
   /** Whether the denied ec2:DescribeSubnets was logged (once until it works again). */
   #deniedLogged = false;
+  /** The last prune's reservations kept for a carried address, one sentence each (logged once, /readyz). */
+  #keptLines: string[] = [];
 
   constructor(
     private readonly deps: {
@@ -100,6 +102,10 @@ export class ReservationKeeper {
   lines(): string[] {
     const s = this.#status;
     if (!s.leader) return [];
+    return [...this.#missingLines(s), ...this.#keptLines];
+  }
+
+  #missingLines(s: ReservationStatus): string[] {
     const create = this.options.mode === "create";
     if (s.missing.length > MISSING_LISTED) {
       const shown = s.missing
@@ -267,18 +273,34 @@ export class ReservationKeeper {
   /**
    * Deletes reservations tagged as ours whose blocks no whereabouts range wants any more (a NAD removed or
    * narrowed). Only in `create` mode, only by the Lease holder; a reservation without our tag is never
-   * deleted. Returns the ids deleted.
+   * deleted, nor one over an address of `carried` (addresses pods carry: a NAD whose range a typo took, read
+   * first by a bridge that never saw the range, must not free a live pod's address to EC2). Returns the ids
+   * deleted.
    */
-  async prune(ranges: readonly WhereaboutsRange[], subnets: readonly SubnetView[]): Promise<string[]> {
+  async prune(
+    ranges: readonly WhereaboutsRange[],
+    subnets: readonly SubnetView[],
+    carried: readonly string[] = [],
+  ): Promise<string[]> {
     if (this.options.mode !== "create" || !this.#status.leader) return [];
     // The last pass's scope (the VPC's subnets), so that a reservation of another zone is pruned too.
     const scope = this.#scopeSubnets.length > 0 ? this.#scopeSubnets : subnets;
     const wanted = wantedReservations(ranges, scope);
     const subnetIds = scope.map((s) => s.subnetId);
     const deleted: string[] = [];
+    const keptLines: string[] = [];
     for (const r of await this.#read(subnetIds)) {
       if (r.tags[RESERVATION_TAG] !== RESERVATION_TAG_VALUE) continue;
       if (wanted.some((w) => w.subnetId === r.subnetId && cidrsOverlap(w.cidr, r.cidr))) continue;
+      const inUse = carried.find((a) => cidrContains(r.cidr, a));
+      if (inUse !== undefined) {
+        const line =
+          `reservation ${r.reservationId} (${r.cidr} in ${r.subnetId}${r.description === undefined ? "" : `, "${r.description}"`}) ` +
+          `is kept though no whereabouts range covers it: a pod carries ${inUse} in it; it goes once no pod does (or delete it by hand)`;
+        if (!this.#keptLines.includes(line)) this.deps.logger.warn({ reservationId: r.reservationId }, line);
+        keptLines.push(line);
+        continue;
+      }
       if (!this.#mayWrite(`delete ${r.reservationId}`)) break;
       this.deps.logger.info(
         { reservationId: r.reservationId, subnetId: r.subnetId, cidr: r.cidr },
@@ -287,6 +309,7 @@ export class ReservationKeeper {
       await this.deps.ec2.deleteSubnetCidrReservation(r.reservationId);
       deleted.push(r.reservationId);
     }
+    this.#keptLines = keptLines;
     return deleted;
   }
 }

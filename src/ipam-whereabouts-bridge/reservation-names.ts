@@ -50,11 +50,14 @@ export function readingsOfReservationName(name: string): ReservationReading[] {
 }
 
 /**
- * The addresses a reservation stands for: the readings that a NAD's range of that network holds; when none
- * does (the NAD is gone, or cannot be read), every reading, so that an address whereabouts still reserves is
- * never taken for free.
+ * The (network, address) pairs a reservation stands for: the readings that a NAD's range of that network
+ * holds; when none does (the NAD is gone, or cannot be read), every reading, so that an address whereabouts
+ * still reserves is never taken for free.
  */
-export function addressesOfReservation(name: string, ranges: readonly WhereaboutsRange[]): string[] {
+export function readingsOfReservation(
+  name: string,
+  ranges: readonly WhereaboutsRange[],
+): ReservationReading[] {
   const readings = readingsOfReservationName(name);
   const held = readings.filter((r) =>
     ranges.some(
@@ -64,5 +67,10 @@ export function addressesOfReservation(name: string, ranges: readonly Whereabout
         cidrContains(range.cidr, r.address),
     ),
   );
-  return [...new Set((held.length > 0 ? held : readings).map((r) => r.address))];
+  return held.length > 0 ? held : readings;
+}
+
+/** The addresses a reservation stands for (`readingsOfReservation`), each once. */
+export function addressesOfReservation(name: string, ranges: readonly WhereaboutsRange[]): string[] {
+  return [...new Set(readingsOfReservation(name, ranges).map((r) => r.address))];
 }

@@ -14,7 +14,7 @@ export const FIRST_WAVE_POLL_MS = 1_000;
 /** What the loop reads of the wave loop (Bridge): the last wave's ranges and subnets, and whether to trust them. */
 export interface WaveView {
   /** The last wave's desired state; undefined until a wave has run. */
-  readonly lastDesired: Pick<DesiredState, "ranges" | "unreadableNads"> | undefined;
+  readonly lastDesired: Pick<DesiredState, "ranges" | "unreadableNads" | "carried"> | undefined;
   readonly lastSubnets: readonly SubnetView[];
   /** Every watch has listed once. */
   readonly synced: boolean;
@@ -38,7 +38,7 @@ export interface ReservationsLoopOptions {
  * The reservations beside the waves: every interval, once the watches have listed and a wave has run, a
  * keeper pass (the Lease, then the reservations), then a prune, unless the view of the cluster is stale or
  * a NAD cannot be read: a NAD that cannot be read is unknown, not gone, and a stale view may miss a NAD, so
- * nothing is pruned on either. The Lease is renewed on its own timer alongside (LeaseRenewer.run). A failed
+ * nothing is pruned on either. A prune never deletes a reservation over an address a pod carries. The Lease is renewed on its own timer alongside (LeaseRenewer.run). A failed
  * pass is logged once and tried again after the interval; it never stops the waves.
  */
 export class ReservationsLoop {
@@ -72,7 +72,7 @@ export class ReservationsLoop {
             ...(waves.trusted ? [] : ["the view of the cluster is stale"]),
             ...desired.unreadableNads.map((nad) => `NAD ${nad} cannot be read`),
           ].join("; ");
-          if (held === "") await keeper.prune(desired.ranges, waves.lastSubnets);
+          if (held === "") await keeper.prune(desired.ranges, waves.lastSubnets, desired.carried);
           else if (held !== pruneHeldFor) {
             logger.warn(
               { reason: held },

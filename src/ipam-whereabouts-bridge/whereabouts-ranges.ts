@@ -276,6 +276,13 @@ export function rangesOfNad(info: NadInfo): NadRanges {
         : [{ spec: ipam, topLevel: true }]),
       ...(Array.isArray(ipam.ipRanges) ? ipam.ipRanges : []).map((spec: Json) => ({ spec, topLevel: false })),
     ];
+    if (specs.length === 0) {
+      // whereabouts fails every CNI ADD on it: a key misspelt (`ipRange`), not a NAD without ranges.
+      problems.push(
+        `NAD ${nad}: its whereabouts ipam names no range (no "range", no "ipRanges"; its keys are ${keysOf(ipam)}), so whereabouts cannot allocate from it`,
+      );
+      continue;
+    }
     const sliced =
       ipam.node_slice_size !== undefined && ipam.node_slice_size !== null && ipam.node_slice_size !== "";
     for (const [i, { spec, topLevel }] of specs.entries()) {
@@ -291,6 +298,33 @@ export function rangesOfNad(info: NadInfo): NadRanges {
     }
   }
   return { ranges, problems };
+}
+
+const keysOf = (object: Json): string =>
+  Object.keys(object)
+    .map((k) => JSON.stringify(k))
+    .join(", ");
+
+/**
+ * Why a NAD's configuration names no whereabouts range, in a few words (`rangesOfNad` found none and no
+ * problem): spec.config empty, no `ipam` block, or an `ipam` of another type.
+ */
+export function whyNoWhereaboutsRange(info: NadInfo): string {
+  if (info.config.trim() === "") return "its spec.config is empty";
+  let config: Json;
+  try {
+    config = JSON.parse(info.config);
+  } catch {
+    return "its spec.config is not JSON";
+  }
+  if (typeof config !== "object" || config === null) return "its spec.config is not a JSON object";
+  const plugins: Json[] = Array.isArray(config.plugins) ? config.plugins : [config];
+  const types = plugins
+    .map((plugin) => plugin?.ipam)
+    .filter((ipam) => typeof ipam === "object" && ipam !== null)
+    .map((ipam) => (ipam.type === undefined ? "unset" : JSON.stringify(ipam.type)));
+  if (types.length === 0) return 'it has no "ipam" block';
+  return `its ipam type is ${types.join(", ")}, not "whereabouts"`;
 }
 
 function ipamsOf(config: Json): Json[] {
