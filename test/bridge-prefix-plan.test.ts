@@ -558,6 +558,37 @@ describe("planPrefixes: properties", () => {
     );
   });
 
+  it("a swap that frees room on a full ENI makes room for the other slices in the same plan (found by the property above)", () => {
+    // ENI full (limit 3: .10, .144, .145); the slice .144/28 swaps two singles out, the slice .128/28 needs one slot.
+    const w = {
+      mine: [1, 0],
+      others: [],
+      heldPrefixes: [],
+      singles: [16, 17],
+      carried: [],
+      overlap: "swap" as const,
+      now: 0,
+      limit: 3,
+    };
+    const plan = planPrefixes(worldInput(w));
+    expect(plan.refusals).toEqual([]);
+    expect(plan.assigns).toEqual([
+      {
+        kind: "unassign-addresses",
+        eniId: "eni-0multus",
+        family: 4,
+        addresses: ["198.51.100.144", "198.51.100.145"],
+      },
+      {
+        kind: "assign-prefixes",
+        eniId: "eni-0multus",
+        family: 4,
+        prefixes: ["198.51.100.128/28", "198.51.100.144/28"],
+        restore: ["198.51.100.144", "198.51.100.145"],
+      },
+    ]);
+  });
+
   it("does not depend on the order of its input lists", () => {
     fc.assert(
       fc.property(arbWorld, (w) => {
@@ -589,7 +620,7 @@ describe("planPrefixes: slices refused before any call (issue 27)", () => {
         nad: "cnf/sliced",
         reason: "not-nitro",
         detail:
-          "NAD cnf/sliced: node node-a is a m4.large, not built on the Nitro System (DescribeInstanceTypes: hypervisor xen), and EC2 delegates prefixes to Nitro instances only: run node-sliced workloads on a Nitro instance type; the network stays in per-address mode",
+          "NAD cnf/sliced: node node-a is of instance type m4.large, not built on the Nitro System (DescribeInstanceTypes: hypervisor xen), and EC2 delegates prefixes to Nitro instances only: run node-sliced workloads on a Nitro instance type; the network stays in per-address mode",
       }),
     ]);
   });

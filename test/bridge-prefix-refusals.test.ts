@@ -121,7 +121,7 @@ describe("prefix mode: refusals EC2 or the subnet make (issue 27)", () => {
   it("a non-Nitro type known from DescribeInstanceTypes: the slice is refused not-nitro, with no EC2 write at all", async () => {
     const h = await startPrefixBridge("swap", {
       nitro: false,
-      instanceType: "m5.large",
+      instanceType: "m4.large",
       pods: [multusPod("old", NODE_A, [OLD], MAC_A)],
       before: async (sim) => {
         await holdOld(sim);
@@ -130,7 +130,7 @@ describe("prefix mode: refusals EC2 or the subnet make (issue 27)", () => {
     });
     const event = await refusalEvent(h.sim, "not built on the Nitro System");
     expect(event.message).toBe(
-      `NAD kube-system/slices: node ${NODE_A} is a m5.large, not built on the Nitro System (DescribeInstanceTypes: hypervisor xen), and EC2 delegates prefixes to Nitro instances only: run node-sliced workloads on a Nitro instance type; the network stays in per-address mode`,
+      `NAD kube-system/slices: node ${NODE_A} is of instance type m4.large, not built on the Nitro System (DescribeInstanceTypes: hypervisor xen), and EC2 delegates prefixes to Nitro instances only: run node-sliced workloads on a Nitro instance type; the network stays in per-address mode`,
     );
     expect(h.mutating()).toEqual([]);
     expect(h.eni()?.ipv4s).toContain(OLD);

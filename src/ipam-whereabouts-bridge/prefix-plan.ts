@@ -205,6 +205,26 @@ interface SlicedNetwork {
   readonly range: string;
 }
 
+/** A slice of this node that passed every check but the ENI's room. */
+interface SliceThatFits {
+  readonly network: SlicedNetwork;
+  readonly refuse: (reason: PrefixRefusalReason, detail: string) => void;
+  readonly eni: EniState;
+  readonly fam: IpFamily;
+  /** The delegated prefix length of the family. */
+  readonly length: number;
+  readonly slice: string;
+  readonly blocks: readonly string[];
+  /** Prefixes the ENI holds already, of this family. */
+  readonly mine: readonly string[];
+  /** Single addresses the ENI holds, of this family. */
+  readonly singles: readonly string[];
+  /** Singles inside the slice that a swap unassigns. */
+  readonly swapped: number;
+  /** Prefixes to assign. */
+  readonly need: number;
+}
+
 function slicedNetworks(nads: readonly NadInfo[]): SlicedNetwork[] {
   const out: SlicedNetwork[] = [];
   for (const nad of [...nads].sort((a, b) =>
@@ -320,6 +340,8 @@ export function planPrefixes(input: PrefixPlanInput): PrefixPlan {
   }
   /** Slices this node owns, per network: kept even when refused, so that their prefixes are never released. */
   const ownedSlices: string[] = [];
+  /** Slices that passed every check but the ENI's room, which is checked once all are known. */
+  const fits: SliceThatFits[] = [];
 
   for (const network of networks) {
     const { nad } = network;
@@ -352,7 +374,7 @@ export function planPrefixes(input: PrefixPlanInput): PrefixPlan {
       if (input.nonNitro !== undefined) {
         refuse(
           "not-nitro",
-          `node ${input.nodeName} is a ${input.nonNitro.instanceType}, not built on the Nitro System (DescribeInstanceTypes: hypervisor ${input.nonNitro.hypervisor}), and EC2 delegates prefixes to Nitro instances only: run node-sliced workloads on a Nitro instance type`,
+          `node ${input.nodeName} is of instance type ${input.nonNitro.instanceType}, not built on the Nitro System (DescribeInstanceTypes: hypervisor ${input.nonNitro.hypervisor}), and EC2 delegates prefixes to Nitro instances only: run node-sliced workloads on a Nitro instance type`,
         );
         continue;
       }
@@ -454,30 +476,44 @@ export function planPrefixes(input: PrefixPlanInput): PrefixPlan {
       const mine = prefixesHeld(eni, fam);
       const singles = singlesHeld(eni, fam);
       const toAssign = blocks.filter((b) => !mine.includes(b));
-      const k = slotKey(eni.eniId, fam);
       const swapped = input.overlap === "swap" ? singles.filter((a) => cidrContains(slice, a)).length : 0;
       const need = toAssign.filter(
         (b) => input.overlap === "swap" || !singles.some((a) => cidrContains(b, a)),
       ).length;
-      const used = slots.get(k) ?? 0;
-      if (need > 0 && used - swapped + need > limit) {
-        refuse(
-          "eni-full",
-          `the slice ${slice} needs ${need} more /${length} prefixes on ENI ${eni.eniId}, which holds ${used} of the ${limit} addresses and prefixes its instance type allows per ENI: set node_slice_size to a smaller slice, or release addresses no pod uses`,
-        );
+      fits.push({ network, refuse, eni, fam, length, slice, blocks, mine, singles, swapped, need });
+    }
+  }
+
+  // The room check last, over every slice that passed the others, those that free slots first: a swap
+  // unassigns its singles in the same call as every other swap of the ENI, so a slice whose swap frees
+  // room makes room for the next one in the same plan (checked in slice order, a full ENI refused the
+  // slice that came first and took it the wave after: two waves, and a plan that was not idempotent).
+  fits.sort(
+    (a, b) =>
+      a.need - a.swapped - (b.need - b.swapped) ||
+      byString(a.eni.eniId, b.eni.eniId) ||
+      byString(a.slice, b.slice),
+  );
+  for (const { network, refuse, eni, fam, length, slice, blocks, mine, singles, swapped, need } of fits) {
+    const k = slotKey(eni.eniId, fam);
+    const used = slots.get(k) ?? 0;
+    if (need > 0 && used - swapped + need > limit) {
+      refuse(
+        "eni-full",
+        `the slice ${slice} needs ${need} more /${length} prefixes on ENI ${eni.eniId}, which holds ${used} of the ${limit} addresses and prefixes its instance type allows per ENI: set node_slice_size to a smaller slice, or release addresses no pod uses`,
+      );
+      continue;
+    }
+    slots.set(k, used - swapped + need);
+    for (const prefix of blocks) {
+      const w: WantedPrefix = { nad: network.key, eniId: eni.eniId, family: fam, prefix, slice };
+      wanted.push(w);
+      if (mine.includes(prefix)) {
+        held.push(w);
         continue;
       }
-      slots.set(k, used - swapped + need);
-      for (const prefix of blocks) {
-        const w: WantedPrefix = { nad: network.key, eniId: eni.eniId, family: fam, prefix, slice };
-        wanted.push(w);
-        if (mine.includes(prefix)) {
-          held.push(w);
-          continue;
-        }
-        const inside = singles.filter((a) => cidrContains(prefix, a));
-        if (inside.length > 0 && input.overlap === "defer") deferred.push({ ...w, singles: inside });
-      }
+      const inside = singles.filter((a) => cidrContains(prefix, a));
+      if (inside.length > 0 && input.overlap === "defer") deferred.push({ ...w, singles: inside });
     }
   }
 

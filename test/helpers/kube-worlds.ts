@@ -47,7 +47,7 @@ export function multusPod(
  * Two m5.large nodes (i-0a as NODE_A, i-0b as NODE_B) with a Multus ENI each in subnet-multus
  * (198.51.100.128/25, 2001:db8:100:2::/64), a NAD cnf/multus-ipvlan over 198.51.100.192/27, its IPPool,
  * and the pods given (default: upf-0 on NODE_A holding 198.51.100.193). Documentation ranges only.
- * `aws.nitro: false` makes i-0a's type refuse prefixes.
+ * `aws.nitro: false` makes i-0a an m4.large, a Xen type that refuses prefixes (the simulator ties Nitro to the type).
  */
 export function kubeWorld(
   kubernetes: Record<string, unknown> = {},
@@ -77,7 +77,7 @@ export function kubeWorld(
       {
         id: "i-0a",
         ...(aws.ipv4AddressesPerEni === undefined ? {} : { ipv4AddressesPerEni: aws.ipv4AddressesPerEni }),
-        ...(aws.nitro === undefined ? {} : { nitro: aws.nitro }),
+        ...(aws.nitro === false ? { instanceType: "m4.large" } : {}),
         enis: [
           eni("eni-0a0", "02:00:00:00:01:00", 0, "subnet-0nodes", "198.51.100.10"),
           eni("eni-0a1", MAC_A, 1, "subnet-0multus", "198.51.100.140"),
