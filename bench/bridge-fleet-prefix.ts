@@ -1,227 +1,284 @@
 /**
- * The fleet in prefix mode: 50 nodes × 100 pods whose Multus ENI holds its whereabouts node slice as a
- * delegated IPv6 /80 prefix, each node's bridge in-process (as in bridge-fleet.ts: the adapters
- * `multus-ipmgr bridge` builds, its default settings, IPMGR_BRIDGE_PREFIX_MODE=defer) against one
- * `multus-ipmgr sim` process, whose stand-in for whereabouts' node-slice controller gives each node a slice.
- * The pods (addresses from their node's slice, in their network-status) are created first; the clock starts
- * when they all exist and the bridges' wave loops start (the nodes join), and stops at the last accepted
- * prefix assign, when every pod address lies in a prefix its node's Multus ENI holds.
+ * The fleet in prefix mode: nodes whose Multus ENI holds its whereabouts node slice as a delegated prefix,
+ * each node's bridge in-process (as in bridge-fleet.ts: the adapters `multus-ipmgr bridge` builds, its
+ * default settings, IPMGR_BRIDGE_PREFIX_MODE=defer) against one `multus-ipmgr sim` process, whose stand-in
+ * for whereabouts' node-slice controller gives each node a slice. Two fleets (bench/fleet-prefix-worlds.ts):
+ * IPv6, 50 nodes × 100 pods on /80 slices; IPv4, 7 nodes × 14 pods on /28 slices.
  *
- * IPv6, because 5,000 IPv4 addresses in /28 slices do not fit the IPv4 documentation ranges, the only ones
- * the bench may use. whereabouts' own controller cuts IPv4 ranges only; the simulator's cuts IPv6 too
- * (docs/simulator-node-slices.md), and the bridge holds an IPv6 slice as it holds an IPv4 one.
+ * What a user waits for after rolling out the bridge onto running pods: the pods (addresses from their
+ * node's slice, in their network-status) are created first; the clock starts before the bridges do (50 at
+ * once, as a DaemonSet's pods start: each builds its clients and lists its watches, then runs its waves)
+ * and stops
+ * - routed: when the answer to the last accepted prefix assign reaches its bridge;
+ * - IMDS: when every node's IMDS lists its slice under `ipvN-prefix` of its Multus ENI's MAC (read as soon
+ *   as that node's assign was answered, then every 50 ms), as the node itself would see it.
  */
-import type { Ec2CallRecord } from "../src/eni/ec2-api.js";
-import { createLogger } from "../src/eni/process/logger.js";
+import { ImdsClient } from "../src/eni/imds-client.js";
+import { systemClock } from "../src/eni/process/clock.js";
+import { createLogger, type Logger } from "../src/eni/process/logger.js";
 import type { Bridge } from "../src/ipam-whereabouts-bridge/bridge.js";
 import type { SimCall } from "../src/sim/call-log.js";
 import type { SimState } from "../src/sim/sim-state.js";
 import { tempKubeconfig } from "../test/helpers/kube-proxy.js";
 import type { SimReady } from "../test/helpers/sim-process.js";
 import { control, startFleetSim } from "./bridge-fleet.js";
-import { startFleetBridge } from "./fleet-bridge.js";
+import { type FleetCall, startFleetBridge } from "./fleet-bridge.js";
+import { ipv4Fleet, ipv6Fleet, type PrefixFleet } from "./fleet-prefix-worlds.js";
+import { usage } from "./proc.js";
 import type { BenchResult } from "./result.js";
 
-const NODES = 50;
-const PODS_PER_NODE = 100;
 const PER_ENI = 30;
-const SUBNET_V6 = "2001:db8:300:1::/64";
-/** 64 slices of /80: 2001:db8:300:1:100::/80 to 2001:db8:300:1:13f::/80. */
-const RANGE = "2001:db8:300:1:100::/74";
 const CALLS_PER_NODE_TARGET = 2;
-/** Pods of each node replaced after the fleet is routed: 1,000 in all. */
+/** Pods of each node replaced after the IPv6 fleet is routed: 1,000 in all. */
 const REPLACED_PER_NODE = 20;
 const SECONDS_TARGET = 3;
+const IMDS_POLL_MS = 50;
+const nodesOf = (fleet: PrefixFleet) => Array.from({ length: fleet.nodes }, (_, n) => n);
 
-const hex = (n: number) => n.toString(16).padStart(2, "0");
-const nodeName = (n: number) => `node-${hex(n)}.ec2.internal`;
-const instanceOf = (n: number) => `i-0slice${hex(n)}`;
-const eniOf = (n: number, device: number) => `eni-0slice${hex(n)}${hex(device)}`;
-const macOf = (n: number, device: number) => `02:00:00:02:${hex(n)}:${hex(device)}`;
-/** Primaries from 198.51.100.4, past the four addresses AWS keeps: two a node. */
-const primaryOf = (n: number, device: number) => `198.51.100.${4 + 2 * n + device}`;
-/** The slice whereabouts' node-slice controller gives node n: the first free one, nodes in name order. */
-const sliceOf = (n: number) => `2001:db8:300:1:${(0x100 + n).toString(16)}::/80`;
-const addressOf = (n: number, i: number) =>
-  `2001:db8:300:1:${(0x100 + n).toString(16)}::${(i + 1).toString(16)}`;
-
-function prefixWorld() {
-  return {
-    region: "us-east-1",
-    vpc: { id: "vpc-0slice", cidr: "198.51.100.0/24", ipv6Cidr: "2001:db8:300::/56" },
-    subnets: [
-      { id: "subnet-0slice", cidr: "198.51.100.0/24", ipv6Cidr: SUBNET_V6, availabilityZone: "us-east-1a" },
-    ],
-    instances: Array.from({ length: NODES }, (_, n) => ({
-      id: instanceOf(n),
-      instanceType: "m5.4xlarge",
-      enis: [0, 1].map((d) => ({
-        id: eniOf(n, d),
-        mac: macOf(n, d),
-        deviceIndex: d,
-        subnet: "subnet-0slice",
-        primaryIpv4: primaryOf(n, d),
-        ...(d === 0 ? {} : { tags: { "node.k8s.amazonaws.com/no_manage": "true" } }),
-      })),
-    })),
-    kubernetes: {
-      namespaces: ["cnf"],
-      nodes: Array.from({ length: NODES }, (_, n) => ({ instance: instanceOf(n), name: nodeName(n) })),
-      networkAttachmentDefinitions: [
-        {
-          namespace: "kube-system",
-          name: "slices",
-          config: {
-            cniVersion: "0.3.1",
-            name: "slices",
-            type: "ipvlan",
-            master: "eth1",
-            ipam: { type: "whereabouts", network_name: "slices", range: RANGE, node_slice_size: "/80" },
-          },
-        },
-      ],
-      pods: [],
-    },
-  };
-}
-
-function pod(n: number, i: number): Record<string, unknown> {
-  return {
-    namespace: "cnf",
-    name: `pod-${n}-${i}`,
-    nodeName: nodeName(n),
-    networkStatus: [
-      { name: "aws-cni", interface: "eth0", ips: [primaryOf(n, 0)], default: true },
-      { name: "kube-system/slices", interface: "net1", ips: [addressOf(n, i)], mac: macOf(n, 1) },
-    ],
-  };
+/** What one fleet's run measured; times in seconds from the bridges' start. */
+interface FleetRun {
+  /** Pod addresses inside a prefix their node's Multus ENI holds, at the end. */
+  readonly routedAddresses: number;
+  readonly mutating: readonly SimCall[];
+  readonly accepted: readonly SimCall[];
+  readonly createSeconds: number;
+  /** Until every bridge had built its clients and listed its watches. */
+  readonly listedSeconds: number;
+  readonly firstSeconds: number;
+  /** Until the answer to the last accepted prefix assign reached its bridge. */
+  readonly routedSeconds: number;
+  /** Until every node's IMDS showed its slice (NaN when one never did). */
+  readonly imdsSeconds: number;
+  /**
+   * CPU time over that span, of this process (the 50 bridges, one event loop) and of the simulator; and of
+   * this process until every bridge had listed its watches.
+   */
+  readonly cpuSeconds: { readonly bridges: number; readonly sim: number; readonly bridgesListed: number };
+  readonly churn: { readonly calls: number; readonly seconds: number } | undefined;
 }
 
 export async function benchBridgeFleetPrefix(): Promise<BenchResult[]> {
-  const fleetSim = await startFleetSim(prefixWorld());
+  const v6 = await runFleet(ipv6Fleet, true);
+  const v4 = await runFleet(ipv4Fleet, false);
+  return [...rowsOf(ipv6Fleet, v6), ...rowsOf(ipv4Fleet, v4)];
+}
+
+function rowsOf(fleet: PrefixFleet, run: FleetRun): BenchResult[] {
+  const total = fleet.nodes * fleet.podsPerNode;
+  const all = run.routedAddresses === total;
+  const perNode = run.accepted.length / fleet.nodes;
+  const head = `bridge, prefix mode, IPv${fleet.family}: ${fleet.nodes} nodes x ${fleet.podsPerNode} pods (node slices of ${fleet.range})`;
+  const rows: BenchResult[] = [
+    {
+      name: `${head}: pod addresses inside a prefix their ENI holds`,
+      value: run.routedAddresses,
+      unit: "addresses",
+      target: `all ${total}`,
+      ok: all,
+    },
+    {
+      name: `${head}: mutating EC2 calls per node (${run.accepted.length} accepted, ${run.mutating.length - run.accepted.length} refused or throttled: ${[...new Set(run.accepted.map((c) => c.action))].join(", ") || "none"})`,
+      value: perNode,
+      unit: "calls a node",
+      target: `<= ${CALLS_PER_NODE_TARGET} per node`,
+      ok: all && perNode <= CALLS_PER_NODE_TARGET,
+    },
+    {
+      name: `${head}: time from the bridges' start, their pods existing (the simulator took ${run.createSeconds.toFixed(2)} s to create them), until every pod address is routed (the last accepted assign's answer; every bridge's watches listed at ${run.listedSeconds.toFixed(2)} s, the first assign answered at ${run.firstSeconds.toFixed(2)} s)`,
+      value: all ? run.routedSeconds : Number.NaN,
+      unit: "s",
+      target: `<= ${SECONDS_TARGET} s`,
+      ok: all && run.routedSeconds <= SECONDS_TARGET,
+    },
+    {
+      name: `${head}: time from the bridges' start until every node's IMDS lists its slice under ipv${fleet.family}-prefix (read every ${IMDS_POLL_MS} ms once its assign was answered; CPU meanwhile: the bridges' process ${run.cpuSeconds.bridges.toFixed(2)} s, ${run.cpuSeconds.bridgesListed.toFixed(2)} s of it until every bridge had listed its watches; the simulator ${run.cpuSeconds.sim.toFixed(2)} s)`,
+      value: run.imdsSeconds,
+      unit: "s",
+      target: `<= ${SECONDS_TARGET} s`,
+      ok: run.imdsSeconds <= SECONDS_TARGET,
+    },
+  ];
+  if (fleet === ipv6Fleet) {
+    const churn = run.churn;
+    rows.push({
+      name: `${head}: mutating EC2 calls while ${REPLACED_PER_NODE * fleet.nodes} of its pods are replaced (${REPLACED_PER_NODE} a node deleted, then as many created with new addresses of the node's slice; every bridge's wave counted them held)${churn === undefined ? ": not run, the fleet was not routed" : ` in ${churn.seconds.toFixed(1)} s`}`,
+      value: churn?.calls ?? Number.NaN,
+      unit: "calls",
+      target: "0",
+      ok: churn?.calls === 0,
+    });
+  }
+  return rows;
+}
+
+async function runFleet(fleet: PrefixFleet, withChurn: boolean): Promise<FleetRun> {
+  const fleetSim = await startFleetSim(fleet.world());
   const sim = fleetSim.ready;
   const kubeconfig = await tempKubeconfig(sim.kubernetes ?? "");
   const logger = createLogger("silent");
   const stop: AbortController[] = [];
-  const calls: Ec2CallRecord[] = [];
+  const calls: FleetCall[] = [];
   const stops: (() => Promise<void>)[] = [];
   const loops: Promise<void>[] = [];
+  const watching = new AbortController();
+  let imds: Promise<number[]> | undefined;
   try {
-    const bridges: Bridge[] = [];
-    for (let n = 0; n < NODES; n++) {
-      const { bridge, close } = await startFleetBridge({
-        sim,
-        kubeconfig: kubeconfig.path,
-        logger,
-        nodeName: nodeName(n),
-        instance: instanceOf(n),
-        env: {
-          IPMGR_ALLOWED_CIDRS: RANGE,
-          IPMGR_BRIDGE_RESERVATIONS: "off",
-          IPMGR_BRIDGE_PREFIX_MODE: "defer",
-        },
-        addressesPerEni: PER_ENI,
-        calls,
-        eth1Mac: macOf(n, 1),
-      });
-      bridges.push(bridge);
-      stops.push(close);
-    }
-    // The pods' addresses below assume node n holds slice n: check it against the simulator's pool.
-    const pools = (await control<SimState>(sim, "GET", "/state")).kubernetes?.nodeSlicePools ?? [];
-    const allocations = (pools[0]?.status as { allocations?: { nodeName: string; sliceRange: string }[] })
-      ?.allocations;
-    for (let n = 0; n < NODES; n++) {
-      const held = allocations?.find((a) => a.nodeName === nodeName(n))?.sliceRange;
-      if (held !== sliceOf(n)) throw new Error(`bench: ${nodeName(n)} has slice ${held}, not ${sliceOf(n)}`);
-    }
-    // The pods first, as in bridge-fleet.ts the clock starts once they all exist: the simulator is one
-    // process for the API server and every node's IMDS, and while it creates 5,000 pods (about 1 s) the
-    // nodes' IMDS would wait behind it, which on EC2 they never do.
+    await slicesGiven(sim, fleet);
+    // The pods first: the simulator is one process for the API server and every node's IMDS, and while it
+    // creates 5,000 pods (about 1 s) the nodes' IMDS would wait behind it, which on EC2 they never do.
     const posted = Date.now();
     await control(
       sim,
       "POST",
       "/kubernetes/pods",
-      Array.from({ length: NODES * PODS_PER_NODE }, (_, k) =>
-        pod(Math.floor(k / PODS_PER_NODE), k % PODS_PER_NODE),
+      Array.from({ length: fleet.nodes * fleet.podsPerNode }, (_, k) =>
+        fleet.pod(Math.floor(k / fleet.podsPerNode), k % fleet.podsPerNode),
       ),
     );
     const createSeconds = (Date.now() - posted) / 1000;
     await control(sim, "DELETE", "/calls");
-    calls.length = 0;
     const started = Date.now();
-    for (const bridge of bridges) {
-      const controller = new AbortController();
-      stop.push(controller);
-      loops.push(bridge.run(controller.signal));
-    }
-    const total = NODES * PODS_PER_NODE;
-    const routed = async () => {
-      const enis = (await control<SimState>(sim, "GET", "/state")).enis;
-      let count = 0;
-      for (let n = 0; n < NODES; n++) {
-        const prefixes = enis.find((e) => e.eniId === eniOf(n, 1))?.ipv6Prefixes ?? [];
-        if (prefixes.includes(sliceOf(n))) count += PODS_PER_NODE;
-      }
-      return count;
+    const cpuAtStart = { bridges: process.cpuUsage(), simTicks: usage(fleetSim.pid).ticks };
+    imds = imdsShowsSlices(fleet, sim, calls, started, logger, watching.signal);
+    const bridges: Bridge[] = [];
+    const starts = await Promise.allSettled(
+      nodesOf(fleet).map(async (n) => {
+        const { bridge, close } = await startFleetBridge({
+          sim,
+          kubeconfig: kubeconfig.path,
+          logger,
+          nodeName: fleet.nodeName(n),
+          instance: fleet.instanceOf(n),
+          env: {
+            IPMGR_ALLOWED_CIDRS: fleet.range,
+            IPMGR_BRIDGE_RESERVATIONS: "off",
+            IPMGR_BRIDGE_PREFIX_MODE: "defer",
+          },
+          addressesPerEni: PER_ENI,
+          calls,
+          eth1Mac: fleet.macOf(n, 1),
+        });
+        stops.push(close);
+        const controller = new AbortController();
+        stop.push(controller);
+        loops.push(bridge.run(controller.signal));
+        bridges.push(bridge);
+      }),
+    );
+    const listedSeconds = (Date.now() - started) / 1000;
+    const listedCpu = process.cpuUsage(cpuAtStart.bridges);
+    const failed = starts.find((s) => s.status === "rejected");
+    if (failed !== undefined) throw failed.reason;
+    const shown = await imds;
+    const bridgesCpu = process.cpuUsage(cpuAtStart.bridges);
+    const cpuSeconds = {
+      bridges: (bridgesCpu.user + bridgesCpu.system) / 1e6,
+      sim: (usage(fleetSim.pid).ticks - cpuAtStart.simTicks) / 100,
+      bridgesListed: (listedCpu.user + listedCpu.system) / 1e6,
     };
-    // Waits on the call log (small), not on GET /state, whose 5,000 pods would keep the simulator busy;
-    // the count that decides is read from the ENIs once, at the end.
-    const assigned = async () =>
-      (await control<SimCall[]>(sim, "GET", "/calls")).filter(
-        (c) => c.action === "AssignIpv6Addresses" && c.outcome === "ok",
-      ).length;
-    const deadline = started + 60_000;
-    while ((await assigned()) < NODES && Date.now() < deadline) await new Promise((r) => setTimeout(r, 250));
-    const count = await routed();
-    const all = count === total;
+    const answered = calls.filter((c) => c.operation === fleet.assignAction && c.outcome === "ok");
+    const since = (at: readonly number[], pick: (...values: number[]) => number) =>
+      at.length === 0 ? Number.NaN : (pick(...at) - started) / 1000;
+    const answeredAt = answered.map((c) => c.answeredAt);
+    const state = await control<SimState>(sim, "GET", "/state");
+    const routedAddresses =
+      fleet.podsPerNode *
+      nodesOf(fleet).filter((n) => {
+        const eni = state.enis.find((e) => e.eniId === fleet.eniOf(n, 1));
+        return eni !== undefined && fleet.prefixesOf(eni).includes(fleet.sliceOf(n));
+      }).length;
     const mutating = (await control<SimCall[]>(sim, "GET", "/calls")).filter(
       (c) => c.action.startsWith("Assign") || c.action.startsWith("Unassign"),
     );
-    const accepted = mutating.filter((c) => c.outcome === "ok");
-    const firstAt = accepted[0] === undefined ? Number.NaN : (Date.parse(accepted[0].time) - started) / 1000;
-    const lastAt = accepted.at(-1);
-    const seconds = ((lastAt === undefined ? Date.now() : Date.parse(lastAt.time)) - started) / 1000;
-    const perNode = accepted.length / NODES;
-    const churn = all ? await replacePods(sim, bridges) : undefined;
-    return [
-      {
-        name: `bridge, prefix mode: ${NODES} nodes x ${PODS_PER_NODE} pods (node slices /80 of ${RANGE}): pod addresses inside a prefix their ENI holds`,
-        value: count,
-        unit: "addresses",
-        target: `all ${total}`,
-        ok: all,
-      },
-      {
-        name: `bridge, prefix mode: that fleet's mutating EC2 calls per node (${accepted.length} accepted, ${mutating.length - accepted.length} refused or throttled: ${[...new Set(accepted.map((c) => c.action))].join(", ") || "none"})`,
-        value: perNode,
-        unit: "calls a node",
-        target: `<= ${CALLS_PER_NODE_TARGET} per node`,
-        ok: all && perNode <= CALLS_PER_NODE_TARGET,
-      },
-      {
-        name: `bridge, prefix mode: that fleet's time from the bridges' start, its pods existing (the simulator took ${createSeconds.toFixed(2)} s to create them), until every pod address is routed (last accepted call; the first at ${firstAt.toFixed(2)} s)`,
-        value: all ? seconds : Number.NaN,
-        unit: "s",
-        target: `<= ${SECONDS_TARGET} s`,
-        ok: all && seconds <= SECONDS_TARGET,
-      },
-      {
-        name: `bridge, prefix mode: that fleet's mutating EC2 calls while ${REPLACED_PER_NODE * NODES} of its pods are replaced (${REPLACED_PER_NODE} a node deleted, then as many created with new addresses of the node's slice; every bridge's wave counted them held)${churn === undefined ? ": not run, the fleet was not routed" : ` in ${churn.seconds.toFixed(1)} s`}`,
-        value: churn?.calls ?? Number.NaN,
-        unit: "calls",
-        target: "0",
-        ok: churn?.calls === 0,
-      },
-    ];
+    const all = routedAddresses === fleet.nodes * fleet.podsPerNode;
+    return {
+      routedAddresses,
+      mutating,
+      accepted: mutating.filter((c) => c.outcome === "ok"),
+      createSeconds,
+      listedSeconds,
+      firstSeconds: since(answeredAt, Math.min),
+      routedSeconds: since(answeredAt, Math.max),
+      imdsSeconds: Math.max(...shown),
+      cpuSeconds,
+      churn: withChurn && all ? await replacePods(sim, fleet, bridges) : undefined,
+    };
   } finally {
+    watching.abort();
+    await Promise.allSettled(imds === undefined ? [] : [imds]);
     for (const controller of stop) controller.abort();
     await Promise.allSettled(loops);
     await Promise.allSettled(stops.map((s) => s()));
     await fleetSim.close();
     kubeconfig.remove();
   }
+}
+
+/** Waits until the simulator's node-slice controller has given node n the slice sliceOf(n), every n. */
+async function slicesGiven(sim: SimReady, fleet: PrefixFleet): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    const pools = (await control<SimState>(sim, "GET", "/state")).kubernetes?.nodeSlicePools ?? [];
+    const allocations =
+      (pools[0]?.status as { allocations?: { nodeName: string; sliceRange: string }[] } | undefined)
+        ?.allocations ?? [];
+    const wrong = nodesOf(fleet).find(
+      (n) => allocations.find((a) => a.nodeName === fleet.nodeName(n))?.sliceRange !== fleet.sliceOf(n),
+    );
+    if (wrong === undefined) return;
+    if (Date.now() > deadline) {
+      const held = allocations.find((a) => a.nodeName === fleet.nodeName(wrong))?.sliceRange;
+      throw new Error(`bench: ${fleet.nodeName(wrong)} has slice ${held}, not ${fleet.sliceOf(wrong)}`);
+    }
+    await systemClock.sleep(50);
+  }
+}
+
+/**
+ * Per node, the seconds from `started` until its IMDS lists its slice on its Multus ENI's MAC (NaN when it
+ * never did within 60 s). A node's IMDS is read once its bridge has an answer to an accepted prefix assign
+ * on that ENI: before that there is nothing to show, and reading 50 IMDS every 50 ms would take the one
+ * simulator process from the bridges.
+ */
+async function imdsShowsSlices(
+  fleet: PrefixFleet,
+  sim: SimReady,
+  calls: readonly FleetCall[],
+  started: number,
+  logger: Logger,
+  signal: AbortSignal,
+): Promise<number[]> {
+  const shownAt = nodesOf(fleet).map(() => Number.NaN);
+  const clients = nodesOf(fleet).map(
+    (n) =>
+      new ImdsClient({
+        endpoint: sim.imds[fleet.instanceOf(n)] ?? "",
+        requestTimeoutMs: 5_000,
+        clock: systemClock,
+        logger,
+      }),
+  );
+  const deadline = started + 60_000;
+  while (shownAt.some(Number.isNaN) && Date.now() < deadline && !signal.aborted) {
+    const answered = new Set(
+      calls.filter((c) => c.operation === fleet.assignAction && c.outcome === "ok").map((c) => c.eniId),
+    );
+    await Promise.all(
+      nodesOf(fleet)
+        .filter((n) => Number.isNaN(shownAt[n]) && answered.has(fleet.eniOf(n, 1)))
+        .map(async (n) => {
+          const imds = clients[n] as ImdsClient;
+          const mac = fleet.macOf(n, 1);
+          const prefixes = fleet.family === 6 ? await imds.ipv6Prefixes(mac) : await imds.ipv4Prefixes(mac);
+          if (prefixes.includes(fleet.sliceOf(n))) shownAt[n] = (Date.now() - started) / 1000;
+        }),
+    );
+    // Aborted when the run ends early (a bridge failed to start): the loop ends at its condition.
+    await systemClock.sleep(IMDS_POLL_MS, signal).catch((error: unknown) => {
+      if (!signal.aborted) throw error;
+    });
+  }
+  return shownAt;
 }
 
 /**
@@ -231,6 +288,7 @@ export async function benchBridgeFleetPrefix(): Promise<BenchResult[]> {
  */
 async function replacePods(
   sim: SimReady,
+  fleet: PrefixFleet,
   bridges: readonly Bridge[],
 ): Promise<{ calls: number; seconds: number }> {
   await control(sim, "DELETE", "/calls");
@@ -248,24 +306,24 @@ async function replacePods(
     while (!done()) {
       if (Date.now() > deadline)
         throw new Error(`bench: the bridges never counted ${wanted} pod addresses held`);
-      await new Promise((r) => setTimeout(r, 100));
+      await systemClock.sleep(100);
     }
   };
   let since = Date.now();
-  for (let n = 0; n < NODES; n++)
+  for (const n of nodesOf(fleet))
     for (let i = 0; i < REPLACED_PER_NODE; i++)
       await control(sim, "DELETE", `/kubernetes/pods/cnf/pod-${n}-${i}`);
-  await everyWave(PODS_PER_NODE - REPLACED_PER_NODE, since);
+  await everyWave(fleet.podsPerNode - REPLACED_PER_NODE, since);
   since = Date.now();
   await control(
     sim,
     "POST",
     "/kubernetes/pods",
-    Array.from({ length: NODES * REPLACED_PER_NODE }, (_, k) =>
-      pod(Math.floor(k / REPLACED_PER_NODE), PODS_PER_NODE + (k % REPLACED_PER_NODE)),
+    Array.from({ length: fleet.nodes * REPLACED_PER_NODE }, (_, k) =>
+      fleet.pod(Math.floor(k / REPLACED_PER_NODE), fleet.podsPerNode + (k % REPLACED_PER_NODE)),
     ),
   );
-  await everyWave(PODS_PER_NODE, since);
+  await everyWave(fleet.podsPerNode, since);
   const calls = (await control<SimCall[]>(sim, "GET", "/calls")).filter(
     (c) => c.action.startsWith("Assign") || c.action.startsWith("Unassign"),
   ).length;

@@ -22,13 +22,12 @@
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { Ec2CallRecord } from "../src/eni/ec2-api.js";
 import { createLogger } from "../src/eni/process/logger.js";
 import type { SimCall } from "../src/sim/call-log.js";
 import type { SimState } from "../src/sim/sim-state.js";
 import { tempKubeconfig } from "../test/helpers/kube-proxy.js";
 import { type SimReady, startSimProcess } from "../test/helpers/sim-process.js";
-import { startFleetBridge } from "./fleet-bridge.js";
+import { type FleetCall, startFleetBridge } from "./fleet-bridge.js";
 import type { BenchResult } from "./result.js";
 
 const NODES = 50;
@@ -94,7 +93,7 @@ function fleetWorld() {
 /** `multus-ipmgr sim` on a world (the fleet's by default), from dist/ (npm run bench builds it first). */
 export async function startFleetSim(
   world: unknown = fleetWorld(),
-): Promise<{ ready: SimReady; close(): Promise<void> }> {
+): Promise<{ ready: SimReady; pid: number; close(): Promise<void> }> {
   const dir = mkdtempSync(join(tmpdir(), "ipmgr-bench-fleet-"));
   const worldFile = join(dir, "world.json");
   writeFileSync(worldFile, JSON.stringify(world));
@@ -102,6 +101,7 @@ export async function startFleetSim(
     const sim = await startSimProcess(["--world", worldFile], "dist/multus-ipmgr.cjs");
     return {
       ready: sim.ready,
+      pid: sim.child.pid ?? -1,
       async close() {
         await sim.stop();
         rmSync(dir, { recursive: true, force: true });
@@ -145,7 +145,7 @@ export async function benchBridgeFleet(): Promise<BenchResult[]> {
   const logger = createLogger("silent");
   // One signal per bridge: each wave adds listeners to its signal.
   const stop: AbortController[] = [];
-  const calls: Ec2CallRecord[] = [];
+  const calls: FleetCall[] = [];
   const stops: (() => Promise<void>)[] = [];
   const loops: Promise<void>[] = [];
   try {

@@ -17,6 +17,11 @@ import { PrefixMode } from "../src/ipam-whereabouts-bridge/prefix-mode.js";
 import { loadBridgeConfig } from "../src/ipam-whereabouts-bridge/settings.js";
 import type { SimReady } from "../test/helpers/sim-process.js";
 
+/** One EC2 call of a fleet's bridge, with the time its answer reached the bridge (Date.now()). */
+export interface FleetCall extends Ec2CallRecord {
+  readonly answeredAt: number;
+}
+
 export interface FleetBridgeOptions {
   readonly sim: SimReady;
   readonly kubeconfig: string;
@@ -26,8 +31,8 @@ export interface FleetBridgeOptions {
   /** The bridge's environment (NODE_NAME is added). */
   readonly env: Readonly<Record<string, string>>;
   readonly addressesPerEni: number;
-  /** Every EC2 call the bridge makes is pushed here. */
-  readonly calls: Ec2CallRecord[];
+  /** Every EC2 call the bridge makes is pushed here as its answer (or last failure) arrives. */
+  readonly calls: FleetCall[];
   /**
    * Prefix mode (IPMGR_BRIDGE_PREFIX_MODE in `env`): the MAC of the node's eth1, its Multus ENI. In-process,
    * the bench host's interfaces are not the node's.
@@ -75,7 +80,7 @@ export async function startFleetBridge(o: FleetBridgeOptions): Promise<FleetBrid
     },
     logger,
     observer: (record) => {
-      o.calls.push(record);
+      o.calls.push({ ...record, answeredAt: Date.now() });
       metrics.ec2Observer(record);
     },
   });

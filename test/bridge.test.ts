@@ -183,10 +183,12 @@ describe("bridge against the simulator (EC2, IMDS, Kubernetes API)", () => {
     h.sim.kubernetes?.deletePod("cnf", "upf-0", 30);
     await new Promise((r) => setTimeout(r, 400));
     h.sim.kubernetes?.deletePod("cnf", "upf-0");
-    await new Promise((r) => setTimeout(r, 700));
+    // The bridge has seen the pod gone: its address waits out the grace.
+    await eventually(() => (h.bridge.report?.pendingReleases ?? 0) > 0, "upf-0's address pending release");
     h.sim.kubernetes?.addPod(
       multusPod("upf-0", NODE_A, [ipv4(193)], MAC_A, { uid: "4d7e2c6a-0000-4000-8000-000000000001" }),
     );
+    // A wait to show that nothing happens: past the grace, the address stays and nothing is assigned.
     await new Promise((r) => setTimeout(r, 3_500));
     expect(h.held("eni-0a1")).toEqual(["198.51.100.140", ipv4(193)]);
     expect(h.mutatingCalls()).toEqual([]);
@@ -477,15 +479,19 @@ describe("bridge against the simulator (EC2, IMDS, Kubernetes API)", () => {
     }
     // Trading at every wave: about 8 assigns in 5 s. Paced: each side's next repair comes 4 s, then 8 s later.
     const from = assignsOfTwin();
+    // A wait to show what does not happen: a trade at every wave.
     await new Promise((r) => setTimeout(r, 5_000));
     expect(assignsOfTwin() - from).toBeLessThanOrEqual(3);
     type Event = { reason: string; message: string; involvedObject: { name: string; uid?: string } };
-    const conflictEvents = ((a.sim.state().kubernetes?.events ?? []) as unknown as Event[]).filter(
-      (e) => e.reason === "AddressConflict",
-    );
-    expect(conflictEvents.map((e) => `${e.involvedObject.name} ${e.involvedObject.uid}`).sort()).toEqual([
-      "twin-a 4d7e2c6a-0000-4000-8000-00000000000a",
-      "twin-b 4d7e2c6a-0000-4000-8000-00000000000b",
-    ]);
+    const conflictEvents = () =>
+      ((a.sim.state().kubernetes?.events ?? []) as unknown as Event[]).filter(
+        (e) => e.reason === "AddressConflict",
+      );
+    await eventually(() => conflictEvents().length >= 2, "an AddressConflict Event on each pod");
+    expect(
+      conflictEvents()
+        .map((e) => `${e.involvedObject.name} ${e.involvedObject.uid}`)
+        .sort(),
+    ).toEqual(["twin-a 4d7e2c6a-0000-4000-8000-00000000000a", "twin-b 4d7e2c6a-0000-4000-8000-00000000000b"]);
   });
 });

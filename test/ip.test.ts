@@ -1,3 +1,4 @@
+import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { ExitCode } from "../src/eni/errors/exit-codes.js";
 import { InvalidAddressError } from "../src/eni/errors/invalid-address-error.js";
@@ -5,6 +6,8 @@ import { InvalidCidrError } from "../src/eni/errors/invalid-cidr-error.js";
 import {
   addressAtOffset,
   addressKind,
+  addressOfValue,
+  addressValue,
   anyCidrContains,
   awsReservedAddresses,
   canonical,
@@ -332,6 +335,24 @@ describe("awsReservedAddresses", () => {
   ])("%s: %s", (_name, cidr, expected) => {
     expect(awsReservedAddresses(cidr)).toEqual(expected);
   });
+
+  it("answers the same list again (kept by subnet) however the caller changed the one it got", () => {
+    const first = awsReservedAddresses("198.51.100.0/24");
+    first.push("198.51.100.77");
+    first.reverse();
+    expect(awsReservedAddresses("198.51.100.0/24")).toEqual([
+      "198.51.100.0",
+      "198.51.100.1",
+      "198.51.100.2",
+      "198.51.100.3",
+      "198.51.100.255",
+    ]);
+  });
+
+  it("rejects a subnet that is no CIDR every time", () => {
+    expect(() => awsReservedAddresses("198.51.100.0")).toThrow(InvalidCidrError);
+    expect(() => awsReservedAddresses("198.51.100.0")).toThrow(InvalidCidrError);
+  });
 });
 
 describe("compareAddresses", () => {
@@ -347,6 +368,41 @@ describe("compareAddresses", () => {
   });
 
   it("rejects invalid input", () => {
+    expect(() => compareAddresses("10.1", "198.51.100.1")).toThrow(InvalidAddressError);
+  });
+});
+
+describe("parsing the same text again (parsed addresses are kept by their text)", () => {
+  const v6 = fc.bigInt({ min: 0n, max: (1n << 128n) - 1n }).map((v) => addressOfValue(6, v));
+  const v4 = fc.bigInt({ min: 0n, max: (1n << 32n) - 1n }).map((v) => addressOfValue(4, v));
+  const spelling = fc.oneof(
+    v4,
+    v6,
+    v6.map((a) => a.toUpperCase()),
+    fc.string({ maxLength: 12 }),
+  );
+  const answers = (text: string) => [
+    tryCanonical(text),
+    tryCanonical(text) === undefined ? undefined : addressValue(text),
+    tryCanonical(text) === undefined ? undefined : family(text),
+  ];
+
+  it("answers as the first time, also after more than 10,000 other texts emptied what was kept", () => {
+    fc.assert(
+      fc.property(fc.array(spelling, { minLength: 1, maxLength: 40 }), (texts) => {
+        const first = texts.map(answers);
+        expect(texts.map(answers)).toEqual(first);
+        for (let i = 0; i < 10_001; i++) tryCanonical(`2001:db8::${i.toString(16)}:1`);
+        expect(texts.map(answers)).toEqual(first);
+      }),
+      { numRuns: 5 },
+    );
+  });
+
+  it("keeps the text that is no address none, and a rejected text stays rejected with its error", () => {
+    expect(tryCanonical("10.1")).toBeUndefined();
+    expect(tryCanonical("10.1")).toBeUndefined();
+    expect(() => compareAddresses("10.1", "198.51.100.1")).toThrow(InvalidAddressError);
     expect(() => compareAddresses("10.1", "198.51.100.1")).toThrow(InvalidAddressError);
   });
 });

@@ -109,14 +109,19 @@ describe.skipIf(unavailable !== undefined)("a floating address stays routed", ()
     await eventually(async () => (await ready(l, "a")) && (await ready(l, "b")), "both ready");
     await l.clearCalls();
     await l.addAddress("b", "net1", `${FLOAT4}/25`);
-    await sleep(12_000);
-    const moves = await assignsOf(l, FLOAT4);
+    const from = Date.now();
     // B's take, then at most one repair per side after 1 s and after 4 s of backoff (then 16 s).
-    expect(moves.length).toBeGreaterThanOrEqual(3);
-    expect(moves.length).toBeLessThanOrEqual(6);
+    await eventually(async () => (await assignsOf(l, FLOAT4)).length >= 3, "B's take and a repair", 12_000);
     // Both report the episode.
-    expect(await metric(l, "a", "multus_ipmgr_addresses_in_conflict")).toBe(1);
-    expect(await metric(l, "b", "multus_ipmgr_addresses_in_conflict")).toBe(1);
+    await eventually(
+      async () =>
+        (await metric(l, "a", "multus_ipmgr_addresses_in_conflict")) === 1 &&
+        (await metric(l, "b", "multus_ipmgr_addresses_in_conflict")) === 1,
+      "the episode on both sides",
+    );
+    // A wait to show what does not happen within 12 s: a trade at every check.
+    await sleep(Math.max(0, from + 12_000 - Date.now()));
+    expect((await assignsOf(l, FLOAT4)).length).toBeLessThanOrEqual(6);
   }, 40_000);
 
   it("moves a floating IPv6 address while EC2's reads lag, with no failed reconcile", async () => {
@@ -201,6 +206,8 @@ describe.skipIf(unavailable !== undefined)("a floating address stays routed", ()
       "refused on /readyz",
     );
     expect((await httpGet(l, "a", "/readyz")).status).toBe(503);
+    await eventually(() => a.logged(/^floating address /).length > 0, "the refusal logged");
+    // A wait to show that nothing more happens: no second line, no EC2 call.
     await sleep(1_000);
     expect(a.logged(/^floating address /)).toEqual([
       expect.objectContaining({
@@ -221,10 +228,13 @@ describe.skipIf(unavailable !== undefined)("a floating address stays routed", ()
     await l.clearCalls();
     await l.setFaults({ deny: ["AssignPrivateIpAddresses"] });
     await l.addAddress("a", "net1", `${FLOAT4}/25`);
-    await sleep(20_000);
-    const duringOutage = (await l.calls()).filter((c) => c.action === "AssignPrivateIpAddresses");
+    const from = Date.now();
+    const assigns = async () => (await l.calls()).filter((c) => c.action === "AssignPrivateIpAddresses");
     // 1 s doubling to 5 s (plus jitter): about 7 attempts in 20 s, each one call (a denial is not retried).
-    expect(duringOutage.length).toBeGreaterThanOrEqual(4);
+    await eventually(async () => (await assigns()).length >= 4, "four attempts", 20_000);
+    // A wait to show what does not happen within 20 s: an attempt at every loop turn.
+    await sleep(Math.max(0, from + 20_000 - Date.now()));
+    const duringOutage = await assigns();
     expect(duringOutage.length).toBeLessThanOrEqual(10);
     expect(duringOutage.every((c) => c.outcome === "UnauthorizedOperation")).toBe(true);
     expect(a.logged(/^reconcile failed/)).toHaveLength(1);

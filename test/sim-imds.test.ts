@@ -2,6 +2,7 @@ import { AssignIpv6AddressesCommand, AssignPrivateIpAddressesCommand } from "@aw
 import { afterEach, describe, expect, it } from "vitest";
 import type { Clock } from "../src/eni/process/clock.js";
 import { loadWorldFile, type SimulatorHandle, startSimulator, type World } from "../src/sim/index.js";
+import { eventually } from "./helpers/kube-worlds.js";
 import { ec2ClientFor } from "./helpers/sim-fixtures.js";
 
 let sim: SimulatorHandle;
@@ -9,12 +10,14 @@ let imds: string;
 const multusMac = "02:00:00:00:0b:01";
 const macPath = `/latest/meta-data/network/interfaces/macs/${multusMac}`;
 
-async function start(options: { clock?: Clock; world?: (w: World) => World } = {}): Promise<void> {
+async function start(
+  options: { clock?: Clock; world?: (w: World) => World; log?: (line: string) => void } = {},
+): Promise<void> {
   const world = await loadWorldFile("examples/world-demo.yaml");
-  sim = await startSimulator(
-    options.world === undefined ? world : options.world(world),
-    options.clock === undefined ? {} : { clock: options.clock },
-  );
+  sim = await startSimulator(options.world === undefined ? world : options.world(world), {
+    ...(options.clock === undefined ? {} : { clock: options.clock }),
+    ...(options.log === undefined ? {} : { log: options.log }),
+  });
   imds = sim.imdsEndpoints["i-0demo1"] as string;
 }
 
@@ -206,14 +209,19 @@ describe("IMDS metadata", () => {
 
 describe("IMDS faults", () => {
   it("imdsTokenHang: the token PUT gets no answer within 300 ms, and close() still returns", async () => {
-    await start();
+    const log: string[] = [];
+    await start({ log: (line) => log.push(line) });
     sim.setFaults({ imdsTokenHang: ["i-0demo1"] });
     expect(await tokenPutWithin(300)).toBe("TimeoutError");
     const hanging = putToken().then(
       () => "answered",
       () => "connection closed",
     );
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    // The second PUT has reached the simulator and hangs there (the first one's line is the first).
+    await eventually(
+      () => log.filter((l) => l === "imds i-0demo1 PUT /latest/api/token (hanging)").length === 2,
+      "the second token PUT hanging",
+    );
     await sim.close();
     expect(await hanging).toBe("connection closed");
   });

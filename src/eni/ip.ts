@@ -77,12 +77,29 @@ function parseIpv6(text: string): bigint | undefined {
   return value;
 }
 
+/**
+ * Addresses parsed before, by their text (undefined for text that is none). A bridge parses the same pod
+ * addresses again at every wave, and sorting them parses both sides of every comparison: 50 bridges' first
+ * waves on IPv6 spent about a third of their CPU in ipaddr.js. Bounded: emptied when full.
+ */
+const parsedByText = new Map<string, Parsed | undefined>();
+const PARSED_BY_TEXT_MAX = 10_000;
+
 function parse(text: string): Parsed | undefined {
   if (typeof text !== "string") return undefined;
+  const known = parsedByText.get(text);
+  if (known !== undefined || parsedByText.has(text)) return known;
+  const parsed = parseUncached(text);
+  if (parsedByText.size >= PARSED_BY_TEXT_MAX) parsedByText.clear();
+  parsedByText.set(text, parsed);
+  return parsed;
+}
+
+function parseUncached(text: string): Parsed | undefined {
   const v4 = parseIpv4(text);
-  if (v4 !== undefined) return { family: 4, value: v4 };
+  if (v4 !== undefined) return Object.freeze({ family: 4, value: v4 });
   const v6 = parseIpv6(text);
-  if (v6 !== undefined) return { family: 6, value: v6 };
+  if (v6 !== undefined) return Object.freeze({ family: 6, value: v6 });
   return undefined;
 }
 
@@ -146,14 +163,22 @@ function lastOf(cidr: ParsedCidr): bigint {
  * @throws InvalidAddressError for anything else, including IPv6 zone ids and loose IPv4 forms ("10.1").
  */
 export function canonical(text: string): string {
-  return format(parseOrThrow(text));
+  return tryCanonical(text) ?? format(parseOrThrow(text));
 }
 
 /** Like `canonical`, but undefined instead of an error. */
 export function tryCanonical(text: string): string | undefined {
+  const known = canonicalByText.get(text);
+  if (known !== undefined || canonicalByText.has(text)) return known;
   const parsed = parse(text);
-  return parsed === undefined ? undefined : format(parsed);
+  const spelled = parsed === undefined ? undefined : format(parsed);
+  if (canonicalByText.size >= PARSED_BY_TEXT_MAX) canonicalByText.clear();
+  canonicalByText.set(text, spelled);
+  return spelled;
 }
+
+/** tryCanonical by text: the bridge spells every pod address of its node canonically at every wave. */
+const canonicalByText = new Map<string, string | undefined>();
 
 /** @throws InvalidAddressError */
 export function family(address: string): IpFamily {
@@ -287,6 +312,19 @@ export function addressAtOffset(cidr: string, offset: bigint): string {
  * Sorted ascending, without duplicates (blocks smaller than /29 or /125 overlap themselves).
  */
 export function awsReservedAddresses(subnetCidr: string): string[] {
+  let reserved = reservedBySubnet.get(subnetCidr);
+  if (reserved === undefined) {
+    reserved = reservedIn(subnetCidr);
+    if (reservedBySubnet.size >= PARSED_BY_TEXT_MAX) reservedBySubnet.clear();
+    reservedBySubnet.set(subnetCidr, reserved);
+  }
+  return [...reserved];
+}
+
+/** awsReservedAddresses by subnet: the planner asks for every address it places, formatting five each time. */
+const reservedBySubnet = new Map<string, readonly string[]>();
+
+function reservedIn(subnetCidr: string): string[] {
   const block = parseCidrInternal(subnetCidr);
   const last = lastOf(block);
   const values = new Set<bigint>();
