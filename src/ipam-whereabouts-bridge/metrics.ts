@@ -54,7 +54,7 @@ export class BridgeMetrics {
     });
     this.#addressesWanted = new Gauge({
       name: `${PREFIX}addresses_wanted`,
-      help: "Pod addresses that belong on a Multus ENI of this node (refused ones excluded), at the last wave.",
+      help: "Addresses of this node's managed pods, at the last wave (those refused by policy, outside the allowed CIDRs or the ENI's subnet or not on a Multus ENI, and conflicts excluded).",
       registers,
     });
     this.#addressesHeld = new Gauge({
@@ -79,7 +79,7 @@ export class BridgeMetrics {
     });
     this.#waves = new Counter({
       name: `${PREFIX}waves_total`,
-      help: "Waves run, by outcome: applied (EC2 changed), noop (all in place), error (run again whole after a backoff).",
+      help: "Waves run, by outcome: applied (EC2 changed), noop (all in place), error (the wave failed and runs again whole after a backoff, or EC2 refused one of its actions or addresses).",
       labelNames: ["outcome"],
       registers,
     });
