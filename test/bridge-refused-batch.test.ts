@@ -97,12 +97,33 @@ describe("an assign EC2 refuses whole", () => {
         SLICED.map((ip, i) => `not held: ${ip} (cnf/sliced-${i}/net1)`),
       );
 
-      // The old node lets its prefix go: the next wave holds the rest, and the bridge is ready.
-      await ec2ApiFor(sim).unassignIpv4Prefixes("eni-0b1", [OLD_PREFIX]);
+      // A later wave does not send the refused addresses in its batch again: they are asked alone, after a
+      // backoff, and the new pod's address goes through in one call.
+      const firstWaveCalls = sim.calls().length;
       sim.kubernetes?.addPod(multusPod("plain-2", NODE_A, [ipv4(198)], MAC_A));
+      await eventually(() => h.held("eni-0a1").includes(ipv4(198)), "the new plain address held");
+      const later = sim
+        .calls()
+        .slice(firstWaveCalls)
+        .filter((c) => c.action === "AssignPrivateIpAddresses");
+      expect(later.filter((c) => Object.values(c.params).includes(ipv4(198)))).toEqual([
+        expect.objectContaining({
+          outcome: "ok",
+          params: expect.objectContaining({ "PrivateIpAddress.1": ipv4(198) }),
+        }),
+      ]);
+      for (const c of later) expect(c.params["PrivateIpAddress.2"]).toBeUndefined();
+      await eventually(
+        () => readiness(h).lines.includes("3 of 7 pod addresses held by their ENI; 0 releases pending"),
+        "the new pod counted",
+      );
+
+      // The old node lets its prefix go: a later try holds the rest, and the bridge is ready.
+      await ec2ApiFor(sim).unassignIpv4Prefixes("eni-0b1", [OLD_PREFIX]);
       await eventually(
         () => SLICED.every((ip) => h.held("eni-0a1").includes(ip)),
         "the sliced addresses held",
+        70_000,
       );
       await eventually(() => readiness(h).ok, "ready once every address is held");
       expect(readiness(h).lines).toContain("7 of 7 pod addresses held by their ENI; 0 releases pending");

@@ -26,6 +26,7 @@ import { MultusEnis } from "./multus-enis.js";
 import { type AddressCount, countPodAddresses } from "./pod-address-count.js";
 import type { PodEventReporter } from "./pod-events.js";
 import type { PrefixMode } from "./prefix-mode.js";
+import { RefusedAddresses } from "./refused-addresses.js";
 import { ReleaseGuard } from "./release-guard.js";
 import type { SubnetView } from "./reservation-cover.js";
 import type { ViewTrust } from "./view-trust.js";
@@ -119,6 +120,8 @@ export class Bridge {
   readonly #guard: ReleaseGuard;
   readonly #multusEnis: MultusEnis;
   readonly #confirmTimeoutMs: number;
+  /** Addresses EC2 refused: held back from the batches, asked again alone after a backoff. */
+  readonly #refused = new RefusedAddresses();
 
   /** Addresses another ENI took back after ours held them (two pods on two nodes carrying one address). */
   readonly #episodes: ConflictEpisodes;
@@ -264,6 +267,7 @@ export class Bridge {
         this.#lastWaveAt + this.options.resyncIntervalMs,
         this.#nextPendingAt ?? Infinity,
         this.#nextEpisodeCheckAt ?? Infinity,
+        this.#refused.nextAt() ?? Infinity,
         this.deps.prefixes?.nextAt ?? Infinity,
       );
       if (now >= due) return;
@@ -355,13 +359,16 @@ export class Bridge {
       { policy: { allowedCidrs: this.options.allowedCidrs } },
       { ec2 },
     );
-    const wave = planWave({
-      plan,
-      releases: this.options.releaseDryRun ? [] : releases,
-      enis,
-      multusEniIds,
-      addressesPerEni: this.options.addressesPerEni,
-    });
+    const wave = this.#refused.holdBack(
+      planWave({
+        plan,
+        releases: this.options.releaseDryRun ? [] : releases,
+        enis,
+        multusEniIds,
+        addressesPerEni: this.options.addressesPerEni,
+      }),
+      now,
+    );
     announceReleases(releases, this.options.releaseDryRun ? this.#dryRunLogged : undefined, this.deps);
     const { done, failures, notHeld, calls } = await applyWave(plan, wave, { ec2, logger }, signal);
     const prefixCalls = this.deps.prefixes?.lastWave ?? { calls: 0, changed: 0 };
@@ -406,6 +413,11 @@ export class Bridge {
       at: now,
       heldReleases,
     });
+    // Remembered until the ENI holds the address or no pod wants it there.
+    this.#refused.learn(failures, clock.now());
+    const wanted = new Set(plan.placements.map((p) => `${p.eniId} ${p.address}`));
+    const heldAfter = this.#report?.heldAfter.keys;
+    this.#refused.retain((key) => wanted.has(key) && heldAfter?.has(key) !== true);
     return outcome;
   }
 

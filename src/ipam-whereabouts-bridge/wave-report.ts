@@ -67,6 +67,16 @@ export interface WaveTelling {
 
 const ref = (pod: PodRef): string => `${pod.namespace}/${pod.name}`;
 
+/** The sentence of an address EC2 refused to assign: for its pod's Event and /readyz. */
+export function notAssignedDetail(
+  address: string,
+  interfaceName: string,
+  eniId: string,
+  message: string,
+): string {
+  return `address ${address} on ${interfaceName} was not assigned to ENI ${eniId}: ${message}`;
+}
+
 /** The events, gauges and report of one wave. */
 export function tellWave(input: WaveReportInput): WaveTelling {
   const { desired, wave, enis, done, failures, taken } = input;
@@ -101,9 +111,7 @@ export function tellWave(input: WaveReportInput): WaveTelling {
     const key = `${p.eniId} ${p.address}`;
     const failure = failedBy.get(p.address);
     if (failure !== undefined && !heldBefore.has(key)) {
-      entry(pod).problems.push(
-        `address ${p.address} on ${p.interfaceName} was not assigned to ENI ${p.eniId}: ${failure}`,
-      );
+      entry(pod).problems.push(notAssignedDetail(p.address, p.interfaceName, p.eniId, failure));
       continue;
     }
     if (assignedNow.has(key))
