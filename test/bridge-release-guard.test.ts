@@ -125,8 +125,18 @@ describe("ReleaseGuard", () => {
       const r = pendingReading();
       let settled = 0;
       const options = { freshReading: r.read, isAbort: never, maxAgeMs: 10_000, settled: () => settled++ };
-      expect(g.confirmBeside(due, clock.now(), options)).toEqual({ confirmed: [], inUse: [], failed: false });
-      expect(g.confirmBeside(due, clock.now(), options)).toEqual({ confirmed: [], inUse: [], failed: false });
+      expect(g.confirmBeside(due, clock.now(), options)).toEqual({
+        confirmed: [],
+        inUse: [],
+        failed: false,
+        waiting: true,
+      });
+      expect(g.confirmBeside(due, clock.now(), options)).toEqual({
+        confirmed: [],
+        inUse: [],
+        failed: false,
+        waiting: true,
+      });
       expect(r.calls).toBe(1);
       expect(g.lines({ trusted: true, reasons: [] })).toEqual([
         "2 due releases wait for a fresh list that confirms them",
@@ -157,11 +167,26 @@ describe("ReleaseGuard", () => {
       r.answer(reading(due, ["cnf/unreadable"]));
       await g.idle();
       expect(settled).toBe(2);
-      expect(g.confirmBeside(due, clock.now(), options)).toEqual({ confirmed: [], inUse: [], failed: true });
+      expect(g.confirmBeside(due, clock.now(), options)).toEqual({
+        confirmed: [],
+        inUse: [],
+        failed: true,
+        waiting: false,
+      });
       g.hold(new Set(["unconfirmed"] as const));
       expect(g.lines({ trusted: true, reasons: [] })).toEqual([
         "releases are held: the fresh list that confirms them failed (a live pod's network-status cannot be read); tried again shortly",
       ]);
+      // The next list: still failing while it runs, no longer once it succeeds.
+      expect(g.confirmBeside(due, clock.now(), options)).toEqual({
+        confirmed: [],
+        inUse: [],
+        failed: true,
+        waiting: true,
+      });
+      r.answer(reading(due));
+      await g.idle();
+      expect(g.confirmBeside(due, clock.now(), options).failed).toBe(false);
     });
   });
 });

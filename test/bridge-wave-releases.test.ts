@@ -37,6 +37,7 @@ const turn =
     confirmed: [],
     inUse: [],
     failed: false,
+    waiting: false,
     ...t,
   });
 
@@ -67,7 +68,7 @@ describe("decideReleases", () => {
       name: "its list still runs: pending, no hold, the list's end wakes a wave",
       desired: desired([release(199)]),
       trusted: true,
-      confirm: turn({}),
+      confirm: turn({ waiting: true }),
       released: [],
       held: 1,
       holds: [],
@@ -92,6 +93,16 @@ describe("decideReleases", () => {
       held: 1,
       holds: ["unconfirmed"],
       nextAt: NOW + 1_000,
+    },
+    {
+      name: "failing still, a new list running: held, its end wakes a wave",
+      desired: desired([release(199)]),
+      trusted: true,
+      confirm: turn({ failed: true, waiting: true }),
+      released: [],
+      held: 1,
+      holds: ["unconfirmed"],
+      nextAt: undefined,
     },
     {
       name: "a stale view: nothing released, no list",

@@ -74,7 +74,7 @@ export class BridgeMetrics {
     });
     this.#pendingReleases = new Gauge({
       name: `${PREFIX}releases_pending`,
-      help: "Unused addresses of managed ranges waiting for their grace period to end.",
+      help: "Unused addresses of managed ranges not released yet: in their grace period, or due and held or waiting for the fresh list that confirms them.",
       registers,
     });
     this.#waves = new Counter({
@@ -130,7 +130,7 @@ export class BridgeMetrics {
     });
     this.#releasesHeld = new Gauge({
       name: `${PREFIX}releases_held`,
-      help: "1 while releases are held, by reason: stale-view (a watch failing, relisting or silent), unreadable-pod (a live pod's network-status cannot be read), unconfirmed (a fresh list to confirm a release failed).",
+      help: "1 while releases are held, by reason: stale-view (a watch failing, relisting or silent), unreadable-pod (a live pod's network-status cannot be read), unconfirmed (a fresh list to confirm a release failed or was not answered within 10 s).",
       labelNames: ["reason"],
       registers,
     });

@@ -44,8 +44,10 @@ export interface ConfirmationTurn {
   readonly confirmed: Release[];
   /** `unusedKey`s of due releases a fresh list found in use: their graces start again. */
   readonly inUse: string[];
-  /** The last fresh list failed or timed out: the releases it was to confirm are held. */
+  /** The last fresh list failed or timed out, and none has succeeded since: the releases are held. */
   readonly failed: boolean;
+  /** A fresh list runs: a wave comes when it ends. */
+  readonly waiting: boolean;
 }
 
 interface SettledConfirmation {
@@ -65,6 +67,8 @@ export class ReleaseGuard {
   #running: { readonly promise: Promise<void>; readonly count: number } | undefined;
   #settled: SettledConfirmation | undefined;
   #lastFailure: string | undefined;
+  /** The last confirming list failed, and none has succeeded since. */
+  #failing = false;
 
   constructor(private readonly deps: ReleaseGuardDeps) {}
 
@@ -98,6 +102,8 @@ export class ReleaseGuard {
   /** The reasons releases are held at this wave. */
   hold(holds: ReadonlySet<ReleaseHoldReason>): void {
     this.#holds = new Set(holds);
+    // No release due, or one confirmed: an old failure says nothing about the next list.
+    if (!holds.has("unconfirmed")) this.#failing = false;
     this.deps.metrics.trust(this.#trusted, this.#holds);
   }
 
@@ -191,8 +197,14 @@ export class ReleaseGuard {
   ): ConfirmationTurn {
     const settled = this.#settled;
     this.#settled = undefined;
-    if (settled !== undefined && now - settled.at <= options.maxAgeMs) {
-      if (settled.confirmation === undefined) return { confirmed: [], inUse: [], failed: true };
+    if (settled !== undefined && settled.confirmation === undefined) {
+      // The next list starts at a later wave (the caller looks again shortly), not at once: a list that
+      // fails fast must not run back to back with waves.
+      this.#failing = true;
+      return { confirmed: [], inUse: [], failed: true, waiting: false };
+    }
+    if (settled?.confirmation !== undefined && now - settled.at <= options.maxAgeMs) {
+      this.#failing = false;
       const confirmedKeys = new Set(settled.confirmation.confirmed.map((r) => unusedKey(r.eniId, r.address)));
       const inUse = new Set(settled.confirmation.inUse);
       const confirmed = due.filter((r) => confirmedKeys.has(unusedKey(r.eniId, r.address)));
@@ -204,10 +216,12 @@ export class ReleaseGuard {
         confirmed,
         inUse: due.map((r) => unusedKey(r.eniId, r.address)).filter((key) => inUse.has(key)),
         failed: false,
+        waiting: this.#running !== undefined,
       };
     }
     if (this.#running === undefined) this.#start(due, options);
-    return { confirmed: [], inUse: [], failed: false };
+    // Still failing until a list succeeds: the hold stays visible while the next list runs.
+    return { confirmed: [], inUse: [], failed: this.#failing, waiting: true };
   }
 
   /** Starts a fresh list beside the waves; its result waits in `#settled` for the next wave. */

@@ -6,7 +6,8 @@
  * - While a live pod's network-status cannot be read, nothing is released.
  * - Otherwise only the releases a fresh list confirmed are made. One it found in use restarts its grace now:
  *   it stays pending, and a wave is due when that grace ends (not at the resync).
- * - Releases held for a failed list or an unreadable pod are looked at again after `retryMs`.
+ * - Releases held for a failed list or an unreadable pod are looked at again after `retryMs` (while a new
+ *   list runs, its end wakes a wave instead).
  */
 import { type DesiredState, type Release, unusedKey } from "./desired-state.js";
 import type { ReleaseHoldReason } from "./metrics.js";
@@ -45,15 +46,18 @@ export function decideReleases(input: ReleaseInput): ReleaseDecision {
   let releases: readonly Release[] = holds.size === 0 ? desired.releases : [];
   let nextAt =
     desired.pending.length === 0 ? undefined : Math.min(...desired.pending.map((p) => p.releaseAt));
+  let waiting = false;
   if (releases.length > 0) {
     const turn = input.confirm(releases);
+    waiting = turn.waiting;
     if (turn.failed) holds.add("unconfirmed");
     const confirmed = new Set(turn.confirmed.map((r) => unusedKey(r.eniId, r.address)));
     releases = releases.filter((r) => confirmed.has(unusedKey(r.eniId, r.address)));
     for (const key of turn.inUse) unusedSince.set(key, now);
     if (turn.inUse.length > 0) nextAt = Math.min(nextAt ?? Infinity, now + input.releaseGraceMs);
   }
-  if (holds.has("unconfirmed") || (holds.has("unreadable-pod") && desired.releases.length > 0))
+  // Held releases are due: look again soon rather than at the resync (a running list wakes a wave itself).
+  if ((holds.has("unconfirmed") && !waiting) || (holds.has("unreadable-pod") && desired.releases.length > 0))
     nextAt = Math.min(nextAt ?? Infinity, now + input.retryMs);
   return { releases, heldReleases: desired.releases.length - releases.length, holds, unusedSince, nextAt };
 }
