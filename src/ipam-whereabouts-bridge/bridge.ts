@@ -86,6 +86,12 @@ export interface BridgeOptions {
  */
 export const CONFIRM_TIMEOUT_MS = 10_000;
 
+/**
+ * How old a confirming list's answer may be when a wave makes the releases it confirmed, beyond the wave
+ * window, ms: its end wakes a wave at once, and an older answer is listed again rather than trusted.
+ */
+export const CONFIRMATION_MAX_AGE_MS = 2_000;
+
 export type { WaveReport } from "./wave-report.js";
 
 /** The desired state from a reading of the pods, IPPools and reservations, on the ENIs of one wave. */
@@ -340,7 +346,7 @@ export class Bridge {
             return desiredFrom(fresh.pods, fresh.ipPools, fresh.reservations);
           },
           isAbort: () => this.#stopped || signal.aborted,
-          maxAgeMs: this.#confirmTimeoutMs,
+          maxAgeMs: this.options.waveWindowMs + CONFIRMATION_MAX_AGE_MS,
           settled: () => this.changed(),
         }),
     });
