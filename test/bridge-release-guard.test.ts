@@ -1,10 +1,12 @@
 import { describe, expect, it } from "vitest";
+import { type Clock, systemClock } from "../src/eni/process/clock.js";
 import { createLogger } from "../src/eni/process/logger.js";
 import type { DesiredState, Release } from "../src/ipam-whereabouts-bridge/desired-state.js";
 import type { KubeApi } from "../src/ipam-whereabouts-bridge/kube-api.js";
 import { BridgeMetrics } from "../src/ipam-whereabouts-bridge/metrics.js";
 import { PodEventReporter } from "../src/ipam-whereabouts-bridge/pod-events.js";
 import { ReleaseGuard } from "../src/ipam-whereabouts-bridge/release-guard.js";
+import { ManualClock } from "./helpers/manual-clock.js";
 
 const release = (address: string): Release => ({
   eniId: "eni-0multus",
@@ -17,7 +19,7 @@ const release = (address: string): Release => ({
 const reading = (releases: Release[], unreadablePods: string[] = []): DesiredState =>
   ({ releases, unreadablePods, problems: [] }) as unknown as DesiredState;
 
-function guard(): { guard: ReleaseGuard; metrics: BridgeMetrics } {
+function guard(clock: Clock = systemClock): { guard: ReleaseGuard; metrics: BridgeMetrics } {
   const metrics = new BridgeMetrics();
   const logger = createLogger("silent");
   const kube = { createEvent: async () => undefined } as unknown as KubeApi;
@@ -26,7 +28,7 @@ function guard(): { guard: ReleaseGuard; metrics: BridgeMetrics } {
     perSecond: 10,
     burst: 10,
   });
-  return { guard: new ReleaseGuard({ logger, metrics, events }), metrics };
+  return { guard: new ReleaseGuard({ clock, logger, metrics, events }), metrics };
 }
 
 const never = () => false;
@@ -87,5 +89,104 @@ describe("ReleaseGuard", () => {
     expect(text).toContain("multus_ipmgr_bridge_view_trusted 0");
     expect(text).toContain('multus_ipmgr_bridge_releases_held{reason="stale-view"} 1');
     expect(g.noteTrust({ trusted: true, reasons: [] }, false)).toBe(true);
+  });
+
+  describe("confirmBeside", () => {
+    /** A fresh reading the test answers when it wants. */
+    function pendingReading(): {
+      read: () => Promise<DesiredState>;
+      answer(d: DesiredState): void;
+      calls: number;
+    } {
+      const state: { calls: number; answer: (d: DesiredState) => void } = {
+        calls: 0,
+        answer: () => {
+          throw new Error("no list is running");
+        },
+      };
+      return {
+        read: () => {
+          state.calls += 1;
+          return new Promise<DesiredState>((resolve) => {
+            state.answer = resolve;
+          });
+        },
+        answer: (d) => state.answer(d),
+        get calls() {
+          return state.calls;
+        },
+      };
+    }
+    const due = [release("198.51.100.199"), release("198.51.100.200")];
+
+    it("releases nothing until its list settles, starts one list at a time, then uses the answer once", async () => {
+      const clock = new ManualClock();
+      const { guard: g } = guard(clock);
+      const r = pendingReading();
+      let settled = 0;
+      const options = { freshReading: r.read, isAbort: never, maxAgeMs: 10_000, settled: () => settled++ };
+      expect(g.confirmBeside(due, clock.now(), options)).toEqual({
+        confirmed: [],
+        inUse: [],
+        failed: false,
+        waiting: true,
+      });
+      expect(g.confirmBeside(due, clock.now(), options)).toEqual({
+        confirmed: [],
+        inUse: [],
+        failed: false,
+        waiting: true,
+      });
+      expect(r.calls).toBe(1);
+      expect(g.lines({ trusted: true, reasons: [] })).toEqual([
+        "2 due releases wait for a fresh list that confirms them",
+      ]);
+      r.answer(reading([release("198.51.100.199")]));
+      await g.idle();
+      expect(settled).toBe(1);
+      const turn = g.confirmBeside(due, clock.now(), options);
+      expect(turn.confirmed.map((x) => x.address)).toEqual(["198.51.100.199"]);
+      expect(turn.inUse).toEqual(["eni-0multus 198.51.100.200"]);
+      // Used once: the next wave starts a new list.
+      expect(g.confirmBeside(due, clock.now(), options).confirmed).toEqual([]);
+      expect(r.calls).toBe(2);
+    });
+
+    it("drops an answer older than maxAgeMs and lists again; a failed list holds the releases once", async () => {
+      const clock = new ManualClock();
+      const { guard: g } = guard(clock);
+      const r = pendingReading();
+      let settled = 0;
+      const options = { freshReading: r.read, isAbort: never, maxAgeMs: 1_000, settled: () => settled++ };
+      g.confirmBeside(due, clock.now(), options);
+      r.answer(reading(due));
+      await g.idle();
+      await clock.advance(1_001);
+      expect(g.confirmBeside(due, clock.now(), options).confirmed).toEqual([]);
+      expect(r.calls).toBe(2);
+      r.answer(reading(due, ["cnf/unreadable"]));
+      await g.idle();
+      expect(settled).toBe(2);
+      expect(g.confirmBeside(due, clock.now(), options)).toEqual({
+        confirmed: [],
+        inUse: [],
+        failed: true,
+        waiting: false,
+      });
+      g.hold(new Set(["unconfirmed"] as const));
+      expect(g.lines({ trusted: true, reasons: [] })).toEqual([
+        "releases are held: the fresh list that confirms them failed (a live pod's network-status cannot be read); tried again shortly",
+      ]);
+      // The next list: still failing while it runs, no longer once it succeeds.
+      expect(g.confirmBeside(due, clock.now(), options)).toEqual({
+        confirmed: [],
+        inUse: [],
+        failed: true,
+        waiting: true,
+      });
+      r.answer(reading(due));
+      await g.idle();
+      expect(g.confirmBeside(due, clock.now(), options).failed).toBe(false);
+    });
   });
 });

@@ -69,14 +69,14 @@ export class BridgeWatches {
     return c !== undefined && Object.values(c).every((collection) => collection.synced);
   }
 
-  /** A fresh, consistent list from the API server, the caches left alone. */
-  async fresh(): Promise<FreshReading> {
+  /** A fresh, consistent list from the API server, the caches left alone; each list fails after `timeoutMs`. */
+  async fresh(timeoutMs?: number): Promise<FreshReading> {
     const c = this.#collections;
     if (c === undefined) throw new Error("internal: the bridge confirmed releases before start()");
     const [pods, ipPools, reservations] = await Promise.all([
-      c.pods.fetchNow(),
-      c.ipPools.fetchNow(),
-      c.reservations.fetchNow(),
+      c.pods.fetchNow(timeoutMs),
+      c.ipPools.fetchNow(timeoutMs),
+      c.reservations.fetchNow(timeoutMs),
     ]);
     return { pods, ipPools, reservations };
   }

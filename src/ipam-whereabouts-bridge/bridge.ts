@@ -21,15 +21,18 @@ import { BridgeWatches } from "./bridge-watches.js";
 import { ConflictEpisodes, DEFAULT_EPISODE_CHECK_MS, DEFAULT_REPAIR_BACKOFF } from "./conflict-episodes.js";
 import { type DesiredState, desiredState } from "./desired-state.js";
 import type { IpPoolInfo, KubeApi, OverlappingReservationInfo, PodInfo } from "./kube-api.js";
-import type { BridgeMetrics, ReleaseHoldReason, WaveOutcome } from "./metrics.js";
+import type { BridgeMetrics, WaveOutcome } from "./metrics.js";
 import { MultusEnis } from "./multus-enis.js";
+import { type AddressCount, countPodAddresses } from "./pod-address-count.js";
 import type { PodEventReporter } from "./pod-events.js";
 import type { PrefixMode } from "./prefix-mode.js";
+import { RefusedAddresses } from "./refused-addresses.js";
 import { ReleaseGuard } from "./release-guard.js";
 import type { SubnetView } from "./reservation-cover.js";
 import type { ViewTrust } from "./view-trust.js";
 import { announceReleases, applyWave } from "./wave-apply.js";
 import { overlayRecent, planWave, type RecentChange } from "./wave-plan.js";
+import { decideReleases } from "./wave-releases.js";
 import { reportLines, tellWave, type WaveReport, type WaveReportInput } from "./wave-report.js";
 import type { WhereaboutsRange } from "./whereabouts-ranges.js";
 
@@ -70,9 +73,33 @@ export interface BridgeOptions {
   readonly repairBackoff?: BackoffPolicy;
   /** While such an episode is open, a wave looks again after this many ms at most. Default 1,000. */
   readonly episodeCheckMs?: number;
+  /**
+   * The fresh list that confirms releases fails after this long, ms; releases wait for it, assigns never do.
+   * Default CONFIRM_TIMEOUT_MS.
+   */
+  readonly confirmTimeoutMs?: number;
 }
 
+/**
+ * How long the fresh list that confirms releases may take, ms: well below a pod's patience, since a hung list
+ * counts as no confirmation (nothing released) and another is tried at the next wave.
+ */
+export const CONFIRM_TIMEOUT_MS = 10_000;
+
+/**
+ * How old a confirming list's answer may be when a wave makes the releases it confirmed, beyond the wave
+ * window, ms: its end wakes a wave at once, and an older answer is listed again rather than trusted.
+ */
+export const CONFIRMATION_MAX_AGE_MS = 2_000;
+
 export type { WaveReport } from "./wave-report.js";
+
+/** The desired state from a reading of the pods, IPPools and reservations, on the ENIs of one wave. */
+type DesiredFrom = (
+  pods: readonly PodInfo[],
+  ipPools: readonly IpPoolInfo[],
+  reservations: readonly OverlappingReservationInfo[],
+) => DesiredState;
 
 function isAbort(error: unknown, signal: AbortSignal): boolean {
   return signal.aborted || (error instanceof Error && error.name === "AbortError");
@@ -94,8 +121,13 @@ export class Bridge {
   #running = false;
   #stopped = false;
   #lastGoodRanges = new Map<string, readonly WhereaboutsRange[]>();
+  /** The desired state from a reading, on the ENIs of the last wave: /readyz counts the pods' addresses. */
+  #desiredNow: DesiredFrom | undefined;
   readonly #guard: ReleaseGuard;
   readonly #multusEnis: MultusEnis;
+  readonly #confirmTimeoutMs: number;
+  /** Addresses EC2 refused: held back from the batches, asked again alone after a backoff. */
+  readonly #refused = new RefusedAddresses();
 
   /** Addresses another ENI took back after ours held them (two pods on two nodes carrying one address). */
   readonly #episodes: ConflictEpisodes;
@@ -109,6 +141,7 @@ export class Bridge {
     this.#guard = new ReleaseGuard(deps);
     this.#multusEnis = new MultusEnis(deps.ec2, options.deviceIndexes);
     this.#schedule = new LoopSchedule({ clock: deps.clock, backoff: options.retry });
+    this.#confirmTimeoutMs = options.confirmTimeoutMs ?? CONFIRM_TIMEOUT_MS;
   }
 
   /** Starts the four watches; resolves once each has listed once (or failed and is being retried). */
@@ -240,6 +273,7 @@ export class Bridge {
         this.#lastWaveAt + this.options.resyncIntervalMs,
         this.#nextPendingAt ?? Infinity,
         this.#nextEpisodeCheckAt ?? Infinity,
+        this.#refused.nextAt() ?? Infinity,
         this.deps.prefixes?.nextAt ?? Infinity,
       );
       if (now >= due) return;
@@ -277,11 +311,7 @@ export class Bridge {
       all.filter((p) => p.nodeName === this.options.nodeName);
     const lastGoodRanges = this.#lastGoodRanges;
     const unusedBefore = this.#unusedSince;
-    const desiredFrom = (
-      pods: readonly PodInfo[],
-      ipPools: readonly IpPoolInfo[],
-      reservations: readonly OverlappingReservationInfo[],
-    ): DesiredState =>
+    const desiredFrom: DesiredFrom = (pods, ipPools, reservations) =>
       desiredState({
         pods: nodePods(pods),
         nads: collections.nads.list(),
@@ -302,38 +332,29 @@ export class Bridge {
     );
     this.#lastGoodRanges = desired.rangesByNad;
     this.#guard.reportProblems(desired);
-    // A stale view knows nothing to be unused: no grace runs and nothing is released until it is trusted.
-    const holds = new Set<ReleaseHoldReason>();
-    if (!trust.trusted) holds.add("stale-view");
-    if (desired.unreadablePods.length > 0) holds.add("unreadable-pod");
-    this.#unusedSince = trust.trusted ? desired.unusedSince : new Map();
-    let releases = holds.size === 0 ? desired.releases : [];
-    if (releases.length > 0) {
-      const confirmation = await this.#guard.confirm(
-        releases,
-        async () => {
-          const fresh = await this.#watches.fresh();
-          signal.throwIfAborted();
-          return desiredFrom(fresh.pods, fresh.ipPools, fresh.reservations);
-        },
-        (error) => isAbort(error, signal),
-      );
-      if (confirmation === undefined) {
-        holds.add("unconfirmed");
-        releases = [];
-      } else {
-        releases = confirmation.confirmed;
-        for (const key of confirmation.inUse) this.#unusedSince.delete(key);
-      }
-    }
+    // Confirmed beside the wave: a list that hangs holds the releases, never this wave's assigns.
+    const { releases, heldReleases, holds, unusedSince, nextAt } = decideReleases({
+      desired,
+      trusted: trust.trusted,
+      now,
+      releaseGraceMs: this.options.releaseGraceMs,
+      retryMs: this.options.retry.baseMs,
+      confirm: (due) =>
+        this.#guard.confirmBeside(due, now, {
+          freshReading: async () => {
+            const fresh = await this.#watches.fresh(this.#confirmTimeoutMs);
+            return desiredFrom(fresh.pods, fresh.ipPools, fresh.reservations);
+          },
+          isAbort: () => this.#stopped || signal.aborted,
+          maxAgeMs: this.options.waveWindowMs + CONFIRMATION_MAX_AGE_MS,
+          settled: () => this.changed(),
+        }),
+    });
+    this.#unusedSince = unusedSince;
     this.#guard.hold(holds);
-    this.#nextPendingAt =
-      desired.pending.length === 0 ? undefined : Math.min(...desired.pending.map((p) => p.releaseAt));
-    if (holds.has("unconfirmed") || (holds.has("unreadable-pod") && desired.releases.length > 0)) {
-      // Held releases are due: look again soon rather than at the resync.
-      this.#nextPendingAt = Math.min(this.#nextPendingAt ?? Infinity, now + this.options.retry.baseMs);
-    }
+    this.#nextPendingAt = nextAt;
     this.#lastDesired = desired;
+    this.#desiredNow = desiredFrom;
     this.#lastSubnets = enis
       .filter((e) => multusEniIds.has(e.eniId))
       .map((e) => ({ subnetId: e.subnetId, cidrs: [...e.subnetIpv4Cidrs, ...e.subnetIpv6Cidrs] }));
@@ -344,17 +365,20 @@ export class Bridge {
       { policy: { allowedCidrs: this.options.allowedCidrs } },
       { ec2 },
     );
-    const wave = planWave({
-      plan,
-      releases: this.options.releaseDryRun ? [] : releases,
-      enis,
-      multusEniIds,
-      addressesPerEni: this.options.addressesPerEni,
-    });
+    const wave = this.#refused.holdBack(
+      planWave({
+        plan,
+        releases: this.options.releaseDryRun ? [] : releases,
+        enis,
+        multusEniIds,
+        addressesPerEni: this.options.addressesPerEni,
+      }),
+      now,
+    );
     announceReleases(releases, this.options.releaseDryRun ? this.#dryRunLogged : undefined, this.deps);
-    const { done, failures, notHeld } = await applyWave(plan, wave, { ec2, logger }, signal);
+    const { done, failures, notHeld, calls } = await applyWave(plan, wave, { ec2, logger }, signal);
     const prefixCalls = this.deps.prefixes?.lastWave ?? { calls: 0, changed: 0 };
-    const mutatingCalls = done.size + failures.length + prefixCalls.calls;
+    const mutatingCalls = calls + prefixCalls.calls;
     const until = clock.now() + this.options.recentMemoryMs;
     for (const action of done) {
       const kind = isAssign(action) ? "assigned" : "released";
@@ -379,9 +403,27 @@ export class Bridge {
       this.options.episodeCheckMs ?? DEFAULT_EPISODE_CHECK_MS,
     );
 
-    const outcome: WaveOutcome = done.size + prefixCalls.changed > 0 ? "applied" : "noop";
+    // An action EC2 refused counts as the wave's error, even when others went through.
+    const outcome: WaveOutcome =
+      failures.length > 0 ? "error" : done.size + prefixCalls.changed > 0 ? "applied" : "noop";
     const taken = this.#episodes.conflicts(now);
-    this.#tellWave({ desired, wave, enis, done, failures, taken, outcome, mutatingCalls, at: now });
+    this.#tellWave({
+      desired,
+      wave,
+      enis,
+      done,
+      failures,
+      taken,
+      outcome,
+      mutatingCalls,
+      at: now,
+      heldReleases,
+    });
+    // Remembered until the ENI holds the address or no pod wants it there.
+    this.#refused.learn(failures, clock.now());
+    const wanted = new Set(plan.placements.map((p) => `${p.eniId} ${p.address}`));
+    const heldAfter = this.#report?.heldAfter.keys;
+    this.#refused.retain((key) => wanted.has(key) && heldAfter?.has(key) !== true);
     return outcome;
   }
 
@@ -392,6 +434,18 @@ export class Bridge {
     this.#report = told.report;
   }
 
+  /** The managed pods' addresses now, counted against what the last wave left held on the ENIs. */
+  #countNow(report: WaveReport): AddressCount {
+    const collections = this.#watches.collections;
+    if (collections === undefined || this.#desiredNow === undefined) return report;
+    const desired = this.#desiredNow(
+      collections.pods.list(),
+      collections.ipPools.list(),
+      collections.reservations.list(),
+    );
+    return countPodAddresses(desired.interfaces, report.heldAfter);
+  }
+
   /** /healthz: the loop runs (or has not been asked to yet). */
   health(): ProbeResult {
     if (this.#stopped) return { ok: false, lines: ["the wave loop has stopped"] };
@@ -399,9 +453,10 @@ export class Bridge {
   }
 
   /**
-   * /readyz: ready once every watch has listed and the last wave succeeded recently. Refused addresses,
-   * conflicts and missing reservations are listed in the body but do not make the bridge unready: they are
-   * the pods' configuration, which restarting the bridge would not fix.
+   * /readyz: ready once every watch has listed, the last wave succeeded and every address of the managed pods
+   * (those of pods the last wave did not see yet included) is held by its ENI; the unheld ones are named.
+   * Addresses refused by policy (outside the allowed CIDRs or the ENI's subnet, not on a Multus ENI) and
+   * conflicts are listed in the body but do not make the bridge unready: they are not the bridge's to hold.
    */
   readiness(extra: readonly string[] = []): ProbeResult {
     const lines: string[] = [];
@@ -417,7 +472,9 @@ export class Bridge {
       ok = false;
       lines.push("no wave has run yet");
     } else {
-      lines.push(...reportLines(report));
+      const count = this.#countNow(report);
+      if (count.unheld.length > 0) ok = false;
+      lines.push(...reportLines(report, count));
     }
     const lastFailure = this.#schedule.open?.description;
     if (lastFailure !== undefined) {

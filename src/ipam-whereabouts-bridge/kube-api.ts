@@ -124,8 +124,11 @@ export interface WatchedCollection<T> {
   readonly synced: boolean;
   /** What the watch is doing, when it was last heard from, and its last failure. */
   health(): WatchHealth;
-  /** A fresh, consistent list from the API server (the list verb its watch needs already), the cache left alone. */
-  fetchNow(): Promise<readonly T[]>;
+  /**
+   * A fresh, consistent list from the API server (the list verb its watch needs already), the cache left alone.
+   * `timeoutMs`: the list fails with a timeout after this long; default the watch's list timeout.
+   */
+  fetchNow(timeoutMs?: number): Promise<readonly T[]>;
 }
 
 /** Told about every change of a watched collection, and about watches that fail and are restarted. */

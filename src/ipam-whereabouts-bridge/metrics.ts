@@ -54,7 +54,7 @@ export class BridgeMetrics {
     });
     this.#addressesWanted = new Gauge({
       name: `${PREFIX}addresses_wanted`,
-      help: "Pod addresses that belong on a Multus ENI of this node (refused ones excluded), at the last wave.",
+      help: "Addresses of this node's managed pods, at the last wave (those refused by policy, outside the allowed CIDRs or the ENI's subnet or not on a Multus ENI, and conflicts excluded).",
       registers,
     });
     this.#addressesHeld = new Gauge({
@@ -74,12 +74,12 @@ export class BridgeMetrics {
     });
     this.#pendingReleases = new Gauge({
       name: `${PREFIX}releases_pending`,
-      help: "Unused addresses of managed ranges waiting for their grace period to end.",
+      help: "Unused addresses of managed ranges not released yet: in their grace period, or due and held or waiting for the fresh list that confirms them.",
       registers,
     });
     this.#waves = new Counter({
       name: `${PREFIX}waves_total`,
-      help: "Waves run, by outcome: applied (EC2 changed), noop (all in place), error (run again whole after a backoff).",
+      help: "Waves run, by outcome: applied (EC2 changed), noop (all in place), error (the wave failed and runs again whole after a backoff, or EC2 refused one of its actions or addresses).",
       labelNames: ["outcome"],
       registers,
     });
@@ -130,7 +130,7 @@ export class BridgeMetrics {
     });
     this.#releasesHeld = new Gauge({
       name: `${PREFIX}releases_held`,
-      help: "1 while releases are held, by reason: stale-view (a watch failing, relisting or silent), unreadable-pod (a live pod's network-status cannot be read), unconfirmed (a fresh list to confirm a release failed).",
+      help: "1 while releases are held, by reason: stale-view (a watch failing, relisting or silent), unreadable-pod (a live pod's network-status cannot be read), unconfirmed (a fresh list to confirm a release failed or was not answered within 10 s).",
       labelNames: ["reason"],
       registers,
     });

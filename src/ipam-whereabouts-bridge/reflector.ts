@@ -133,9 +133,9 @@ export class Reflector<U> implements WatchedCollection<U> {
     };
   }
 
-  /** A fresh, consistent list from the API server (the cache is left to the watch). */
-  async fetchNow(): Promise<readonly U[]> {
-    const answer = await this.#listWithTimeout();
+  /** A fresh, consistent list from the API server (the cache is left to the watch), in `timeoutMs` at most. */
+  async fetchNow(timeoutMs = this.options.listTimeoutMs): Promise<readonly U[]> {
+    const answer = await this.#listWithTimeout(timeoutMs);
     return answer.items.map((item) => item.view);
   }
 
@@ -246,8 +246,8 @@ export class Reflector<U> implements WatchedCollection<U> {
     this.listener.changed();
   }
 
-  async #listWithTimeout(): Promise<ListAnswer<U>> {
-    const { clock, listTimeoutMs, resource } = this.options;
+  async #listWithTimeout(listTimeoutMs = this.options.listTimeoutMs): Promise<ListAnswer<U>> {
+    const { clock, resource } = this.options;
     const attempt = new AbortController();
     const onStop = (): void => attempt.abort(STOPPED);
     this.#stop.signal.addEventListener("abort", onStop, { once: true });

@@ -3,7 +3,12 @@
  * trusted (view-trust.ts), input it cannot read, and a fresh list that must agree before an address goes.
  * Keeps the holds and says each change once: a warning when the view goes stale or trusted again, one per
  * unreadable object (with an Event on it), the metrics, and the lines /readyz shows.
+ *
+ * The fresh list runs beside the waves, never in them (`confirmBeside`): a list that hangs must not delay
+ * the assigns of new pods. A wave that finds releases due starts one list; a later wave makes the releases
+ * it confirmed, if it settled recently; a list that fails or times out confirms nothing.
  */
+import type { Clock } from "../eni/process/clock.js";
 import type { Logger } from "../eni/process/logger.js";
 import type { DesiredState, Release } from "./desired-state.js";
 import { unusedKey } from "./desired-state.js";
@@ -20,6 +25,7 @@ const PROBLEM_REASON: Readonly<Record<EventObjectKind, string>> = {
 };
 
 export interface ReleaseGuardDeps {
+  readonly clock: Clock;
   readonly logger: Logger;
   readonly metrics: BridgeMetrics;
   readonly events: PodEventReporter;
@@ -32,6 +38,24 @@ export interface Confirmation {
   readonly inUse: string[];
 }
 
+/** What a wave may do with its due releases now (`confirmBeside`). */
+export interface ConfirmationTurn {
+  /** The releases a fresh list confirmed: make them now. */
+  readonly confirmed: Release[];
+  /** `unusedKey`s of due releases a fresh list found in use: their graces start again. */
+  readonly inUse: string[];
+  /** The last fresh list failed or timed out, and none has succeeded since: the releases are held. */
+  readonly failed: boolean;
+  /** A fresh list runs: a wave comes when it ends. */
+  readonly waiting: boolean;
+}
+
+interface SettledConfirmation {
+  readonly at: number;
+  /** Undefined: the list failed, timed out or could not read a live pod. */
+  readonly confirmation: Confirmation | undefined;
+}
+
 export class ReleaseGuard {
   #trusted = false;
   #everTrusted = false;
@@ -39,6 +63,12 @@ export class ReleaseGuard {
   #holds = new Set<ReleaseHoldReason>();
   #warnedProblems = new Set<string>();
   #problemLines: string[] = [];
+  /** The fresh list running beside the waves, and the releases it confirms. */
+  #running: { readonly promise: Promise<void>; readonly count: number } | undefined;
+  #settled: SettledConfirmation | undefined;
+  #lastFailure: string | undefined;
+  /** The last confirming list failed, and none has succeeded since. */
+  #failing = false;
 
   constructor(private readonly deps: ReleaseGuardDeps) {}
 
@@ -72,6 +102,8 @@ export class ReleaseGuard {
   /** The reasons releases are held at this wave. */
   hold(holds: ReadonlySet<ReleaseHoldReason>): void {
     this.#holds = new Set(holds);
+    // No release due, or one confirmed: an old failure says nothing about the next list.
+    if (!holds.has("unconfirmed")) this.#failing = false;
     this.deps.metrics.trust(this.#trusted, this.#holds);
   }
 
@@ -114,15 +146,20 @@ export class ReleaseGuard {
     let fresh: DesiredState;
     try {
       fresh = await freshReading();
+      this.#lastFailure = undefined;
     } catch (error) {
       if (isAbort(error)) throw error;
+      this.#lastFailure = error instanceof Error ? error.message : String(error);
       logger.warn(
         { err: error, releases: releases.length },
         "could not list pods, IPPools and reservations afresh to confirm releases; they are held and tried again shortly",
       );
       return undefined;
     }
-    if (fresh.unreadablePods.length > 0) return undefined;
+    if (fresh.unreadablePods.length > 0) {
+      this.#lastFailure = "a live pod's network-status cannot be read";
+      return undefined;
+    }
     const agreed = new Set(fresh.releases.map((r) => unusedKey(r.eniId, r.address)));
     const confirmed: Release[] = [];
     const inUse: string[] = [];
@@ -141,6 +178,84 @@ export class ReleaseGuard {
     return { confirmed, inUse };
   }
 
+  /**
+   * The confirmation of a wave's due releases, run beside the waves. A list that settled at most `maxAgeMs`
+   * ago is used once: the due releases it confirmed are made, those it found in use restart their grace.
+   * Otherwise, when no list runs, one starts over the due releases (`confirm` with `freshReading`), and
+   * `settled` is called when it ends, so that a wave comes to use it. `freshReading` must time out well
+   * below a pod's patience: until it settles, the releases wait; the assigns never do.
+   */
+  confirmBeside(
+    due: readonly Release[],
+    now: number,
+    options: {
+      readonly freshReading: () => Promise<DesiredState>;
+      readonly isAbort: (error: unknown) => boolean;
+      readonly maxAgeMs: number;
+      readonly settled: () => void;
+    },
+  ): ConfirmationTurn {
+    const settled = this.#settled;
+    this.#settled = undefined;
+    if (settled !== undefined && settled.confirmation === undefined) {
+      // The next list starts at a later wave (the caller looks again shortly), not at once: a list that
+      // fails fast must not run back to back with waves.
+      this.#failing = true;
+      return { confirmed: [], inUse: [], failed: true, waiting: false };
+    }
+    if (settled?.confirmation !== undefined && now - settled.at <= options.maxAgeMs) {
+      this.#failing = false;
+      const confirmedKeys = new Set(settled.confirmation.confirmed.map((r) => unusedKey(r.eniId, r.address)));
+      const inUse = new Set(settled.confirmation.inUse);
+      const confirmed = due.filter((r) => confirmedKeys.has(unusedKey(r.eniId, r.address)));
+      const undecided = due.filter(
+        (r) => !confirmedKeys.has(unusedKey(r.eniId, r.address)) && !inUse.has(unusedKey(r.eniId, r.address)),
+      );
+      if (undecided.length > 0) this.#start(undecided, options);
+      return {
+        confirmed,
+        inUse: due.map((r) => unusedKey(r.eniId, r.address)).filter((key) => inUse.has(key)),
+        failed: false,
+        waiting: this.#running !== undefined,
+      };
+    }
+    if (this.#running === undefined) this.#start(due, options);
+    // Still failing until a list succeeds: the hold stays visible while the next list runs.
+    return { confirmed: [], inUse: [], failed: this.#failing, waiting: true };
+  }
+
+  /** Starts a fresh list beside the waves; its result waits in `#settled` for the next wave. */
+  #start(
+    releases: readonly Release[],
+    options: Pick<Parameters<ReleaseGuard["confirmBeside"]>[2], "freshReading" | "isAbort" | "settled">,
+  ): void {
+    const promise = this.confirm(releases, options.freshReading, options.isAbort)
+      .then(
+        (confirmation) => {
+          this.#settled = { at: this.#now(), confirmation };
+        },
+        (error: unknown) => {
+          // Only an abort (the bridge stopping) gets here: nothing is confirmed.
+          this.deps.logger.debug({ err: error }, "the confirming list ended with the bridge");
+          this.#settled = { at: this.#now(), confirmation: undefined };
+        },
+      )
+      .finally(() => {
+        this.#running = undefined;
+        options.settled();
+      });
+    this.#running = { promise, count: releases.length };
+  }
+
+  #now(): number {
+    return this.deps.clock.now();
+  }
+
+  /** Waits for the confirming list running beside the waves, if any. */
+  async idle(): Promise<void> {
+    await this.#running?.promise;
+  }
+
   /** /readyz lines: why releases are held, and what cannot be read. */
   lines(trust: ViewTrust): string[] {
     const lines: string[] = [];
@@ -152,7 +267,12 @@ export class ReleaseGuard {
       lines.push("releases are held: a live pod's network-status cannot be read (see below)");
     }
     if (this.#holds.has("unconfirmed")) {
-      lines.push("releases are held: the fresh list that confirms them failed; tried again shortly");
+      lines.push(
+        `releases are held: the fresh list that confirms them failed (${this.#lastFailure ?? "unknown"}); tried again shortly`,
+      );
+    }
+    if (this.#running !== undefined) {
+      lines.push(`${this.#running.count} due releases wait for a fresh list that confirms them`);
     }
     lines.push(...this.#problemLines);
     return lines;

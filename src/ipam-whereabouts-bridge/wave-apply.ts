@@ -2,11 +2,20 @@
  * Runs a wave's EC2 actions one by one. An action EC2 refuses (a permission, a full ENI, an address held
  * elsewhere) is set aside and the others go on; throttling or EC2 unavailable after every retry, and any
  * error that is no IpmgrError, end the wave, which then runs again whole after the backoff.
+ *
+ * EC2 refuses an assign whole when one of its addresses cannot be assigned (another instance's ENI holds a
+ * prefix over it, or has it as its primary address): a refused assign of several addresses is split in two
+ * and each half tried again, down to single addresses, so that every address EC2 accepts is held in this
+ * wave and only the refused ones fail, each with its own error. A permission error is not split: every
+ * half would be denied the same way.
+ *
  * Before them, each release is logged; in dry-run mode the release it would make, once per address.
  */
 import type { Ec2Api } from "../eni/ec2-api.js";
+import { AddressNotAllowedError } from "../eni/errors/address-not-allowed-error.js";
 import { Ec2Error } from "../eni/errors/ec2-error.js";
 import { IpmgrError } from "../eni/errors/ipmgr-error.js";
+import { isAssign } from "../eni/plan-actions.js";
 import type { Logger } from "../eni/process/logger.js";
 import { applyPlan } from "../eni/reconcile.js";
 import type { Plan, PlanAction } from "../eni/types.js";
@@ -23,6 +32,8 @@ export interface AppliedWave {
   readonly failures: FailedAction[];
   /** `eniId address` of the releases EC2 refused because the ENI no longer held the address. */
   readonly notHeld: Set<string>;
+  /** The actions tried, the halves of a split assign included. */
+  calls: number;
 }
 
 export async function applyWave(
@@ -32,9 +43,10 @@ export async function applyWave(
   signal: AbortSignal,
 ): Promise<AppliedWave> {
   const { logger } = deps;
-  const applied: AppliedWave = { done: new Set(), failures: [], notHeld: new Set() };
-  for (const action of wave.actions) {
+  const applied: AppliedWave = { done: new Set(), failures: [], notHeld: new Set(), calls: 0 };
+  const run = async (action: PlanAction): Promise<void> => {
     signal.throwIfAborted();
+    applied.calls += 1;
     try {
       const { refusedReleases } = await applyPlan({ ...plan, actions: [action] }, deps);
       for (const address of refusedReleases) applied.notHeld.add(`${action.eniId} ${address}`);
@@ -49,11 +61,27 @@ export async function applyWave(
       // Throttled or unavailable after every retry: the whole wave runs again after a backoff.
       if (error instanceof Ec2Error && error.kind === "unavailable") throw error;
       if (!(error instanceof IpmgrError)) throw error;
+      if (isAssign(action) && action.addresses.length > 1 && splittable(error)) {
+        logger.info(
+          { eniId: action.eniId, addresses: action.addresses, reason: error.message },
+          "EC2 refused an assign whole; trying its addresses in halves so that the ones it accepts are held",
+        );
+        const half = Math.ceil(action.addresses.length / 2);
+        await run({ ...action, addresses: action.addresses.slice(0, half) });
+        await run({ ...action, addresses: action.addresses.slice(half) });
+        return;
+      }
       applied.failures.push({ action, error });
       logger.warn({ err: error, action }, "EC2 refused an action of the wave; the others go on");
     }
-  }
+  };
+  for (const action of wave.actions) await run(action);
   return applied;
+}
+
+/** Whether EC2 refused the call for one of its addresses (a permission error is the same for every half). */
+function splittable(error: IpmgrError): boolean {
+  return error instanceof AddressNotAllowedError || (error instanceof Ec2Error && error.kind === "refused");
 }
 
 /**

@@ -28,7 +28,9 @@ export type BridgeRefusalReason =
   | "inside-prefix"
   | "floating-in-prefix"
   | "not-multus-eni"
-  | "eni-full";
+  | "eni-full"
+  /** EC2 refused it in an earlier wave; asked again after a backoff (refused-addresses.ts). */
+  | "ec2-refused";
 
 export interface BridgeRefusal {
   readonly address: string;

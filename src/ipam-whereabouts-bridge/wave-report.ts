@@ -3,31 +3,32 @@
  * conflict), the view's gauges, and the report /readyz and the tests read. Pure: the bridge posts the
  * events and sets the gauges.
  */
-import { coveringPrefix } from "../eni/ip.js";
-import { isAssign } from "../eni/plan-actions.js";
+import { isAssign, isRelease } from "../eni/plan-actions.js";
 import type { EniState, PlanAction } from "../eni/types.js";
 import type { EpisodeConflict } from "./conflict-episodes.js";
 import type { DesiredState, PodRef } from "./desired-state.js";
 import type { PodEvent } from "./kube-api.js";
 import type { BridgeMetrics, WaveOutcome } from "./metrics.js";
+import {
+  type AddressCount,
+  countPodAddresses,
+  type HeldAddresses,
+  POLICY_REFUSALS,
+} from "./pod-address-count.js";
 import type { BridgeRefusal, Wave } from "./wave-plan.js";
-
-/** Whether the ENI holds a delegated prefix over the address (prefix mode): held, with no call. */
-function insidePrefix(enis: readonly EniState[], eniId: string, address: string): boolean {
-  const eni = enis.find((e) => e.eniId === eniId);
-  return (
-    eni !== undefined &&
-    coveringPrefix([...(eni.ipv4Prefixes ?? []), ...(eni.ipv6Prefixes ?? [])], address) !== undefined
-  );
-}
 
 /** What the last wave saw and did, for /readyz and the tests. */
 export interface WaveReport {
   readonly at: number;
   readonly outcome: WaveOutcome;
   readonly mutatingCalls: number;
+  /** Addresses of the managed pods the bridge holds (policy refusals and conflicts excluded); see pod-address-count.ts. */
   readonly wanted: number;
   readonly held: number;
+  /** `address (namespace/pod/interface)` of each such address not held after the wave. */
+  readonly unheld: readonly string[];
+  /** What the ENIs hold after the wave, to count the pods' addresses again as pods come and go. */
+  readonly heldAfter: HeldAddresses;
   readonly refusals: readonly BridgeRefusal[];
   readonly conflicts: readonly string[];
   readonly failures: readonly string[];
@@ -53,6 +54,8 @@ export interface WaveReportInput {
   readonly outcome: WaveOutcome;
   readonly mutatingCalls: number;
   readonly at: number;
+  /** Releases due but not made in this wave (held, or being confirmed), counted as pending. */
+  readonly heldReleases: number;
 }
 
 export interface WaveTelling {
@@ -64,14 +67,29 @@ export interface WaveTelling {
 
 const ref = (pod: PodRef): string => `${pod.namespace}/${pod.name}`;
 
+/** The sentence of an address EC2 refused to assign: for its pod's Event and /readyz. */
+export function notAssignedDetail(
+  address: string,
+  interfaceName: string,
+  eniId: string,
+  message: string,
+): string {
+  return `address ${address} on ${interfaceName} was not assigned to ENI ${eniId}: ${message}`;
+}
+
 /** The events, gauges and report of one wave. */
 export function tellWave(input: WaveReportInput): WaveTelling {
   const { desired, wave, enis, done, failures, taken } = input;
   const heldBefore = new Set(enis.flatMap((e) => [...e.ipv4s, ...e.ipv6s].map((a) => `${e.eniId} ${a}`)));
   const assignedNow = new Set<string>();
+  const heldAfter = new Set(heldBefore);
   for (const action of done) {
-    if (isAssign(action)) {
-      for (const a of action.addresses) assignedNow.add(`${action.eniId} ${a}`);
+    for (const a of action.addresses) {
+      const key = `${action.eniId} ${a}`;
+      if (isAssign(action)) {
+        assignedNow.add(key);
+        heldAfter.add(key);
+      } else if (isRelease(action)) heldAfter.delete(key);
     }
   }
   const failedBy = new Map<string, string>();
@@ -87,17 +105,15 @@ export function tellWave(input: WaveReportInput): WaveTelling {
     perPod.set(key, found);
     return found;
   };
-  let held = 0;
   for (const p of wave.placements) {
     const pod = desired.podOfInterface.get(p.interfaceName);
     if (pod === undefined) continue;
     const key = `${p.eniId} ${p.address}`;
     const failure = failedBy.get(p.address);
     if (failure !== undefined && !heldBefore.has(key)) {
-      entry(pod).problems.push(failure);
+      entry(pod).problems.push(notAssignedDetail(p.address, p.interfaceName, p.eniId, failure));
       continue;
     }
-    if (heldBefore.has(key) || assignedNow.has(key) || insidePrefix(enis, p.eniId, p.address)) held += 1;
     if (assignedNow.has(key))
       entry(pod).assigned.push(`${p.address} (${p.interfaceName.split("/").pop()}) on ${p.eniId}`);
   }
@@ -126,36 +142,50 @@ export function tellWave(input: WaveReportInput): WaveTelling {
     events.push({ pod: conflict.pod, type: "Warning", reason: "AddressConflict", message: conflict.message });
 
   const conflictLines = [...new Set([...desired.conflicts, ...taken].map((c) => c.detail))];
+  const excused = new Set([
+    ...wave.refusals.filter((r) => POLICY_REFUSALS.has(r.reason)).map((r) => r.address),
+    ...desired.conflicts.map((c) => c.address),
+    ...taken.map((c) => c.address),
+  ]);
+  const heldView: HeldAddresses = { enis, keys: heldAfter, excused };
+  const count = countPodAddresses(desired.interfaces, heldView);
+  const pendingReleases = desired.pending.length + input.heldReleases;
   return {
     events,
     view: {
       managed: desired.managedPods.length,
       optedOut: desired.skippedPods.filter((s) => s.reason === "opted-out").length,
       sidecar: desired.skippedPods.filter((s) => s.reason === "sidecar").length,
-      wanted: wave.placements.length,
-      held,
+      wanted: count.wanted,
+      held: count.held,
       refused: wave.refusals.length,
       conflicts: conflictLines.length,
-      pendingReleases: desired.pending.length,
+      pendingReleases,
     },
     report: {
       at: input.at,
       outcome: input.outcome,
       mutatingCalls: input.mutatingCalls,
-      wanted: wave.placements.length,
-      held,
+      wanted: count.wanted,
+      held: count.held,
+      unheld: count.unheld,
+      heldAfter: heldView,
       refusals: wave.refusals,
       conflicts: conflictLines,
       failures: [...new Set(failedBy.values())],
-      pendingReleases: desired.pending.length,
+      pendingReleases,
     },
   };
 }
 
-/** The lines of /readyz that tell the last wave. */
-export function reportLines(report: WaveReport): string[] {
+/**
+ * The lines of /readyz that tell the last wave; `count` the managed pods' addresses counted again now (the
+ * report's own count by default).
+ */
+export function reportLines(report: WaveReport, count: AddressCount = report): string[] {
   return [
-    `${report.held} of ${report.wanted} pod addresses held by their ENI; ${report.pendingReleases} releases pending`,
+    `${count.held} of ${count.wanted} pod addresses held by their ENI; ${report.pendingReleases} releases pending`,
+    ...count.unheld.map((a) => `not held: ${a}`),
     ...report.refusals.map((r) => `refused: ${r.detail}`),
     ...report.conflicts.map((conflict) => `conflict: ${conflict}`),
     ...report.failures.map((failure) => `failed: ${failure}`),
