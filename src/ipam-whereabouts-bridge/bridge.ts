@@ -20,7 +20,14 @@ import type { Plan } from "../eni/types.js";
 import { BridgeWatches } from "./bridge-watches.js";
 import { ConflictEpisodes, DEFAULT_EPISODE_CHECK_MS, DEFAULT_REPAIR_BACKOFF } from "./conflict-episodes.js";
 import { type DesiredState, desiredState } from "./desired-state.js";
-import type { IpPoolInfo, KubeApi, OverlappingReservationInfo, PodInfo } from "./kube-api.js";
+import {
+  CONFIRM_TIMEOUT_MS,
+  CONFIRMATION_MAX_AGE_MS,
+  type IpPoolInfo,
+  type KubeApi,
+  type OverlappingReservationInfo,
+  type PodInfo,
+} from "./kube-api.js";
 import type { BridgeMetrics, WaveOutcome } from "./metrics.js";
 import { MultusEnis } from "./multus-enis.js";
 import { type AddressCount, countPodAddresses } from "./pod-address-count.js";
@@ -75,22 +82,10 @@ export interface BridgeOptions {
   readonly episodeCheckMs?: number;
   /**
    * The fresh list that confirms releases fails after this long, ms; releases wait for it, assigns never do.
-   * Default CONFIRM_TIMEOUT_MS.
+   * Default CONFIRM_TIMEOUT_MS (kube-api.ts).
    */
   readonly confirmTimeoutMs?: number;
 }
-
-/**
- * How long the fresh list that confirms releases may take, ms: well below a pod's patience, since a hung list
- * counts as no confirmation (nothing released) and another is tried at the next wave.
- */
-export const CONFIRM_TIMEOUT_MS = 10_000;
-
-/**
- * How old a confirming list's answer may be when a wave makes the releases it confirmed, beyond the wave
- * window, ms: its end wakes a wave at once, and an older answer is listed again rather than trusted.
- */
-export const CONFIRMATION_MAX_AGE_MS = 2_000;
 
 export type { WaveReport } from "./wave-report.js";
 
@@ -302,7 +297,7 @@ export class Bridge {
           nads: collections.nads.list(),
           pods: collections.pods.list(),
           trusted: trust.trusted,
-          freshPods: () => collections.pods.fetchNow(),
+          freshPods: () => collections.pods.fetchNow(this.#confirmTimeoutMs),
         },
         signal,
       )) ?? overlay.enis;

@@ -167,3 +167,16 @@ export interface KubeApi {
   /** Stops every watch. */
   close(): Promise<void>;
 }
+
+/**
+ * How long the fresh list that confirms releases may take, ms: well below a pod's patience, since a hung list
+ * counts as no confirmation (nothing released) and another is tried at the next wave. The waves' and prefix
+ * mode's confirmations both run beside their waves, never in them.
+ */
+export const CONFIRM_TIMEOUT_MS = 10_000;
+
+/**
+ * How old a confirming list's answer may be when a wave makes the releases it confirmed, beyond the wave
+ * window, ms: its end wakes a wave at once, and an older answer is listed again rather than trusted.
+ */
+export const CONFIRMATION_MAX_AGE_MS = 2_000;

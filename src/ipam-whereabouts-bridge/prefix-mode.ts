@@ -16,13 +16,15 @@ import type { EniState, IpFamily } from "../eni/types.js";
 import { podFinished } from "./desired-state.js";
 import { hostInterfaceMacs } from "./host-interface-macs.js";
 import { InstancePrefixSupport } from "./instance-prefix-support.js";
-import type {
-  KubeApi,
-  NadInfo,
-  NodeSlicePoolInfo,
-  PodInfo,
-  WatchedCollection,
-  WatchListener,
+import {
+  CONFIRM_TIMEOUT_MS,
+  CONFIRMATION_MAX_AGE_MS,
+  type KubeApi,
+  type NadInfo,
+  type NodeSlicePoolInfo,
+  type PodInfo,
+  type WatchedCollection,
+  type WatchListener,
 } from "./kube-api.js";
 import type { BridgeMetrics } from "./metrics.js";
 import type { PodEventReporter } from "./pod-events.js";
@@ -37,6 +39,7 @@ import {
   prefixSteps,
 } from "./prefix-plan.js";
 import { PrefixRefusalMemory, sliceFingerprint } from "./prefix-refusal-memory.js";
+import { BesideConfirmation } from "./prefix-release-confirmation.js";
 import { SwapCheck } from "./prefix-swap-check.js";
 import { viewTrust } from "./view-trust.js";
 
@@ -66,6 +69,8 @@ export interface PrefixModeOptions {
   readonly instanceType?: string;
   /** How long a slice EC2 refused waits before it is tried again (unless its ENI changes inside it). */
   readonly refusalBackoff?: BackoffPolicy;
+  /** The fresh list that confirms prefix releases fails after this long, ms. Default CONFIRM_TIMEOUT_MS. */
+  readonly confirmTimeoutMs?: number;
 }
 
 /** What a wave tells prefix mode. */
@@ -77,7 +82,7 @@ export interface PrefixWaveInput {
   readonly pods: readonly PodInfo[];
   /** Whether the bridge's own watches are trusted now. */
   readonly trusted: boolean;
-  /** A fresh list of this node's pods, to confirm releases. */
+  /** A fresh list of this node's pods, to confirm releases; it must time out (CONFIRM_TIMEOUT_MS). */
   readonly freshPods: () => Promise<readonly PodInfo[]>;
 }
 
@@ -102,6 +107,7 @@ export class PrefixMode {
   readonly #refused: PrefixRefusalMemory;
   readonly #prefixSupport: InstancePrefixSupport;
   readonly #swapCheck: SwapCheck;
+  readonly #confirmation: BesideConfirmation;
 
   constructor(
     private readonly deps: PrefixModeDeps,
@@ -110,6 +116,8 @@ export class PrefixMode {
     this.#refused = new PrefixRefusalMemory(options.refusalBackoff);
     this.#prefixSupport = new InstancePrefixSupport(deps, options.instanceType);
     this.#swapCheck = new SwapCheck(deps);
+    // The waves that wait for a list come every second (#nextAt): an answer is used within about that.
+    this.#confirmation = new BesideConfirmation(deps.clock, 1_000 + CONFIRMATION_MAX_AGE_MS);
   }
 
   /** Starts the NodeSlicePool watch (RBAC: nodeslicepools list, watch). */
@@ -187,7 +195,7 @@ export class PrefixMode {
     this.#unusedSince = trusted ? plan.unusedSince : new Map();
     let releases: PrefixRelease[] = trusted && readable ? plan.releases : [];
     if (releases.length > 0)
-      releases = await this.#confirm(
+      releases = this.#confirmBeside(
         releases,
         (pods, slicePools) => planFrom(pods, slicePools, plan.unusedSince),
         input,
@@ -251,32 +259,51 @@ export class PrefixMode {
     }
   }
 
-  /** The releases a fresh list of pods and NodeSlicePools agrees on; none when the list fails. */
-  async #confirm(
+  /**
+   * The releases a fresh list of pods and NodeSlicePools, run beside the waves, agreed on; none while it runs
+   * or when it failed (prefix-release-confirmation.ts). Those it found in use start their grace again.
+   */
+  #confirmBeside(
     releases: PrefixRelease[],
     replan: (pods: readonly PodInfo[], pools: readonly NodeSlicePoolInfo[]) => PrefixPlan,
     input: PrefixWaveInput,
     signal: AbortSignal,
-  ): Promise<PrefixRelease[]> {
+  ): PrefixRelease[] {
+    const key = (r: PrefixRelease) => prefixKey(r.eniId, r.prefix);
+    const turn = this.#confirmation.turn(releases.map(key), () =>
+      this.#freshAgreement(replan, input, signal),
+    );
+    if (turn === undefined) return [];
+    for (const inUse of turn.inUse) this.#unusedSince.delete(inUse);
+    return releases.filter((r) => turn.confirmed.has(key(r)));
+  }
+
+  /** The prefix releases a fresh list agrees on (`prefixKey`s); undefined when it failed or timed out. */
+  async #freshAgreement(
+    replan: (pods: readonly PodInfo[], pools: readonly NodeSlicePoolInfo[]) => PrefixPlan,
+    input: PrefixWaveInput,
+    signal: AbortSignal,
+  ): Promise<ReadonlySet<string> | undefined> {
     const pools = this.#pools;
-    if (pools === undefined) return [];
-    let fresh: PrefixPlan;
+    if (pools === undefined) return undefined;
     try {
-      const [pods, slicePools] = await Promise.all([input.freshPods(), pools.fetchNow()]);
-      if (!carriedBy(pods, this.options.nodeName).readable) return [];
-      fresh = replan(pods, slicePools);
+      const [pods, slicePools] = await Promise.all([
+        input.freshPods(),
+        pools.fetchNow(this.options.confirmTimeoutMs ?? CONFIRM_TIMEOUT_MS),
+      ]);
+      if (!carriedBy(pods, this.options.nodeName).readable) return undefined;
+      return new Set(replan(pods, slicePools).releases.map((r) => prefixKey(r.eniId, r.prefix)));
     } catch (error) {
-      if (signal.aborted) throw error;
-      this.deps.logger.warn(
-        { err: error, releases: releases.length },
-        "could not list pods and NodeSlicePools afresh to confirm prefix releases; they are held and tried again shortly",
-      );
-      return [];
+      if (signal.aborted) {
+        this.deps.logger.debug({ err: error }, "the list confirming prefix releases ended with the bridge");
+      } else {
+        this.deps.logger.warn(
+          { err: error },
+          "could not list pods and NodeSlicePools afresh to confirm prefix releases; they are held and tried again shortly",
+        );
+      }
+      return undefined;
     }
-    const agreed = new Set(fresh.releases.map((r) => prefixKey(r.eniId, r.prefix)));
-    for (const r of releases)
-      if (!agreed.has(prefixKey(r.eniId, r.prefix))) this.#unusedSince.delete(prefixKey(r.eniId, r.prefix));
-    return releases.filter((r) => agreed.has(prefixKey(r.eniId, r.prefix)));
   }
 
   #remember(
