@@ -136,7 +136,7 @@ export class Bridge {
   /** Records the trust (the guard logs each change once); every grace restarts while the view is stale. */
   #noteTrust(trust: ViewTrust): boolean {
     if (!trust.trusted) this.#unusedSince = new Map();
-    return this.#guard.noteTrust(trust, this.#watches.faulted);
+    return this.#guard.noteTrust(trust, this.#watches.faulted, this.deps.clock.now());
   }
 
   /** A Kubernetes object changed: a wave runs after the window. */
