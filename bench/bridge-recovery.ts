@@ -6,7 +6,8 @@
  *   and to the address of a pod created during the outage held by EC2 (the wave it owes);
  * - API frozen without a reset: how long until the bridge calls its view stale (the silence bound, set to
  *   10 s here instead of the default 90 s so the bench stays short), releases made meanwhile of an address a
- *   pod created during the freeze carries, and the time from the thaw to a trusted view.
+ *   pod created during the freeze carries, and the time from the thaw to a trusted view; the same thaw leaving
+ *   the frozen connections dead (no answer, no reset), as a NAT or load balancer that lost the flows does.
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import type { SimulatorHandle } from "../src/sim/index.js";
@@ -200,5 +201,32 @@ async function frozen(): Promise<BenchResult[]> {
 }
 
 export async function benchBridgeRecovery(): Promise<BenchResult[]> {
-  return [...(await refused(false)), ...(await refused(true)), ...(await frozen())];
+  return [
+    ...(await refused(false)),
+    ...(await refused(true)),
+    ...(await frozen()),
+    ...(await frozenLeftDead()),
+  ];
+}
+
+/** A 15 s freeze whose thaw leaves the frozen connections dead: from the thaw to a trusted view. */
+async function frozenLeftDead(): Promise<BenchResult[]> {
+  const r = await rig({ IPMGR_BRIDGE_WATCH_SILENCE_MS: String(SILENCE_MS) }, 2);
+  try {
+    r.proxy.freeze();
+    await sleep(SILENCE_MS + 5_000);
+    r.proxy.thaw({ reset: false });
+    const trusted = await timeUntil(() => r.ready(), 30_000);
+    return [
+      {
+        name: "bridge: API frozen silently, the thaw leaving the frozen connections dead: from the thaw to a trusted view (/readyz 200)",
+        value: trusted,
+        unit: "ms",
+        target: `<= ${RECOVERY_TARGET_MS} ms`,
+        ok: trusted <= RECOVERY_TARGET_MS,
+      },
+    ];
+  } finally {
+    await r.close();
+  }
 }
