@@ -192,6 +192,30 @@ describe("the bridge on a view it cannot trust", () => {
     expect(h.releasesOfAddress()).toBe(0);
   });
 
+  it("sets releases_held{reason=stale-view} in the same scrape as view_trusted 0, and clears it with view_trusted 1, between waves", async () => {
+    const h = await start();
+    const scrape = async (): Promise<[string | undefined, string | undefined]> => {
+      const lines = (await h.metrics.text()).split("\n");
+      return [
+        lines.find((l) => l.startsWith("multus_ipmgr_bridge_view_trusted ")),
+        lines.find((l) => l.startsWith('multus_ipmgr_bridge_releases_held{reason="stale-view"}')),
+      ];
+    };
+    await h.proxy.refuse();
+    let seen = await scrape();
+    await eventually(async () => {
+      seen = await scrape();
+      return seen[0] === "multus_ipmgr_bridge_view_trusted 0";
+    }, "view_trusted 0");
+    expect(seen[1]).toBe('multus_ipmgr_bridge_releases_held{reason="stale-view"} 1');
+    await h.proxy.accept();
+    await eventually(async () => {
+      seen = await scrape();
+      return seen[0] === "multus_ipmgr_bridge_view_trusted 1";
+    }, "view_trusted 1");
+    expect(seen[1]).toBe('multus_ipmgr_bridge_releases_held{reason="stale-view"} 0');
+  });
+
   it("after a failure, sends again a watch request a freeze left unanswered on a dead connection, without waiting for the silence bound", async () => {
     // A silence bound of a minute: only the abandoned request, after the 400 ms restart cap, recovers in time.
     const h = await start({ silenceMs: 60_000 });
