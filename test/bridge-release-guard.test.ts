@@ -116,6 +116,17 @@ describe("ReleaseGuard", () => {
     );
   });
 
+  it("keeps the stale-view hold with the trust when a wave that began on a stale view reports its holds after the view came back", async () => {
+    const { guard: g, metrics } = guard();
+    g.noteTrust({ trusted: false, reasons: ["the pods watch fails: refused"] }, true, 0);
+    g.noteTrust({ trusted: true, reasons: [] }, false, 1_000);
+    g.hold(new Set(["stale-view"] as const));
+    expect(await metrics.text()).toContain('multus_ipmgr_bridge_releases_held{reason="stale-view"} 0');
+    g.noteTrust({ trusted: false, reasons: ["the pods watch fails: refused"] }, true, 2_000);
+    g.hold(new Set());
+    expect(await metrics.text()).toContain('multus_ipmgr_bridge_releases_held{reason="stale-view"} 1');
+  });
+
   it("logs a stale view and its return once each, with counts: a minute of an API flapping every 2 s in four lines", () => {
     const { logger, lines } = captureLogger();
     const metrics = new BridgeMetrics();

@@ -93,7 +93,9 @@ export class ReleaseGuard {
 
   /** The reasons releases are held at this wave. */
   hold(holds: ReadonlySet<ReleaseHoldReason>): void {
-    this.#holds = new Set(holds);
+    // The stale-view hold follows the trust now, which may have changed while the wave ran.
+    this.#holds = new Set([...holds].filter((reason) => reason !== "stale-view"));
+    if (!this.#trusted) this.#holds.add("stale-view");
     this.deps.metrics.trust(this.#trusted, this.#holds);
   }
 
