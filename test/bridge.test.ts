@@ -518,7 +518,7 @@ describe("bridge against the simulator (EC2, IMDS, Kubernetes API)", () => {
     const assignedIn = a.bridge.report;
     await eventually(() => a.bridge.report !== assignedIn, "a wave after the assign", 15_000);
     await rival.assignPrivateIpv4("eni-0b1", [twin], true);
-    await eventually(() => assignsToUs() === 2, "our repair", 15_000);
+    await eventually(() => assignsToUs() === 2, "our repair", 40_000);
     await rival.assignPrivateIpv4("eni-0b1", [twin], true);
     const readsBack = () =>
       a.sim
@@ -535,9 +535,10 @@ describe("bridge against the simulator (EC2, IMDS, Kubernetes API)", () => {
         readsBack() > readsBefore &&
         ((a.bridge.report?.held ?? 0) < (a.bridge.report?.wanted ?? 0) || assignsToUs() === 3),
       "the take seen at the next wave, not once the memory of the repair ends (30 s)",
+      20_000,
     );
     expect(a.bridge.readiness().lines.join("\n")).toMatch(
       new RegExp(`conflict: address ${twin.replaceAll(".", "\\.")} on cnf/twin-a \\(net1\\)`),
     );
-  });
+  }, 90_000);
 });
