@@ -6,9 +6,12 @@
  *   and to the address of a pod created during the outage held by EC2 (the wave it owes);
  * - API frozen without a reset: how long until the bridge calls its view stale (the silence bound, set to
  *   10 s here instead of the default 90 s so the bench stays short), releases made meanwhile of an address a
- *   pod created during the freeze carries, and the time from the thaw to a trusted view.
+ *   pod created during the freeze carries, and the time from the thaw to a trusted view; the same thaw leaving
+ *   the frozen connections dead (no answer, no reset), as a NAT or load balancer that lost the flows does;
+ * - API refused 1 s, back 1 s, for a minute: the lines the bridge logs (one per change of state, flaps counted).
  */
 import { type ChildProcess, spawn } from "node:child_process";
+import { createInterface } from "node:readline";
 import type { SimulatorHandle } from "../src/sim/index.js";
 import { startSimulator } from "../src/sim/index.js";
 import { closedPortUrl } from "../test/helpers/closed-port.js";
@@ -29,6 +32,8 @@ interface Rig {
   readyzText(): Promise<string>;
   held(address: string): boolean;
   releasesOf(address: string): number;
+  /** The messages the bridge logged at info and above (with `IPMGR_LOG_LEVEL: "info"` in `env`). */
+  readonly logs: string[];
   close(): Promise<void>;
 }
 
@@ -46,7 +51,7 @@ async function rig(env: Record<string, string> = {}, bookmarkIntervalSeconds = 6
   const kubeconfig = await tempKubeconfig(proxy.url);
   const port = new URL(await closedPortUrl()).port;
   const child: ChildProcess = spawn(process.execPath, [ENTRY, "bridge"], {
-    stdio: ["ignore", "ignore", "inherit"],
+    stdio: ["ignore", "pipe", "inherit"],
     env: {
       PATH: process.env.PATH ?? "/usr/bin:/bin",
       AWS_EC2_METADATA_SERVICE_ENDPOINT: sim.imdsEndpoints["i-0a"] ?? "",
@@ -67,11 +72,18 @@ async function rig(env: Record<string, string> = {}, bookmarkIntervalSeconds = 6
     },
   });
   const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  const logs: string[] = [];
+  child.stdout?.setEncoding("utf8");
+  createInterface({ input: child.stdout as NodeJS.ReadableStream }).on("line", (line) => {
+    const msg: unknown = JSON.parse(line)?.msg;
+    if (typeof msg === "string") logs.push(msg);
+  });
   const http = `http://127.0.0.1:${port}`;
   const held = (address: string): boolean =>
     sim.state().enis.some((e) => e.eniId === "eni-0a1" && e.ipv4s.includes(address));
   const r: Rig = {
     sim,
+    logs,
     proxy,
     http,
     ready: async () => (await fetch(`${http}/readyz`).catch(() => undefined))?.status === 200,
@@ -200,5 +212,60 @@ async function frozen(): Promise<BenchResult[]> {
 }
 
 export async function benchBridgeRecovery(): Promise<BenchResult[]> {
-  return [...(await refused(false)), ...(await refused(true)), ...(await frozen())];
+  return [
+    ...(await refused(false)),
+    ...(await refused(true)),
+    ...(await frozen()),
+    ...(await frozenLeftDead()),
+    ...(await flapping()),
+  ];
+}
+
+/** The API refused 1 s, back 1 s, for a minute: the lines the bridge logs meanwhile (info and above). */
+async function flapping(): Promise<BenchResult[]> {
+  const r = await rig({ IPMGR_LOG_LEVEL: "info" });
+  try {
+    const from = r.logs.length;
+    for (let i = 0; i < 30; i += 1) {
+      await r.proxy.refuse();
+      await sleep(1_000);
+      await r.proxy.accept();
+      await sleep(1_000);
+    }
+    await until(() => r.ready(), 30_000);
+    const lines = r.logs.length - from;
+    return [
+      {
+        name: "bridge: log lines (info and above) through a minute of the API refused 1 s, back 1 s (one line per change of state, flaps counted)",
+        value: lines,
+        unit: "lines",
+        target: "<= 30",
+        ok: lines <= 30,
+      },
+    ];
+  } finally {
+    await r.close();
+  }
+}
+
+/** A 15 s freeze whose thaw leaves the frozen connections dead: from the thaw to a trusted view. */
+async function frozenLeftDead(): Promise<BenchResult[]> {
+  const r = await rig({ IPMGR_BRIDGE_WATCH_SILENCE_MS: String(SILENCE_MS) }, 2);
+  try {
+    r.proxy.freeze();
+    await sleep(SILENCE_MS + 5_000);
+    r.proxy.thaw({ reset: false });
+    const trusted = await timeUntil(() => r.ready(), 30_000);
+    return [
+      {
+        name: "bridge: API frozen silently, the thaw leaving the frozen connections dead: from the thaw to a trusted view (/readyz 200)",
+        value: trusted,
+        unit: "ms",
+        target: `<= ${RECOVERY_TARGET_MS} ms`,
+        ok: trusted <= RECOVERY_TARGET_MS,
+      },
+    ];
+  } finally {
+    await r.close();
+  }
 }

@@ -86,4 +86,45 @@ describe("ConflictEpisodes", () => {
     expect(e.conflicts(200)).toEqual([]);
     expect(e.nextCheckAt(200, 1_000)).toBeUndefined();
   });
+
+  it("asks EC2 who holds an address of a conflict that only our recent repair says we hold, and takes the rival's answer as a new loss", () => {
+    const e = episodes();
+    look(e, 0, "ours");
+    look(e, 100, RIVAL);
+    expect(look(e, 1_100, RIVAL)).toBe(true);
+    e.assigned(OURS, [ADDRESS], 1_100);
+    // Our repair is in `enis` (remembered), IMDS does not show it: the rival may have taken it back already.
+    const seen = e.observe([IFACE], podOf, [eni(true)], 1_500, [eni(false)]);
+    expect(seen.lost).toEqual([]);
+    expect(seen.unconfirmed.map((w) => w.address)).toEqual([ADDRESS]);
+    const { taken } = e.confirmHeld(seen.unconfirmed, new Map([[ADDRESS, RIVAL]]), 1_500);
+    expect(taken.map((w) => w.address)).toEqual([ADDRESS]);
+    e.settle(taken, new Map([[ADDRESS, RIVAL]]), 1_500);
+    // Paced as any take after a repair: held back, the conflict still on /readyz.
+    expect(e.withoutHeldBack([IFACE], [eni(false)], 1_600)[0]?.addresses).toEqual([]);
+    expect(e.conflicts(1_600)).toHaveLength(1);
+  });
+
+  it("holds an address of a conflict that EC2 says our ENI holds, IMDS lagging, and reads nothing once IMDS shows it", () => {
+    const e = episodes();
+    look(e, 0, "ours");
+    look(e, 100, RIVAL);
+    look(e, 1_100, RIVAL);
+    e.assigned(OURS, [ADDRESS], 1_100);
+    const seen = e.observe([IFACE], podOf, [eni(true)], 1_500, [eni(false)]);
+    const { taken } = e.confirmHeld(seen.unconfirmed, new Map([[ADDRESS, OURS]]), 1_500);
+    expect(taken).toEqual([]);
+    expect(e.withoutHeldBack([IFACE], [eni(true)], 1_600)[0]?.addresses).toEqual([ADDRESS]);
+    const later = e.observe([IFACE], podOf, [eni(true)], 2_000, [eni(true)]);
+    expect(later.unconfirmed).toEqual([]);
+    expect(later.lost).toEqual([]);
+  });
+
+  it("reads nothing for an address never in a conflict that only our recent assign holds (IMDS lag after a first assign)", () => {
+    const e = episodes();
+    expect(look(e, 0, RIVAL)).toBe(true);
+    e.assigned(OURS, [ADDRESS], 0);
+    const seen = e.observe([IFACE], podOf, [eni(true)], 500, [eni(false)]);
+    expect(seen.unconfirmed).toEqual([]);
+  });
 });

@@ -4,11 +4,16 @@
  */
 import { afterEach, describe, expect, it } from "vitest";
 import { systemClock } from "../src/eni/process/clock.js";
-import { createLogger } from "../src/eni/process/logger.js";
+import { createLogger, type Logger } from "../src/eni/process/logger.js";
 import { KubeConflictError } from "../src/ipam-whereabouts-bridge/errors/kube-conflict-error.js";
 import { KubeError } from "../src/ipam-whereabouts-bridge/errors/kube-error.js";
 import type { KubeApi, LeaseInfo } from "../src/ipam-whereabouts-bridge/kube-api.js";
-import { createKubeApi } from "../src/ipam-whereabouts-bridge/kube-client.js";
+import {
+  API_SERVER_BOOKMARK_INTERVAL_MS,
+  createKubeApi,
+  DEFAULT_WATCH_SILENCE_MS,
+  silenceBoundWarning,
+} from "../src/ipam-whereabouts-bridge/kube-client.js";
 import type { SimulatorHandle } from "../src/sim/index.js";
 import { type KubeProxy, startKubeProxy, tempKubeconfig } from "./helpers/kube-proxy.js";
 import {
@@ -21,6 +26,7 @@ import {
   NODE_B,
   startKubeSim,
 } from "./helpers/kube-worlds.js";
+import { captureLogger } from "./helpers/loggers.js";
 
 let sim: SimulatorHandle | undefined;
 let proxy: KubeProxy | undefined;
@@ -38,7 +44,7 @@ afterEach(async () => {
 });
 
 async function start(
-  options: { watchTimeoutSeconds?: number } = {},
+  options: { watchTimeoutSeconds?: number; watchSilenceMs?: number; logger?: Logger } = {},
 ): Promise<{ s: SimulatorHandle; k: KubeApi; p: KubeProxy }> {
   sim = await startKubeSim();
   proxy = await startKubeProxy(kubeEndpointOf(sim));
@@ -47,8 +53,9 @@ async function start(
   api = createKubeApi({
     kubeconfig: kubeconfig.path,
     clock: systemClock,
-    logger: createLogger("silent"),
+    logger: options.logger ?? createLogger("silent"),
     watchTimeoutSeconds: options.watchTimeoutSeconds ?? 300,
+    ...(options.watchSilenceMs === undefined ? {} : { watchSilenceMs: options.watchSilenceMs }),
     requestTimeoutMs: 5_000,
     restartBaseMs: 50,
     restartMaxMs: 200,
@@ -180,6 +187,32 @@ describe("the bridge's Kubernetes adapter", () => {
         .map((pod) => pod.name)
         .sort(),
     ).toEqual(["a2", "upf-0"]);
+  });
+
+  it("warns once at start of a silence bound below the API server's bookmark interval, not at each silence", async () => {
+    const { logger, lines } = captureLogger();
+    // The simulator's bookmarks come once a minute, as kube-apiserver's: a quiet watch is silent for 1 s often.
+    const { k, p } = await start({ watchSilenceMs: 1_000, logger });
+    await k.watchPods(NODE_A, { changed: () => undefined });
+    await eventually(
+      () => p.requests.filter((r) => r.includes("/api/v1/pods?") && r.includes("watch=true")).length >= 4,
+      "the pods watch restarted three times for silence",
+    );
+    const warnings = lines.filter((l) => l.level === 40);
+    expect(warnings.map((l) => l.msg)).toEqual([
+      "IPMGR_BRIDGE_WATCH_SILENCE_MS is 1000 ms, below the API server's bookmark interval (kube-apiserver sends one about every 60 s): on a quiet cluster every watch goes silent and is restarted every 1 s, the view is stale each time and a release's grace restarts with it (these silences are logged at debug, not warned each time); set IPMGR_BRIDGE_WATCH_SILENCE_MS to 90000 (the default) or more",
+    ]);
+    expect(
+      lines.filter((l) => l.level === 20 && String(l.msg).includes("silent")).length,
+    ).toBeGreaterThanOrEqual(3);
+  });
+
+  it("says nothing of a silence bound at or above the API server's bookmark interval", () => {
+    expect(silenceBoundWarning(DEFAULT_WATCH_SILENCE_MS)).toBeUndefined();
+    expect(silenceBoundWarning(API_SERVER_BOOKMARK_INTERVAL_MS)).toBeUndefined();
+    expect(silenceBoundWarning(API_SERVER_BOOKMARK_INTERVAL_MS - 1)).toContain(
+      "set IPMGR_BRIDGE_WATCH_SILENCE_MS to 90000 (the default) or more",
+    );
   });
 
   it("creates, reads and updates a Lease, with 409 as KubeConflictError", async () => {

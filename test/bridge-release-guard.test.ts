@@ -6,6 +6,7 @@ import type { KubeApi } from "../src/ipam-whereabouts-bridge/kube-api.js";
 import { BridgeMetrics } from "../src/ipam-whereabouts-bridge/metrics.js";
 import { PodEventReporter } from "../src/ipam-whereabouts-bridge/pod-events.js";
 import { ReleaseGuard } from "../src/ipam-whereabouts-bridge/release-guard.js";
+import { captureLogger } from "./helpers/loggers.js";
 import { ManualClock } from "./helpers/manual-clock.js";
 
 const release = (address: string): Release => ({
@@ -76,10 +77,10 @@ describe("ReleaseGuard", () => {
 
   it("says when the view comes back, and shows a stale view's reasons and the holds on /readyz and the metrics", async () => {
     const { guard: g, metrics } = guard();
-    expect(g.noteTrust({ trusted: true, reasons: [] }, false)).toBe(true);
-    expect(g.noteTrust({ trusted: true, reasons: [] }, false)).toBe(false);
+    expect(g.noteTrust({ trusted: true, reasons: [] }, false, 0)).toBe(true);
+    expect(g.noteTrust({ trusted: true, reasons: [] }, false, 1_000)).toBe(false);
     const stale = { trusted: false, reasons: ["the pods watch fails: refused"] };
-    expect(g.noteTrust(stale, true)).toBe(false);
+    expect(g.noteTrust(stale, true, 2_000)).toBe(false);
     g.hold(new Set(["stale-view"] as const));
     expect(g.lines(stale)).toEqual([
       "the view of the cluster is stale; releases are held:",
@@ -88,7 +89,79 @@ describe("ReleaseGuard", () => {
     const text = await metrics.text();
     expect(text).toContain("multus_ipmgr_bridge_view_trusted 0");
     expect(text).toContain('multus_ipmgr_bridge_releases_held{reason="stale-view"} 1');
-    expect(g.noteTrust({ trusted: true, reasons: [] }, false)).toBe(true);
+    expect(g.noteTrust({ trusted: true, reasons: [] }, false, 3_000)).toBe(true);
+  });
+
+  it("moves releases_held{reason=stale-view} with view_trusted at once, not at the next wave", async () => {
+    const { guard: g, metrics } = guard();
+    g.noteTrust({ trusted: true, reasons: [] }, false, 0);
+    g.hold(new Set(["unreadable-pod"] as const));
+    const lines = async () =>
+      (await metrics.text())
+        .split("\n")
+        .filter((l) => /^multus_ipmgr_bridge_(view_trusted|releases_held)/.test(l));
+    g.noteTrust({ trusted: false, reasons: ["the pods watch fails: refused"] }, true, 1_000);
+    expect(await lines()).toEqual(
+      expect.arrayContaining([
+        "multus_ipmgr_bridge_view_trusted 0",
+        'multus_ipmgr_bridge_releases_held{reason="stale-view"} 1',
+        'multus_ipmgr_bridge_releases_held{reason="unreadable-pod"} 1',
+      ]),
+    );
+    g.noteTrust({ trusted: true, reasons: [] }, false, 2_000);
+    expect(await lines()).toEqual(
+      expect.arrayContaining([
+        "multus_ipmgr_bridge_view_trusted 1",
+        'multus_ipmgr_bridge_releases_held{reason="stale-view"} 0',
+        'multus_ipmgr_bridge_releases_held{reason="unreadable-pod"} 1',
+      ]),
+    );
+  });
+
+  it("keeps the stale-view hold with the trust when a wave that began on a stale view reports its holds after the view came back", async () => {
+    const { guard: g, metrics } = guard();
+    g.noteTrust({ trusted: false, reasons: ["the pods watch fails: refused"] }, true, 0);
+    g.noteTrust({ trusted: true, reasons: [] }, false, 1_000);
+    g.hold(new Set(["stale-view"] as const));
+    expect(await metrics.text()).toContain('multus_ipmgr_bridge_releases_held{reason="stale-view"} 0');
+    g.noteTrust({ trusted: false, reasons: ["the pods watch fails: refused"] }, true, 2_000);
+    g.hold(new Set());
+    expect(await metrics.text()).toContain('multus_ipmgr_bridge_releases_held{reason="stale-view"} 1');
+  });
+
+  it("logs a stale view and its return once each, with counts: a minute of an API flapping every 2 s in four lines", () => {
+    const { logger, lines } = captureLogger();
+    const metrics = new BridgeMetrics();
+    const events = new PodEventReporter(
+      { createEvent: async () => undefined } as unknown as KubeApi,
+      { now: () => 0, sleep: async () => undefined },
+      logger,
+      metrics,
+      { repeatIntervalMs: 1_000, perSecond: 10, burst: 10 },
+    );
+    const g = new ReleaseGuard({ clock: systemClock, logger, metrics, events });
+    g.noteTrust({ trusted: true, reasons: [] }, false, 0);
+    for (let t = 1_000; t <= 61_000; t += 1_000) {
+      const up = t % 2_000 === 0;
+      // The reasons change at each note, as a silence counts up and other watches fail.
+      g.noteTrust(
+        up ? { trusted: true, reasons: [] } : { trusted: false, reasons: [`the pods watch fails (${t})`] },
+        !up,
+        t,
+      );
+    }
+    g.noteTrust({ trusted: true, reasons: [] }, false, 62_000);
+    expect(lines.map((l) => l.msg)).toEqual([
+      "the view of the cluster is stale: releases are held until every watch is back and heard from, and each release's grace restarts then",
+      "the view of the cluster is trusted again after 1 s stale; release graces restart now",
+      "the view of the cluster is stale: releases are held until every watch is back and heard from, and each release's grace restarts then (before: it went stale 29 times in the last 58 s (29 s in all), not logged one by one)",
+      "the view of the cluster is trusted again after 1 s stale; release graces restart now",
+    ]);
+    expect(lines[2]).toMatchObject({
+      staleTimes: 29,
+      staleMs: 29_000,
+      reasons: ["the pods watch fails (61000)"],
+    });
   });
 
   describe("confirmBeside", () => {

@@ -46,7 +46,8 @@ afterEach(async () => {
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** A bridge on NODE_A whose Kubernetes API goes through a proxy; pod `a` carries ADDRESS. */
-async function start(): Promise<Harness> {
+async function start(options: { readonly silenceMs?: number } = {}): Promise<Harness> {
+  const silenceMs = options.silenceMs ?? SILENCE_MS;
   const sim = await startKubeSim(
     kubeWorld({
       bookmarkIntervalSeconds: 1,
@@ -64,7 +65,7 @@ async function start(): Promise<Harness> {
     clock: systemClock,
     logger,
     watchTimeoutSeconds: 300,
-    watchSilenceMs: SILENCE_MS,
+    watchSilenceMs: silenceMs,
     listTimeoutMs: 1_000,
     requestTimeoutMs: 2_000,
     restartBaseMs: 50,
@@ -100,7 +101,7 @@ async function start(): Promise<Harness> {
       retry: { baseMs: 50, maxMs: 500 },
       recentMemoryMs: 2_000,
       addressesPerEni: 50,
-      watchSilenceMs: SILENCE_MS,
+      watchSilenceMs: silenceMs,
     },
   );
   await bridge.start();
@@ -196,6 +197,47 @@ describe("the bridge on a view it cannot trust", () => {
     await sleep(GRACE_MS * 2);
     expect(h.held()).toContain(ADDRESS);
     expect(h.releasesOfAddress()).toBe(0);
+  });
+
+  it("sets releases_held{reason=stale-view} in the same scrape as view_trusted 0, and clears it with view_trusted 1, between waves", async () => {
+    const h = await start();
+    const scrape = async (): Promise<[string | undefined, string | undefined]> => {
+      const lines = (await h.metrics.text()).split("\n");
+      return [
+        lines.find((l) => l.startsWith("multus_ipmgr_bridge_view_trusted ")),
+        lines.find((l) => l.startsWith('multus_ipmgr_bridge_releases_held{reason="stale-view"}')),
+      ];
+    };
+    await h.proxy.refuse();
+    let seen = await scrape();
+    await eventually(async () => {
+      seen = await scrape();
+      return seen[0] === "multus_ipmgr_bridge_view_trusted 0";
+    }, "view_trusted 0");
+    expect(seen[1]).toBe('multus_ipmgr_bridge_releases_held{reason="stale-view"} 1');
+    await h.proxy.accept();
+    await eventually(async () => {
+      seen = await scrape();
+      return seen[0] === "multus_ipmgr_bridge_view_trusted 1";
+    }, "view_trusted 1");
+    expect(seen[1]).toBe('multus_ipmgr_bridge_releases_held{reason="stale-view"} 0');
+  });
+
+  it("after a failure, sends again a watch request a freeze left unanswered on a dead connection, without waiting for the silence bound", async () => {
+    // A silence bound of a minute: only the abandoned request, after the 400 ms restart cap, recovers in time.
+    const h = await start({ silenceMs: 60_000 });
+    h.proxy.failing = true;
+    h.proxy.cut();
+    await eventually(
+      () => h.bridge.readiness().lines.some((l) => l.includes("500")),
+      "the watches failing with 500",
+    );
+    h.proxy.freeze();
+    await eventually(() => h.proxy.heldCount >= 4, "a request of each watch held by the freeze");
+    h.proxy.failing = false;
+    h.proxy.thaw({ reset: false });
+    await eventually(() => h.bridge.readiness().ok, "ready again on new connections", 20_000);
+    expect(h.proxy.heldCount).toBeGreaterThanOrEqual(4);
   });
 
   it("never releases on account of a pod whose network-status cannot be read, and says so on the pod", async () => {

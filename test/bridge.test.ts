@@ -494,4 +494,57 @@ describe("bridge against the simulator (EC2, IMDS, Kubernetes API)", () => {
         .sort(),
     ).toEqual(["twin-a 4d7e2c6a-0000-4000-8000-00000000000a", "twin-b 4d7e2c6a-0000-4000-8000-00000000000b"]);
   });
+  it("reads back who holds an address of a conflict at the next wave when a rival takes it back after a repair IMDS never showed, not once the memory of the repair ends", async () => {
+    const twin = ipv4(206);
+    const world = kubeWorld({
+      pods: [multusPod("twin-a", NODE_A, [twin], MAC_A, { uid: "4d7e2c6a-0000-4000-8000-00000000001a" })],
+    });
+    // Our own assign trusted over IMDS for 30 s, as by default; a wave every 2 s, so that the rival (this
+    // test, on EC2) takes the address back after our repair before the next wave reads IMDS.
+    const a = await startBridge(world, {
+      resyncIntervalMs: 2_000,
+      episodeCheckMs: 2_000,
+      recentMemoryMs: 30_000,
+      repairBackoff: { baseMs: 500, maxMs: 60_000 },
+    });
+    const rival = ec2ApiFor(a.sim);
+    const assignsToUs = () =>
+      a.sim
+        .calls()
+        .filter(
+          (c) =>
+            c.action === "AssignPrivateIpAddresses" &&
+            c.outcome === "ok" &&
+            Object.values(c.params).includes("eni-0a1") &&
+            Object.values(c.params).includes(twin),
+        ).length;
+    await eventually(() => a.held("eni-0a1").includes(twin), "the address on our ENI");
+    await eventually(() => a.bridge.report?.held === a.bridge.report?.wanted, "every address held");
+    // A wave after the assign has read IMDS showing it: the first take is seen at the next wave.
+    const assignedIn = a.bridge.report;
+    await eventually(() => a.bridge.report !== assignedIn, "a wave after the assign", 15_000);
+    await rival.assignPrivateIpv4("eni-0b1", [twin], true);
+    await eventually(() => assignsToUs() === 2, "our repair", 40_000);
+    await rival.assignPrivateIpv4("eni-0b1", [twin], true);
+    const readsBack = () =>
+      a.sim
+        .calls()
+        .filter(
+          (c) =>
+            c.action === "DescribeNetworkInterfaces" &&
+            c.params["Filter.1.Name"] === "addresses.private-ip-address",
+        ).length;
+    const readsBefore = readsBack();
+    // The next wave asks EC2 who holds it, and counts it not held, or takes it back (the rival quiet since).
+    await eventually(
+      () =>
+        readsBack() > readsBefore &&
+        ((a.bridge.report?.held ?? 0) < (a.bridge.report?.wanted ?? 0) || assignsToUs() === 3),
+      "the take seen at the next wave, not once the memory of the repair ends (30 s)",
+      20_000,
+    );
+    expect(a.bridge.readiness().lines.join("\n")).toMatch(
+      new RegExp(`conflict: address ${twin.replaceAll(".", "\\.")} on cnf/twin-a \\(net1\\)`),
+    );
+  }, 90_000);
 });

@@ -18,7 +18,13 @@ import type { ProbeResult } from "../eni/process/probe-server.js";
 import { planFor } from "../eni/reconcile.js";
 import type { Plan } from "../eni/types.js";
 import { BridgeWatches } from "./bridge-watches.js";
-import { ConflictEpisodes, DEFAULT_EPISODE_CHECK_MS, DEFAULT_REPAIR_BACKOFF } from "./conflict-episodes.js";
+import {
+  ConflictEpisodes,
+  DEFAULT_EPISODE_CHECK_MS,
+  DEFAULT_REPAIR_BACKOFF,
+  episodeKey,
+  withoutTaken,
+} from "./conflict-episodes.js";
 import { type DesiredState, desiredState } from "./desired-state.js";
 import {
   CONFIRM_TIMEOUT_MS,
@@ -164,7 +170,7 @@ export class Bridge {
   /** Records the trust (the guard logs each change once); every grace restarts while the view is stale. */
   #noteTrust(trust: ViewTrust): boolean {
     if (!trust.trusted) this.#unusedSince = new Map();
-    return this.#guard.noteTrust(trust, this.#watches.faulted);
+    return this.#guard.noteTrust(trust, this.#watches.faulted, this.deps.clock.now());
   }
 
   /** A Kubernetes object changed: a wave runs after the window. */
@@ -289,7 +295,7 @@ export class Bridge {
     const overlay = overlayRecent(observed, this.#recent, now);
     this.#recent = overlay.recent;
     // Prefix mode first: its prefixes hold pod addresses (no call) and EC2 refuses a single address inside one.
-    const enis =
+    let enis =
       (await this.deps.prefixes?.wave(
         {
           enis: overlay.enis,
@@ -354,7 +360,19 @@ export class Bridge {
       .filter((e) => multusEniIds.has(e.eniId))
       .map((e) => ({ subnetId: e.subnetId, cidrs: [...e.subnetIpv4Cidrs, ...e.subnetIpv6Cidrs] }));
 
-    await this.#episodes.look(desired.interfaces, desired.podOfInterface, enis, now, this.deps);
+    // Taken back after our repair before IMDS showed it: EC2's answer, not our memory, goes on /readyz.
+    const takenBack = await this.#episodes.look(
+      desired.interfaces,
+      desired.podOfInterface,
+      enis,
+      now,
+      this.deps,
+      observed,
+    );
+    if (takenBack.size > 0) {
+      enis = withoutTaken(enis, takenBack);
+      this.#recent = this.#recent.filter((c) => !takenBack.has(episodeKey(c.eniId, c.address)));
+    }
     const plan: Plan = await planFor(
       { interfaces: this.#episodes.withoutHeldBack(desired.interfaces, enis, clock.now()), enis },
       { policy: { allowedCidrs: this.options.allowedCidrs } },

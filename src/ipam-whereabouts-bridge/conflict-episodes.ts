@@ -45,7 +45,8 @@ export interface EpisodeConflict {
 }
 
 /** The key of an episode: the address on the ENI it belongs on (a pod recreated on another ENI starts afresh). */
-const keyOf = (eniId: string, address: string): string => `${eniId} ${address}`;
+export const episodeKey = (eniId: string, address: string): string => `${eniId} ${address}`;
+const keyOf = episodeKey;
 
 export class ConflictEpisodes {
   readonly #episodes: DriftEpisodes;
@@ -63,9 +64,11 @@ export class ConflictEpisodes {
   }
 
   /**
-   * A wave's look: `observe`, then who holds the addresses lost (one EC2 read per family, `readHolders`),
-   * then `settle`; each conflict and each end of an episode logged once. A failed read is logged once and
-   * leaves the holders unknown, paced as rivals (the cautious side).
+   * A wave's look: `observe`, then who holds the addresses lost, and those in a conflict that only our own
+   * recent assign says we hold (one EC2 read per family, `readHolders`), then `settle`; each conflict and
+   * each end of an episode logged once. A failed read is logged once and leaves the holders unknown, paced
+   * as rivals (the cautious side). Returns the keys (`episodeKey`) that `enis` shows on our ENI but that EC2
+   * says another ENI (or none) holds: the rival took them back after our repair, before IMDS showed it.
    */
   async look(
     interfaces: readonly PodInterface[],
@@ -73,14 +76,16 @@ export class ConflictEpisodes {
     enis: readonly EniState[],
     now: number,
     deps: { readonly ec2: Ec2Api; readonly clock: Clock; readonly logger: Logger },
-  ): Promise<void> {
-    const { lost, events } = this.observe(interfaces, podOf, enis, now);
+    shown?: readonly EniState[],
+  ): Promise<Set<string>> {
+    const { lost, unconfirmed, events } = this.observe(interfaces, podOf, enis, now, shown);
     let holders = new Map<string, Holder>();
-    if (lost.length > 0) {
+    const toRead = [...lost, ...unconfirmed];
+    if (toRead.length > 0) {
       try {
         holders = await readHolders(
           deps.ec2,
-          lost.map((w) => w.address),
+          toRead.map((w) => w.address),
         );
         this.#holderFailure = undefined;
       } catch (error) {
@@ -94,20 +99,55 @@ export class ConflictEpisodes {
         this.#holderFailure = error.message;
       }
     }
-    for (const event of [...events, ...this.settle(lost, holders, deps.clock.now())]) log(event, deps.logger);
+    const { taken, events: confirmed } = this.confirmHeld(unconfirmed, holders, now);
+    const settled = this.settle([...lost, ...taken], holders, deps.clock.now());
+    for (const event of [...events, ...confirmed, ...settled]) log(event, deps.logger);
+    return new Set(taken.map((w) => keyOf(w.eniId, w.address)));
+  }
+
+  /**
+   * The addresses in a conflict that only our recent assign says we hold, against who EC2 says holds them:
+   * ours (IMDS lags), held; another ENI or none, a new loss to `settle` (`taken`). Unknown (the read
+   * failed): held, as `enis` says.
+   */
+  confirmHeld(
+    unconfirmed: readonly Wanted[],
+    holders: ReadonlyMap<string, Holder>,
+    now: number,
+  ): { taken: Wanted[]; events: EpisodeEvent[] } {
+    const taken: Wanted[] = [];
+    const events: EpisodeEvent[] = [];
+    for (const w of unconfirmed) {
+      const key = keyOf(w.eniId, w.address);
+      const holder = holders.get(w.address);
+      if (holder === undefined || holder === w.eniId) {
+        this.#held.add(key);
+        const event = this.#episodes.held(key, now);
+        if (event !== undefined) events.push(event);
+        continue;
+      }
+      this.#held.delete(key);
+      this.#episodes.lost(key, now, true);
+      taken.push(w);
+    }
+    return { taken, events };
   }
 
   /**
    * One observation of what our pods want (`interfaces`, each on the ENI with its MAC) against what our ENIs
-   * hold. Returns the lost addresses whose holder `settle` must be told (lost now, or due for a repair);
-   * the events of episodes ended.
+   * hold (`enis`: IMDS with our recent changes over it; `shown`: IMDS alone, when known). Returns the lost
+   * addresses whose holder `settle` must be told (lost now, or due for a repair); the addresses of a
+   * conflict (a rival took them before) that `enis` holds only by our recent assign, whose holder EC2 must
+   * confirm (`confirmHeld`): a rival can take one back before IMDS ever shows our repair; the events of
+   * episodes ended.
    */
   observe(
     interfaces: readonly PodInterface[],
     podOf: ReadonlyMap<string, PodRef>,
     enis: readonly EniState[],
     now: number,
-  ): { lost: Wanted[]; events: EpisodeEvent[] } {
+    shown?: readonly EniState[],
+  ): { lost: Wanted[]; unconfirmed: Wanted[]; events: EpisodeEvent[] } {
     const byMac = new Map(enis.map((e) => [e.mac.toLowerCase(), e]));
     const wanted = new Map<string, Wanted>();
     for (const iface of interfaces) {
@@ -121,12 +161,21 @@ export class ConflictEpisodes {
     this.#wanted = wanted;
     const events: EpisodeEvent[] = [];
     const lost: Wanted[] = [];
+    const unconfirmed: Wanted[] = [];
     const eniById = new Map(enis.map((e) => [e.eniId, e]));
+    const shownById = shown === undefined ? undefined : new Map(shown.map((e) => [e.eniId, e]));
+    const holdsOn = (eni: EniState | undefined, address: string): boolean =>
+      eni !== undefined && (family(address) === 4 ? eni.ipv4s : eni.ipv6s).includes(address);
     for (const [key, w] of wanted) {
-      const eni = eniById.get(w.eniId);
-      const holds =
-        eni !== undefined && (family(w.address) === 4 ? eni.ipv4s : eni.ipv6s).includes(w.address);
-      if (holds) {
+      const holds = holdsOn(eniById.get(w.eniId), w.address);
+      if (
+        holds &&
+        shownById !== undefined &&
+        !holdsOn(shownById.get(w.eniId), w.address) &&
+        this.#episodes.get(key)?.rival !== undefined
+      ) {
+        unconfirmed.push(w);
+      } else if (holds) {
         this.#held.add(key);
         const event = this.#episodes.held(key, now);
         if (event !== undefined) events.push(event);
@@ -139,7 +188,7 @@ export class ConflictEpisodes {
     }
     for (const key of this.#held) if (!wanted.has(key)) this.#held.delete(key);
     events.push(...this.#episodes.keepOnly(new Set(wanted.keys())));
-    return { lost, events };
+    return { lost, unconfirmed, events };
   }
 
   /** Who holds each lost address (`readHolders`): opens or paces its episode; a conflict event the first time. */
@@ -254,4 +303,14 @@ export async function readHolders(ec2: Ec2Api, addresses: readonly string[]): Pr
     result.set(address, holder?.eniId ?? null);
   }
   return result;
+}
+
+/** `enis` without the addresses `look` found taken back (`episodeKey`s): what our ENIs hold in fact. */
+export function withoutTaken(enis: readonly EniState[], taken: ReadonlySet<string>): EniState[] {
+  if (taken.size === 0) return [...enis];
+  return enis.map((e) => ({
+    ...e,
+    ipv4s: e.ipv4s.filter((a) => !taken.has(keyOf(e.eniId, a))),
+    ipv6s: e.ipv6s.filter((a) => !taken.has(keyOf(e.eniId, a))),
+  }));
 }

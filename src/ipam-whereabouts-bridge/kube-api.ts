@@ -135,8 +135,11 @@ export interface WatchedCollection<T> {
 export interface WatchListener {
   /** Any object was added, modified or deleted (after a relist too). Must not throw. */
   changed(): void;
-  /** A list or watch failed; it is retried after `retryInMs`. Must not throw. */
-  failed?(resource: string, error: unknown, retryInMs: number): void;
+  /**
+   * A list or watch failed; the next attempt starts `backoffMs` after the failed one began (at once when that
+   * has passed). Must not throw.
+   */
+  failed?(resource: string, error: unknown, backoffMs: number): void;
   /** A watch's phase or fault changed (it failed, relisted, or works again). Must not throw. */
   healthChanged?(): void;
 }

@@ -45,6 +45,26 @@ import { Reflector } from "./reflector.js";
 
 /** A watch silent this long (no event, no bookmark; API servers send a bookmark about every minute) is dead, ms. */
 export const DEFAULT_WATCH_SILENCE_MS = 90_000;
+/**
+ * kube-apiserver sends a watch with `allowWatchBookmarks` a bookmark about once a minute, ms. A silence bound
+ * below it takes every quiet watch for dead at every bound: warned once at start (`silenceBoundWarning`).
+ */
+export const API_SERVER_BOOKMARK_INTERVAL_MS = 60_000;
+
+/**
+ * The warning for a silence bound below the API server's bookmark interval, naming the setting, its value and
+ * the fix; undefined for a bound at or above it.
+ */
+export function silenceBoundWarning(silenceMs: number): string | undefined {
+  if (silenceMs >= API_SERVER_BOOKMARK_INTERVAL_MS) return undefined;
+  return (
+    `IPMGR_BRIDGE_WATCH_SILENCE_MS is ${silenceMs} ms, below the API server's bookmark interval (kube-apiserver ` +
+    `sends one about every ${API_SERVER_BOOKMARK_INTERVAL_MS / 1000} s): on a quiet cluster every watch goes silent and is restarted every ` +
+    `${silenceMs / 1000} s, the view is stale each time and a release's grace restarts with it (these silences are ` +
+    `logged at debug, not warned each time); set IPMGR_BRIDGE_WATCH_SILENCE_MS to ${DEFAULT_WATCH_SILENCE_MS} (the default) or more`
+  );
+}
+
 /** A list unanswered this long is abandoned and retried, ms. */
 export const DEFAULT_LIST_TIMEOUT_MS = 60_000;
 /**
@@ -309,6 +329,7 @@ class KubeClient implements KubeApi {
   readonly #leases: CoordinationV1Api;
   readonly #reflectors: Reflector<unknown>[] = [];
   readonly #server: string;
+  readonly #silenceMs: number;
 
   constructor(
     private readonly config: KubeConfig,
@@ -317,6 +338,9 @@ class KubeClient implements KubeApi {
     this.#core = config.makeApiClient(CoreV1Api);
     this.#leases = config.makeApiClient(CoordinationV1Api);
     this.#server = config.getCurrentCluster()?.server ?? "the API server";
+    this.#silenceMs = options.watchSilenceMs ?? DEFAULT_WATCH_SILENCE_MS;
+    const warning = silenceBoundWarning(this.#silenceMs);
+    if (warning !== undefined) options.logger.warn({ watchSilenceMs: this.#silenceMs }, warning);
   }
 
   async #reflect<U>(
@@ -336,7 +360,8 @@ class KubeClient implements KubeApi {
         logger: options.logger,
         restartBaseMs: options.restartBaseMs,
         restartMaxMs: options.restartMaxMs,
-        silenceMs: options.watchSilenceMs ?? DEFAULT_WATCH_SILENCE_MS,
+        silenceMs: this.#silenceMs,
+        silenceBelowBookmarks: silenceBoundWarning(this.#silenceMs) !== undefined,
         listTimeoutMs: options.listTimeoutMs ?? DEFAULT_LIST_TIMEOUT_MS,
         describe: (error) => describeWatchFailure(resource, this.#server, error),
       },

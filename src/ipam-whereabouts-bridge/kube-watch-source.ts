@@ -8,7 +8,13 @@
 import { request as httpRequest, type IncomingMessage } from "node:http";
 import { type RequestOptions as HttpsRequestOptions, request as httpsRequest } from "node:https";
 import { createInterface } from "node:readline";
-import { type Keyed, ListTimeoutError, type ReflectorSource, WatchSilentError } from "./reflector.js";
+import {
+  type Keyed,
+  ListTimeoutError,
+  type ReflectorSource,
+  WatchSilentError,
+  WatchUnansweredError,
+} from "./reflector.js";
 import type { WatchFault } from "./view-trust.js";
 
 /** What the HTTP source needs of a kubeconfig (client-node's KubeConfig has both). */
@@ -184,7 +190,11 @@ export function httpSource<U>(
  * unreachable, 401, 403 (the RBAC rule to apply), 404 (the CRD to install), silence, a list timeout.
  */
 export function describeWatchFailure(resource: string, server: string, error: unknown): WatchFault {
-  if (error instanceof WatchSilentError || error instanceof ListTimeoutError) {
+  if (
+    error instanceof WatchSilentError ||
+    error instanceof WatchUnansweredError ||
+    error instanceof ListTimeoutError
+  ) {
     return {
       status: undefined,
       detail: `${error.message}; the connection to ${server} is taken as dead and restarted`,

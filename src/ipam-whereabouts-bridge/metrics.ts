@@ -130,7 +130,7 @@ export class BridgeMetrics {
     });
     this.#releasesHeld = new Gauge({
       name: `${PREFIX}releases_held`,
-      help: "1 while releases are held, by reason: stale-view (a watch failing, relisting or silent), unreadable-pod (a live pod's network-status cannot be read), unconfirmed (a fresh list to confirm a release failed or was not answered within 10 s).",
+      help: "1 while releases are held, by reason: stale-view (a watch failing, relisting or silent; set and cleared with view_trusted), unreadable-pod (a live pod's network-status cannot be read), unconfirmed (a fresh list to confirm a release failed or was not answered within 10 s).",
       labelNames: ["reason"],
       registers,
     });

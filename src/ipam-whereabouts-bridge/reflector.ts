@@ -8,13 +8,18 @@
  *   soon as a list or a watch is answered again, so that an API back after a blip is watched again within
  *   the first delay;
  * - a watch that stays silent (no event, no bookmark) for `silenceMs` is aborted and counted a fault, as is a
- *   list that takes longer than `listTimeoutMs`: a connection that died without a word is noticed.
+ *   list that takes longer than `listTimeoutMs`: a connection that died without a word is noticed;
+ * - after a failure, a watch request the server has not answered within the backoff's cap is abandoned and
+ *   sent again on a new connection at once (the wait was its backoff): an API back after a freeze that left
+ *   the old connections dead (no answer, no reset) is watched again within the cap, not the silence bound.
+ *   The backoff spaces the starts of attempts, so an attempt that hung is followed at once.
  * The HTTP side is behind `ReflectorSource`, so this is tested on any transport.
  */
 import { backoffDelay } from "../eni/backoff.js";
 import type { Clock } from "../eni/process/clock.js";
 import type { Logger } from "../eni/process/logger.js";
 import type { WatchedCollection, WatchListener } from "./kube-api.js";
+import { foldedWords, StateChangeLog } from "./state-change-log.js";
 import type { WatchFault, WatchHealth, WatchPhase } from "./view-trust.js";
 
 /** One object of a list or an event: its `namespace/name` key and the bridge's view of it. */
@@ -65,6 +70,11 @@ export interface ReflectorOptions {
   readonly silenceMs: number;
   /** A list unanswered this long is aborted and counted a fault, ms. */
   readonly listTimeoutMs: number;
+  /**
+   * The silence bound is below the API server's bookmark interval (warned once at start): a quiet watch goes
+   * silent at every bound, so a silence alone is logged at debug, not warned each time. Default false.
+   */
+  readonly silenceBelowBookmarks?: boolean;
   /** The sentence for a failure: names the resource, what happened and the fix. */
   readonly describe: (error: unknown) => WatchFault;
 }
@@ -77,6 +87,17 @@ export class WatchSilentError extends Error {
     readonly silentMs: number,
   ) {
     super(`the ${resource} watch was silent for ${Math.round(silentMs / 1000)} s (no event, no bookmark)`);
+  }
+}
+
+/** After a failure, the server did not answer a watch request (no status line) within the bound. */
+export class WatchUnansweredError extends Error {
+  override readonly name = "WatchUnansweredError";
+  constructor(
+    readonly resource: string,
+    readonly waitedMs: number,
+  ) {
+    super(`the ${resource} watch request was not answered within ${(waitedMs / 1000).toFixed(1)} s`);
   }
 }
 
@@ -98,6 +119,9 @@ class GoneError extends Error {
 
 const STOPPED = Symbol("stopped");
 
+/** Within this window a watch that works again and fails again is counted, not logged again, ms. */
+const FAULT_LOG_WINDOW_MS = 60_000;
+
 export class Reflector<U> implements WatchedCollection<U> {
   #cache = new Map<string, U>();
   #resourceVersion = "";
@@ -106,6 +130,9 @@ export class Reflector<U> implements WatchedCollection<U> {
   #lastHeardAt: number | undefined;
   #fault: WatchFault | undefined;
   #failures = 0;
+  /** The fault is a silence (a request unanswered since included). */
+  #silent = false;
+  readonly #faultLog = new StateChangeLog(FAULT_LOG_WINDOW_MS);
   readonly #stop = new AbortController();
   #running: Promise<void> | undefined;
 
@@ -160,6 +187,7 @@ export class Reflector<U> implements WatchedCollection<U> {
     const signal = this.#stop.signal;
     for (;;) {
       this.#setPhase("listing");
+      const startedAt = this.options.clock.now();
       try {
         const answer = await this.#listWithTimeout();
         this.#cache = new Map(answer.items.map((item) => [item.key, item.view]));
@@ -171,7 +199,7 @@ export class Reflector<U> implements WatchedCollection<U> {
       } catch (error) {
         firstListDone();
         if (signal.aborted) throw STOPPED;
-        await this.#failed(error);
+        await this.#failed(error, startedAt);
         continue;
       }
       firstListDone();
@@ -184,12 +212,13 @@ export class Reflector<U> implements WatchedCollection<U> {
     const signal = this.#stop.signal;
     for (;;) {
       if (signal.aborted) throw STOPPED;
+      const startedAt = this.options.clock.now();
       try {
         await this.#watchOnce();
       } catch (error) {
         if (signal.aborted) throw STOPPED;
         if (error instanceof GoneError) return;
-        await this.#failed(error);
+        await this.#failed(error, startedAt);
       }
     }
   }
@@ -200,15 +229,23 @@ export class Reflector<U> implements WatchedCollection<U> {
     const onStop = (): void => attempt.abort(STOPPED);
     this.#stop.signal.addEventListener("abort", onStop, { once: true });
     const startedAt = clock.now();
+    // After a failure the API may be back while this request sits on a connection that died meanwhile.
+    const answerBy = this.#fault === undefined ? Infinity : startedAt + this.options.restartMaxMs;
+    let answered = false;
     const watchdog = (async () => {
       while (!attempt.signal.aborted) {
+        const now = clock.now();
         const since = Math.max(this.#lastHeardAt ?? startedAt, startedAt);
-        const left = since + silenceMs - clock.now();
-        if (left <= 0) {
-          attempt.abort(new WatchSilentError(resource, clock.now() - since));
+        if (now >= since + silenceMs) {
+          attempt.abort(new WatchSilentError(resource, now - since));
           return;
         }
-        await clock.sleep(left, attempt.signal).catch(() => undefined);
+        if (!answered && now >= answerBy) {
+          attempt.abort(new WatchUnansweredError(resource, now - startedAt));
+          return;
+        }
+        const next = Math.min(since + silenceMs, answered ? Infinity : answerBy);
+        await clock.sleep(next - now, attempt.signal).catch(() => undefined);
       }
     })();
     try {
@@ -216,6 +253,7 @@ export class Reflector<U> implements WatchedCollection<U> {
         this.#resourceVersion,
         attempt.signal,
         () => {
+          answered = true;
           this.#heard();
           this.#recovered();
           this.#setPhase("watching");
@@ -224,7 +262,7 @@ export class Reflector<U> implements WatchedCollection<U> {
       );
     } catch (error) {
       const reason: unknown = attempt.signal.reason;
-      if (reason instanceof WatchSilentError) throw reason;
+      if (reason instanceof WatchSilentError || reason instanceof WatchUnansweredError) throw reason;
       throw error;
     } finally {
       attempt.abort(STOPPED);
@@ -274,13 +312,18 @@ export class Reflector<U> implements WatchedCollection<U> {
   }
 
   #recovered(): void {
-    if (this.#failures > 0) {
-      this.options.logger.info(
-        { resource: this.options.resource, failures: this.#failures },
-        "the watch works again",
+    const { logger, resource, clock } = this.options;
+    const told = this.#faultLog.note(false, clock.now());
+    if (told?.kind === "good") {
+      logger.info({ resource, failures: this.#failures, downMs: told.badMs }, "the watch works again");
+    } else if (told?.kind === "folded") {
+      logger.warn(
+        { resource, failedTimes: told.folded.times, downMs: told.folded.badMs, overMs: told.folded.overMs },
+        `the watch flapped: ${foldedWords(told.folded, "it failed")}; it works now`,
       );
     }
     this.#failures = 0;
+    this.#silent = false;
     if (this.#fault !== undefined) {
       this.#fault = undefined;
       this.listener.healthChanged?.();
@@ -293,28 +336,59 @@ export class Reflector<U> implements WatchedCollection<U> {
     this.listener.healthChanged?.();
   }
 
-  async #failed(error: unknown): Promise<void> {
+  /** A failed attempt begun at `startedAt`: the fault recorded, the next attempt after the backoff from its start. */
+  async #failed(error: unknown, startedAt: number): Promise<void> {
     const { logger, resource, restartBaseMs, restartMaxMs, clock } = this.options;
     this.#failures += 1;
-    this.#fault = this.options.describe(error);
+    // A request left unanswered after the watch went silent is the same silence: its sentence stays.
+    const kept = error instanceof WatchUnansweredError && this.#silent ? this.#fault : undefined;
+    const fault = kept ?? this.options.describe(error);
+    this.#fault = fault;
+    this.#silent =
+      error instanceof WatchSilentError || (error instanceof WatchUnansweredError && this.#silent);
     this.#phase = "retrying";
     this.listener.healthChanged?.();
-    const delay = backoffDelay({ baseMs: restartBaseMs, maxMs: restartMaxMs }, this.#failures);
-    // The first failure of a run, then every tenth: a long outage must not flood the log.
-    if (this.#failures === 1 || this.#failures % 10 === 0) {
-      logger.warn(
-        {
-          resource,
-          status: this.#fault.status,
-          failures: this.#failures,
-          retryInMs: delay,
-          reason: this.#fault.detail,
-        },
-        "a list or watch failed; restarting it",
+    const backoff = backoffDelay({ baseMs: restartBaseMs, maxMs: restartMaxMs }, this.#failures);
+    const delay = Math.max(0, startedAt + backoff - clock.now());
+    const fields = {
+      resource,
+      status: fault.status,
+      failures: this.#failures,
+      retryInMs: delay,
+      reason: fault.detail,
+    };
+    if (error instanceof WatchSilentError && this.options.silenceBelowBookmarks === true) {
+      logger.debug(
+        fields,
+        "a watch was silent for the bound, which is below the API server's bookmark interval; restarting it",
       );
+    } else {
+      this.#logFailure(fields);
     }
-    this.listener.failed?.(resource, error, delay);
+    this.listener.failed?.(resource, error, backoff);
     await clock.sleep(delay, this.#stop.signal).catch(() => undefined);
     if (this.#stop.signal.aborted) throw STOPPED;
+  }
+
+  /**
+   * Each change of state once (a flapping API folded into a line a minute), and a long outage at the 10th,
+   * 100th, 1,000th failure: visible in the log without flooding it.
+   */
+  #logFailure(fields: { readonly failures: number } & Record<string, unknown>): void {
+    const told = this.#faultLog.note(true, this.options.clock.now());
+    const { logger } = this.options;
+    if (told?.kind === "bad") {
+      const folded = told.folded;
+      logger.warn(
+        folded === undefined
+          ? fields
+          : { ...fields, failedTimes: folded.times, downMs: folded.badMs, overMs: folded.overMs },
+        folded === undefined
+          ? "a list or watch failed; restarting it"
+          : `a list or watch failed; restarting it (before: ${foldedWords(folded, "it failed")})`,
+      );
+    } else if (/^10+$/.test(String(fields.failures))) {
+      logger.warn(fields, `a list or watch still fails after ${fields.failures} attempts; restarting it`);
+    }
   }
 }

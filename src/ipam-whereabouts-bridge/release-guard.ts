@@ -15,6 +15,7 @@ import { unusedKey } from "./desired-state.js";
 import type { EventObjectKind } from "./kube-api.js";
 import type { BridgeMetrics, ReleaseHoldReason } from "./metrics.js";
 import type { PodEventReporter } from "./pod-events.js";
+import { foldedWords, type StateChange, StateChangeLog } from "./state-change-log.js";
 import type { ViewTrust } from "./view-trust.js";
 
 /** The Event reason for input the bridge cannot read, by the kind of object that holds it. */
@@ -56,10 +57,13 @@ interface SettledConfirmation {
   readonly confirmation: Confirmation | undefined;
 }
 
+/** Within this window a stale view that comes back and goes stale again is counted, not logged again, ms. */
+export const TRUST_LOG_WINDOW_MS = 60_000;
+
 export class ReleaseGuard {
   #trusted = false;
   #everTrusted = false;
-  #trustKey = "";
+  readonly #staleLog = new StateChangeLog(TRUST_LOG_WINDOW_MS);
   #holds = new Set<ReleaseHoldReason>();
   #warnedProblems = new Set<string>();
   #problemLines: string[] = [];
@@ -73,35 +77,55 @@ export class ReleaseGuard {
   constructor(private readonly deps: ReleaseGuardDeps) {}
 
   /**
-   * Records the trust and logs each change once (a stale view is logged only once the view has been trusted,
-   * or when a watch has failed: not while the first lists run). Returns whether the view has just become
-   * trusted again.
+   * Records the trust at `now` (ms) and logs each change of state once (state-change-log.ts): stale, with the
+   * reasons, and trusted again, with how long it was stale; a view that flaps is counted and told in one line
+   * a minute. A stale view is logged only once the view has been trusted, or when a watch has failed: not
+   * while the first lists run. The stale-view hold (and its metric) follows the trust at once. Returns
+   * whether the view has just become trusted again.
    */
-  noteTrust(trust: ViewTrust, faulted: boolean): boolean {
-    const { logger } = this.deps;
+  noteTrust(trust: ViewTrust, faulted: boolean, now: number): boolean {
     const was = this.#trusted;
     this.#trusted = trust.trusted;
-    const key = trust.reasons.join("\n");
-    if (!trust.trusted && key !== this.#trustKey && (this.#everTrusted || faulted)) {
-      logger.warn(
-        { reasons: trust.reasons },
-        "the view of the cluster is stale: releases are held until every watch is back and heard from, and each release's grace restarts then",
-      );
-    }
+    const told = this.#staleLog.note(!trust.trusted && (this.#everTrusted || faulted), now);
+    if (told !== undefined) this.#tell(told, trust);
     const returned = trust.trusted && !was;
-    if (returned) {
-      if (this.#everTrusted)
-        logger.info("the view of the cluster is trusted again; release graces restart now");
-      this.#everTrusted = true;
-    }
-    this.#trustKey = key;
+    if (returned) this.#everTrusted = true;
+    if (trust.trusted) this.#holds.delete("stale-view");
+    else this.#holds.add("stale-view");
     this.deps.metrics.trust(trust.trusted, this.#holds);
     return returned;
   }
 
+  #tell(told: StateChange, trust: ViewTrust): void {
+    const { logger } = this.deps;
+    const folded =
+      told.folded === undefined
+        ? {}
+        : { staleTimes: told.folded.times, staleMs: told.folded.badMs, overMs: told.folded.overMs };
+    const before = told.folded === undefined ? "" : ` (before: ${foldedWords(told.folded, "it went stale")})`;
+    if (told.kind === "bad") {
+      logger.warn(
+        { reasons: trust.reasons, ...folded },
+        `the view of the cluster is stale: releases are held until every watch is back and heard from, and each release's grace restarts then${before}`,
+      );
+    } else if (told.kind === "good") {
+      logger.info(
+        { staleMs: told.badMs },
+        `the view of the cluster is trusted again after ${Math.round(told.badMs / 1000)} s stale; release graces restart now`,
+      );
+    } else {
+      logger.warn(
+        folded,
+        `the view of the cluster flapped: ${foldedWords(told.folded, "it went stale")}; it is ${trust.trusted ? "trusted" : "stale"} now`,
+      );
+    }
+  }
+
   /** The reasons releases are held at this wave. */
   hold(holds: ReadonlySet<ReleaseHoldReason>): void {
-    this.#holds = new Set(holds);
+    // The stale-view hold follows the trust now, which may have changed while the wave ran.
+    this.#holds = new Set([...holds].filter((reason) => reason !== "stale-view"));
+    if (!this.#trusted) this.#holds.add("stale-view");
     // No release due, or one confirmed: an old failure says nothing about the next list.
     if (!holds.has("unconfirmed")) this.#failing = false;
     this.deps.metrics.trust(this.#trusted, this.#holds);

@@ -122,7 +122,7 @@ export const bridgeSettings = {
     flag: "--watch-silence-ms",
     default: "90000",
     unit: "ms",
-    doc: "A Kubernetes watch not heard from (no event, no bookmark: API servers send one about every minute) for this long is taken as dead and restarted; until it is heard from again, no address is released.",
+    doc: "A Kubernetes watch not heard from (no event, no bookmark: API servers send one about every minute) for this long is taken as dead and restarted; until it is heard from again, no address is released. Below 60000 (kube-apiserver's bookmark interval) the bridge warns at start: every quiet watch would go silent at every bound.",
     schema: field.milliseconds(100, 3_600_000),
   }),
   watchRestartMaxMs: setting({
@@ -130,7 +130,7 @@ export const bridgeSettings = {
     flag: "--watch-restart-max-ms",
     default: "3000",
     unit: "ms",
-    doc: "Cap of the delay between attempts to restart a failed list or watch (the first is 250 ms, doubling): the API back, the view is trusted again within this much.",
+    doc: "Cap of the delay between attempts to restart a failed list or watch (the first is 250 ms, doubling, from the start of the attempt that failed): the API back, the view is trusted again within this much. After a failure, a watch request not answered within this much is sent again at once on a new connection.",
     schema: field.milliseconds(250, 600_000),
   }),
   retryBaseMs: setting({

@@ -3,7 +3,9 @@
  * while `failing`, every request gets a 500 Status and open watches are cut; `refuse()` stops listening
  * (connections refused, open ones reset) until `accept()`; `freeze()` answers nothing and forwards nothing
  * more on open watches, without closing any connection (a silent partition), until `thaw()`, which resets
- * what it held. Watches stream through as they come. Listens on 127.0.0.1.
+ * what it held, or `thaw({ reset: false })`, which leaves it dead (no answer, no byte, no reset, as a NAT
+ * or a load balancer that lost the flows) while new connections pass again. Watches stream through as they
+ * come. Listens on 127.0.0.1.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { createServer, type IncomingMessage, request, type ServerResponse } from "node:http";
@@ -17,6 +19,8 @@ export interface KubeProxy {
   /** Requests seen, as `GET /api/v1/pods?... STATUS`. */
   readonly requests: string[];
   failing: boolean;
+  /** Requests a freeze holds unanswered now (and a thaw without reset left dead). */
+  readonly heldCount: number;
   /** Cuts every open response (watches). */
   cut(): void;
   /** Stops listening and resets every open connection: new connections are refused. */
@@ -25,8 +29,11 @@ export interface KubeProxy {
   accept(): Promise<void>;
   /** Answers nothing and forwards nothing more, closing nothing. */
   freeze(): void;
-  /** Ends the freeze: the connections it held are reset, new requests pass again. */
-  thaw(): void;
+  /**
+   * Ends the freeze: new requests pass again; the connections it held are reset, or with `reset: false`
+   * left dead (the requests held never answered, the frozen watches never sent another byte).
+   */
+  thaw(options?: { readonly reset?: boolean }): void;
   close(): Promise<void>;
 }
 
@@ -36,6 +43,8 @@ export async function startKubeProxy(target: string): Promise<KubeProxy> {
   const state = { failing: false, frozen: false };
   const sockets = new Set<Socket>();
   const held = new Set<ServerResponse>();
+  /** Responses a thaw without reset left dead: nothing more is written to them. */
+  const dead = new WeakSet<ServerResponse>();
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
     if (state.frozen) {
       held.add(res);
@@ -65,10 +74,10 @@ export async function startKubeProxy(target: string): Promise<KubeProxy> {
         res.flushHeaders();
         answer.on("data", (chunk: Buffer) => {
           // Frozen: the bytes are dropped, as a partition drops them; the connection stays open.
-          if (!state.frozen) res.write(chunk);
+          if (!state.frozen && !dead.has(res)) res.write(chunk);
         });
         answer.on("end", () => {
-          if (!state.frozen) res.end();
+          if (!state.frozen && !dead.has(res)) res.end();
         });
         answer.on("error", () => res.destroy());
       },
@@ -96,6 +105,9 @@ export async function startKubeProxy(target: string): Promise<KubeProxy> {
     get failing() {
       return state.failing;
     },
+    get heldCount() {
+      return held.size;
+    },
     set failing(value: boolean) {
       state.failing = value;
     },
@@ -111,11 +123,18 @@ export async function startKubeProxy(target: string): Promise<KubeProxy> {
     freeze() {
       state.frozen = true;
     },
-    thaw() {
+    thaw(options = {}) {
       state.frozen = false;
-      for (const res of held) res.destroy();
-      held.clear();
-      for (const res of open) res.destroy();
+      const reset = options.reset ?? true;
+      for (const res of held) {
+        if (reset) res.destroy();
+        else dead.add(res);
+      }
+      if (reset) held.clear();
+      for (const res of open) {
+        if (reset) res.destroy();
+        else dead.add(res);
+      }
     },
     close: () =>
       new Promise<void>((resolve) => {
