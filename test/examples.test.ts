@@ -1087,8 +1087,16 @@ describe("deploy/node: the Multus ENI at first boot", () => {
   });
 
   it("iam-policy-node-multus-eni.json grants exactly the EC2 calls multus-eni.sh makes", () => {
-    const calls = new Set([...script.matchAll(/aws ec2 ([a-z-]+)/g)].map((m) => `ec2:${pascal(m[1] ?? "")}`));
+    const calls = new Set(
+      [...script.matchAll(/aws ec2 ([a-z-]+)/g)]
+        .map((m) => m[1] ?? "")
+        .filter((command) => command !== "wait")
+        .map((command) => `ec2:${pascal(command)}`),
+    );
     calls.add("ec2:CreateTags"); // the tags given at creation (--tag-specifications)
+    // `aws ec2 wait network-interface-available` polls DescribeNetworkInterfaces.
+    if (script.includes("aws ec2 wait network-interface-available"))
+      calls.add("ec2:DescribeNetworkInterfaces");
     const policy = JSON.parse(readFileSync(join(NODE, "iam-policy-node-multus-eni.json"), "utf8")) as {
       Statement: { Action: string | string[] }[];
     };
