@@ -45,7 +45,7 @@ const DOCUMENTATION_RANGES = ["192.0.2.0/24", "198.51.100.0/24", "203.0.113.0/24
 const NAD = { apiVersion: "k8s.cni.cncf.io/v1", kind: "NetworkAttachmentDefinition" };
 const NETWORKS_ANNOTATION = "k8s.v1.cni.cncf.io/networks";
 /** The overlays, one per way of running (docs/install-eks.md), and what else renders on its own. */
-const OVERLAYS = ["overlays/init", "overlays/sidecar", "overlays/bridge"] as const;
+const OVERLAYS = ["overlays/init", "overlays/sidecar", "overlays/bridge", "overlays/bridge-app"] as const;
 const KUSTOMIZATIONS = [...OVERLAYS, "monitoring"];
 /** Kinds of the Prometheus Operator (monitoring.coreos.com/v1), which kubernetes-models does not ship. */
 const MONITORING = "monitoring.coreos.com/v1";
@@ -415,7 +415,7 @@ describe("deploy/**/*.yaml", () => {
 describe("the multus-ipmgr containers", () => {
   it.each(
     workloads
-      .filter((w) => w.doc.file !== "overlays/bridge/deployment-app.yaml")
+      .filter((w) => w.doc.file !== "overlays/bridge-app/deployment-app.yaml")
       .map((w) => [w.doc.label, w] as const),
   )("%s: use the one image and a known command", (_, w) => {
     const containers = ipmgrContainers(w.pod);
@@ -818,16 +818,30 @@ describe("kustomizations: a base and one overlay per way of running", () => {
     expect(Object.fromEntries(OVERLAYS.map((dir) => [dir, workloadsOf(dir)]))).toEqual({
       "overlays/init": ["Deployment cnf/cnf-worker", "Deployment cnf/cnf-worker-status"],
       "overlays/sidecar": ["StatefulSet cnf/cnf"],
-      "overlays/bridge": ["DaemonSet kube-system/multus-ipmgr-bridge", "Deployment cnf/cnf-app"],
+      "overlays/bridge": ["DaemonSet kube-system/multus-ipmgr-bridge"],
+      "overlays/bridge-app": ["Deployment cnf/cnf-app"],
     });
-    for (const dir of OVERLAYS) {
+    for (const dir of OVERLAYS.filter((d) => d !== "overlays/bridge")) {
       const ids = (rendered.get(dir) ?? []).map((o) => objectId(o.object));
       expect(ids).toContain("Namespace /cnf");
       expect(ids.filter((id) => id.startsWith("NetworkAttachmentDefinition "))).toHaveLength(2);
     }
   });
 
-  it.each(OVERLAYS.map((dir) => [dir] as const))(
+  it("the bridge overlay brings nothing of the base: kubectl delete -k of it leaves the namespace cnf and the NADs", () => {
+    const ids = (rendered.get("overlays/bridge") ?? []).map((o) => objectId(o.object)).sort();
+    expect(ids).toEqual([
+      "ClusterRole /multus-ipmgr-bridge",
+      "ClusterRoleBinding /multus-ipmgr-bridge",
+      "DaemonSet kube-system/multus-ipmgr-bridge",
+      "Role kube-system/multus-ipmgr-bridge-lease",
+      "RoleBinding kube-system/multus-ipmgr-bridge-lease",
+      "ServiceAccount kube-system/multus-ipmgr-bridge",
+    ]);
+  });
+
+  // overlays/bridge-app runs no container of ours: its pods need no role.
+  it.each(OVERLAYS.filter((dir) => dir !== "overlays/bridge-app").map((dir) => [dir] as const))(
     "%s: every ServiceAccount of a pod running our image has its role, policy and association in docs/install-eks.md",
     (dir) => {
       const lines = installCommands();
