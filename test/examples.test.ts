@@ -4,13 +4,11 @@
  * and says what the product needs: the one image, configuration the commands accept, probes on the
  * sidecar's endpoints, whereabouts pools clear of the addresses AWS reserves and inside the allowed CIDRs.
  * Each overlay (one per way of running) renders, with its ServiceAccounts' IAM steps in docs/install-eks.md;
- * the page's own kustomization sets the registry; the monitoring objects fit the metrics and the ports; the
- * node-side snippets agree with each other.
+ * the monitoring objects fit the metrics and the ports; the node-side snippets agree with each other.
  */
 import { execFileSync } from "node:child_process";
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join, relative, resolve } from "node:path";
+import { readdirSync, readFileSync } from "node:fs";
+import { join, resolve } from "node:path";
 import { describe, expect, it } from "vitest";
 import { parseAllDocuments, parse as parseYaml } from "yaml";
 import { z } from "zod";
@@ -748,16 +746,6 @@ function installCommands(): string[] {
     .split("\n");
 }
 
-/** The kustomization docs/install-eks.md's step 7 writes to my-cluster/, with REGISTRY set as a user would set it. */
-const REGISTRY = "111122223333.dkr.ecr.eu-west-1.amazonaws.com";
-function readmeKustomization(): Json {
-  const readme = readFileSync(INSTALL, "utf8");
-  const body = /cat > my-cluster\/kustomization\.yaml <<EOF\n([\s\S]*?)\nEOF\n/.exec(readme)?.[1];
-  if (body === undefined)
-    throw new Error("docs/install-eks.md no longer writes my-cluster/kustomization.yaml");
-  return parseYaml(body.replaceAll("$REGISTRY", REGISTRY)) as Json;
-}
-
 const rendered = new Map<string, RenderedObject[]>(
   KUSTOMIZATIONS.map((dir) => [dir, renderKustomization(join(DEPLOY, dir), DEPLOY)]),
 );
@@ -889,22 +877,6 @@ describe("kustomizations: a base and one overlay per way of running", () => {
     },
   );
 
-  it("docs/install-eks.md's own kustomization (step 7) gives every multus-ipmgr image the registry, and no other image", () => {
-    const objects = renderKustomization(join(ROOT, "my-cluster"), ROOT, readmeKustomization());
-    const images = objects.flatMap((o) => {
-      const pod = (o.object.spec as { template?: { spec: PodSpec } } | undefined)?.template?.spec;
-      return pod === undefined ? [] : [...(pod.initContainers ?? []), ...pod.containers].map((c) => c.image);
-    });
-    expect([...new Set(images)].sort()).toEqual([
-      `${REGISTRY}/multus-ipmgr:${VERSION}`,
-      "public.ecr.aws/docker/library/busybox:1.37",
-    ]);
-    const commands = installCommands().join("\n");
-    expect(commands).toContain(`kubectl apply -k my-cluster/`);
-    expect(commands).not.toMatch(/sed -i/);
-    expect(readFileSync(join(ROOT, ".gitignore"), "utf8").split("\n")).toContain("/my-cluster*/");
-  });
-
   it("the renderer refuses what it does not implement, naming it", () => {
     expect(() =>
       renderKustomization(join(ROOT, "my-cluster"), ROOT, { resources: [], namePrefix: "x-" }),
@@ -916,30 +888,12 @@ describe("kustomizations: a base and one overlay per way of running", () => {
     ).toThrow("my-cluster: Namespace /cnf is rendered twice");
   });
 
-  it
-    .skipIf(kubectlMissing !== undefined)
-    .each([...KUSTOMIZATIONS, "docs/install-eks.md's my-cluster/"].map((d) => [d] as const))(
+  it.skipIf(kubectlMissing !== undefined).each(KUSTOMIZATIONS.map((d) => [d] as const))(
     "%s: the renderer agrees with kubectl kustomize",
     (dir) => {
-      let path = join(DEPLOY, dir);
-      let ours: RenderedObject[] | undefined = rendered.get(dir);
-      let temp: string | undefined;
-      try {
-        if (ours === undefined) {
-          temp = mkdtempSync(join(tmpdir(), "ipmgr-kustomize-"));
-          const k = readmeKustomization();
-          const resources = (k.resources as string[]).map((r) =>
-            relative(temp ?? "", join(ROOT, "my-cluster", r)),
-          );
-          writeFileSync(join(temp, "kustomization.yaml"), JSON.stringify({ ...k, resources }));
-          path = temp;
-          ours = renderKustomization(join(ROOT, "my-cluster"), ROOT, k);
-        }
-        const theirs = kubectlKustomize(path);
-        expect(new Map(ours.map((o) => [objectId(o.object), o.object]))).toEqual(theirs);
-      } finally {
-        if (temp !== undefined) rmSync(temp, { recursive: true, force: true });
-      }
+      const ours = rendered.get(dir) ?? [];
+      const theirs = kubectlKustomize(join(DEPLOY, dir));
+      expect(new Map(ours.map((o) => [objectId(o.object), o.object]))).toEqual(theirs);
     },
   );
 });
