@@ -4,17 +4,23 @@
 # dist/ is plain JavaScript that runs with node alone: the runtime image carries no node_modules, and the
 # build stage runs on the builder's own platform (no emulation in `docker buildx build --platform
 # linux/amd64,linux/arm64`), since its output is the same for every platform.
-FROM --platform=$BUILDPLATFORM node:24-bookworm-slim AS build
+# The base, pinned by digest so that a rebuild of the same commit starts from the same bytes: the
+# multi-platform index of node:24-bookworm-slim (Node 24.18.0) as public repositories cite it. It was not
+# pulled here; check it and take a newer one with `docker buildx imagetools inspect node:24-bookworm-slim`
+# (docs/image.md, "The base image"). --build-arg NODE_IMAGE=... replaces it for one build.
+ARG NODE_IMAGE=node:24-bookworm-slim@sha256:6f7b03f7c2c8e2e784dcf9295400527b9b1270fd37b7e9a7285cf83b6951452d
+FROM --platform=$BUILDPLATFORM ${NODE_IMAGE} AS build
 WORKDIR /src
 COPY package.json package-lock.json .npmrc ./
 # package.json's postinstall (it gives a root install's files back to a checkout's owner; a no-op here).
 COPY scripts/give-back.mjs ./scripts/
-# npm install, as CI and the README do (the lockfile covers every platform; .ci/run checks it stays unchanged).
+# npm ci: exactly the lockfile's versions (it covers every platform), and a stop when package.json and the
+# lockfile disagree, instead of an install that resolves again.
 # Behind a TLS-inspecting proxy, hand its CA bundle to npm for this step only (nothing of it stays in any
 # layer): --secret id=npm_ca,src=/path/to/ca-bundle.pem
 RUN --mount=type=secret,id=npm_ca,required=false \
     if [ -s /run/secrets/npm_ca ]; then export NODE_EXTRA_CA_CERTS=/run/secrets/npm_ca; fi \
-    && npm install --no-audit --no-fund
+    && npm ci --no-audit --no-fund
 COPY tsconfig.json ./
 COPY scripts/build.mjs ./scripts/
 COPY scripts/shims ./scripts/shims
@@ -32,13 +38,13 @@ RUN npm run build && find dist -name '*.map' -delete && rm dist/cli.cjs.cache di
 # written after one training run of `init` against the simulator on 127.0.0.1 inside this stage, so that it
 # holds what a start runs. The entrypoint checks each cache at start and starts without it, the normal way,
 # when it does not fit (docs/decisions.md: start-up).
-FROM node:24-bookworm-slim AS code-cache
+FROM ${NODE_IMAGE} AS code-cache
 COPY --from=build /src/dist /app/dist
 RUN node /app/dist/write-code-cache.cjs
 
 # Debian slim, not distroless: the sidecar watches address changes through `ip -o monitor address`, so the
 # runtime needs iproute2 (without it the sidecar falls back to polling every 50 ms; see docs/decisions.md).
-FROM node:24-bookworm-slim
+FROM ${NODE_IMAGE}
 # `multus-ipmgr` on the PATH, for `kubectl exec POD -- multus-ipmgr doctor` and `kubectl debug ... --
 # multus-ipmgr ...` (which replace the entrypoint); the link resolves once dist/ is copied below. It is the
 # entrypoint's file, so it starts with the code cache too.

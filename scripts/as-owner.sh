@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Sourced by scripts/demo.sh and scripts/test-image.sh (bash).
 #
 # as_owner CMD...: runs CMD as the owner of the current directory (the checkout), as is when that is who we

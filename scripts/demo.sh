@@ -35,7 +35,7 @@ SIM_NS="ipmdemo-$$-sim"
 POD_NS="ipmdemo-$$-pod"
 SIM_PID=""
 cleanup() {
-  [ -n "$SIM_PID" ] && kill "$SIM_PID" 2>/dev/null || true
+  if [ -n "$SIM_PID" ]; then kill "$SIM_PID" 2>/dev/null || true; fi
   if [ "$(id -u)" = 0 ]; then
     ip netns del "$POD_NS" 2>/dev/null || true
     ip netns del "$SIM_NS" 2>/dev/null || true
@@ -102,6 +102,8 @@ CONTROL="$(field control)"
 IMDS="$(field 'imds["i-0demo1"]')"
 echo "   ready: $READY"
 
+# The node -e programs are JavaScript in single quotes: their ${...} are template literals, not the shell's.
+# shellcheck disable=SC2016
 show_eni() {
   ip netns exec "$SIM_NS" "$NODE" --input-type=module -e '
     const state = await (await fetch(process.argv[1] + "/state")).json();
@@ -109,6 +111,7 @@ show_eni() {
     console.log(`   eni-0multus1 (${eni.mac})  IPv4: ${eni.ipv4s.join(", ")}  IPv6: ${eni.ipv6s.join(", ") || "none"}`);
   ' "$CONTROL"
 }
+# shellcheck disable=SC2016
 show_calls() {
   ip netns exec "$SIM_NS" "$NODE" --input-type=module -e '
     const calls = await (await fetch(process.argv[1] + "/calls")).json();

@@ -33,7 +33,7 @@ export const FILES = {
     "RoleBinding/multus-ipmgr-bridge-lease",
   ],
   "overlays/bridge/daemonset-bridge.yaml": ["DaemonSet/multus-ipmgr-bridge"],
-  "overlays/bridge/deployment-app.yaml": ["Deployment/cnf-app"],
+  "overlays/bridge-app/deployment-app.yaml": ["Deployment/cnf-app"],
   "overlays/init/deployment-init.yaml": ["Deployment/cnf-worker"],
   "overlays/init/deployment-init-network-status.yaml": ["Deployment/cnf-worker-status"],
   "overlays/sidecar/statefulset-sidecar.yaml": ["Service/cnf", "StatefulSet/cnf"],

@@ -31,8 +31,12 @@ AS_OWNER_PATH_PREFIX="$(dirname "$(command -v node)")"
 # cgroups), cgroupfs (no systemd needed), and limits no higher than a sandbox lets a process raise.
 PODMAN=(podman --runtime runc --cgroup-manager=cgroupfs)
 ULIMITS=(--ulimit nofile=1024:1024 --ulimit nproc=1024:1024)
-BASE="$(sed -n 's/^FROM \(--platform=[^ ]* \)\{0,1\}\([^ ]*\).*/\2/p' Dockerfile | sort -u)"
-[ "$(printf '%s\n' "$BASE" | wc -l)" = 1 ] || die "the Dockerfile names more than one base image: $BASE"
+# The Dockerfile's base (ARG NODE_IMAGE) is pinned by digest. A stand-in cannot carry that digest, so the
+# test builds on the image of the same tag (a real one when podman has it, else the stand-in), passed as
+# --build-arg NODE_IMAGE: what it tests is our layers, not the base's bytes.
+PINNED_BASE="$(sed -n 's/^ARG NODE_IMAGE=\(.*\)$/\1/p' Dockerfile)"
+[ -n "$PINNED_BASE" ] || die "the Dockerfile has no ARG NODE_IMAGE= line naming its base image"
+BASE="${PINNED_BASE%@*}"
 case "$BASE" in */*) BASE_REF="$BASE" ;; *) BASE_REF="docker.io/library/$BASE" ;; esac
 # Bump when the stand-in's recipe changes, so that a cached stand-in of an older recipe is rebuilt.
 STAND_IN_RECIPE=1
@@ -69,8 +73,8 @@ cleanup() {
     # Every image this run's build made (the layers of both stages, an interrupted build), never an older
     # one: a second pass for children that held their parents in the first.
     if [ -f "$IMAGES_BEFORE" ] && [ "${IPMGR_IMAGE_TEST_KEEP:-}" != 1 ]; then
-      local id pass
-      for pass in 1 2; do
+      local id
+      for _ in 1 2; do
         for id in $("${PODMAN[@]}" images -aq --no-trunc 2>/dev/null || true); do
           grep -qx "$id" "$IMAGES_BEFORE" || "${PODMAN[@]}" rmi -f "$id" >/dev/null 2>&1 || true
         done
@@ -149,6 +153,8 @@ build_stand_in() {
   done
   slim+=(--dpkgopt='path-include=/usr/share/doc/*/copyright')
   step "stand-in: Debian bookworm root file system (mmdebstrap)"
+  # The hooks' "$1" is the root file system, expanded by mmdebstrap's shell, not by this one.
+  # shellcheck disable=SC2016
   mmdebstrap --variant=minbase --mode=root --format=tar --quiet \
     --hook-dir=/usr/share/mmdebstrap/hooks/merged-usr "${slim[@]}" \
     --customize-hook="tar -xzf '$node_tgz' -C \"\$1/usr/local\" --strip-components=1 package/bin/node package/include package/share" \
@@ -193,7 +199,7 @@ fi
 
 "${PODMAN[@]}" images -aq --no-trunc >"$IMAGES_BEFORE"
 step "building the image ($TAG) from the Dockerfile"
-build_args=(--build-arg "VERSION=$VERSION")
+build_args=(--build-arg "VERSION=$VERSION" --build-arg "NODE_IMAGE=$BASE_REF")
 source_url="$(git remote get-url origin 2>/dev/null || true)"
 [ -z "$source_url" ] || build_args+=(--build-arg "SOURCE_URL=$source_url")
 # A TLS-inspecting proxy between this machine and the npm registry: npm in the build trusts what node here

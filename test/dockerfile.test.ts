@@ -12,6 +12,9 @@ const instructions = dockerfile
   .split("\n")
   .filter((line) => line.trim() !== "" && !line.trimStart().startsWith("#"));
 const runtimeStage = dockerfile.slice(dockerfile.lastIndexOf("\nFROM "));
+/** The base every stage starts from: the Dockerfile's ARG, expanded by the builder, not by JavaScript. */
+// biome-ignore lint/suspicious/noTemplateCurlyInString: the Dockerfile's own ${...}
+const BASE = "${NODE_IMAGE}";
 
 describe("the image", () => {
   it("carries iproute2, which the sidecar's address events need", () => {
@@ -25,8 +28,8 @@ describe("the image", () => {
 
   it("makes V8's code cache with the runtime stage's own node: the same base, on the target platform", () => {
     expect(dockerfile).toContain("rm dist/cli.cjs.cache dist/bridge.cjs.cache");
-    const stage = dockerfile.slice(dockerfile.indexOf("\nFROM node:24-bookworm-slim AS code-cache\n"));
-    expect(stage).toMatch(/^\nFROM node:24-bookworm-slim AS code-cache\n/);
+    const stage = dockerfile.slice(dockerfile.indexOf(`\nFROM ${BASE} AS code-cache\n`));
+    expect(stage).toMatch(/^\nFROM \$\{NODE_IMAGE\} AS code-cache\n/);
     expect(stage).toContain("RUN node /app/dist/write-code-cache.cjs");
     expect(runtimeStage).toContain('ENTRYPOINT ["node", "/app/dist/multus-ipmgr.cjs"]');
   });
@@ -37,8 +40,32 @@ describe("the image", () => {
 
   it("is architecture-neutral: no instruction names an architecture, and the build stage runs on the builder's platform", () => {
     for (const line of instructions) expect(line).not.toMatch(/amd64|x86_64|x64|arm64|aarch64|armhf/);
-    expect(instructions[0]).toBe("FROM --platform=$BUILDPLATFORM node:24-bookworm-slim AS build");
-    expect(runtimeStage).toMatch(/^\nFROM node:24-bookworm-slim\n/);
+    expect(instructions[1]).toBe(`FROM --platform=$BUILDPLATFORM ${BASE} AS build`);
+    expect(runtimeStage).toMatch(/^\nFROM \$\{NODE_IMAGE\}\n/);
+  });
+
+  it("starts every stage from one base, pinned by digest: node:24-bookworm-slim, a supported LTS line", () => {
+    expect(instructions[0]).toMatch(/^ARG NODE_IMAGE=node:(\d+)-bookworm-slim@sha256:[0-9a-f]{64}$/);
+    const major = Number(/^ARG NODE_IMAGE=node:(\d+)-/.exec(instructions[0] ?? "")?.[1]);
+    // Node 20 reached its end of life in April 2026; 22 (to April 2027) and 24 (to April 2028) are LTS lines.
+    expect([22, 24]).toContain(major);
+    const froms = instructions.filter((line) => line.startsWith("FROM "));
+    expect(froms).toHaveLength(3);
+    for (const line of froms)
+      expect(line).toMatch(/^FROM (--platform=\$BUILDPLATFORM )?\$\{NODE_IMAGE\}( AS [a-z-]+)?$/);
+  });
+
+  it("installs the dependencies with npm ci (exactly the lockfile), never npm install", () => {
+    expect(instructions.some((line) => /\bnpm ci --no-audit --no-fund\b/.test(line))).toBe(true);
+    expect(instructions.filter((line) => /\bnpm (install|i)\b/.test(line))).toEqual([]);
+  });
+
+  it("runs on what package.json's engines promise: the image's Node major is inside it, and so is Node 20", () => {
+    const { engines } = JSON.parse(readFileSync("package.json", "utf8")) as { engines: { node: string } };
+    expect(engines.node).toBe(">=20");
+    const image = readFileSync("docs/image.md", "utf8");
+    expect(image).toContain("`engines`");
+    expect(image).toContain(">=20");
   });
 
   it("carries the OCI labels, its version by default package.json's", () => {

@@ -4,13 +4,11 @@
  * and says what the product needs: the one image, configuration the commands accept, probes on the
  * sidecar's endpoints, whereabouts pools clear of the addresses AWS reserves and inside the allowed CIDRs.
  * Each overlay (one per way of running) renders, with its ServiceAccounts' IAM steps in docs/install-eks.md;
- * the page's own kustomization sets the registry; the monitoring objects fit the metrics and the ports; the
- * node-side snippets agree with each other.
+ * the monitoring objects fit the metrics and the ports; the node-side snippets agree with each other.
  */
 import { execFileSync } from "node:child_process";
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join, relative, resolve } from "node:path";
+import { readdirSync, readFileSync } from "node:fs";
+import { join, resolve } from "node:path";
 import { describe, expect, it } from "vitest";
 import { parseAllDocuments, parse as parseYaml } from "yaml";
 import { z } from "zod";
@@ -45,7 +43,7 @@ const DOCUMENTATION_RANGES = ["192.0.2.0/24", "198.51.100.0/24", "203.0.113.0/24
 const NAD = { apiVersion: "k8s.cni.cncf.io/v1", kind: "NetworkAttachmentDefinition" };
 const NETWORKS_ANNOTATION = "k8s.v1.cni.cncf.io/networks";
 /** The overlays, one per way of running (docs/install-eks.md), and what else renders on its own. */
-const OVERLAYS = ["overlays/init", "overlays/sidecar", "overlays/bridge"] as const;
+const OVERLAYS = ["overlays/init", "overlays/sidecar", "overlays/bridge", "overlays/bridge-app"] as const;
 const KUSTOMIZATIONS = [...OVERLAYS, "monitoring"];
 /** Kinds of the Prometheus Operator (monitoring.coreos.com/v1), which kubernetes-models does not ship. */
 const MONITORING = "monitoring.coreos.com/v1";
@@ -415,7 +413,7 @@ describe("deploy/**/*.yaml", () => {
 describe("the multus-ipmgr containers", () => {
   it.each(
     workloads
-      .filter((w) => w.doc.file !== "overlays/bridge/deployment-app.yaml")
+      .filter((w) => w.doc.file !== "overlays/bridge-app/deployment-app.yaml")
       .map((w) => [w.doc.label, w] as const),
   )("%s: use the one image and a known command", (_, w) => {
     const containers = ipmgrContainers(w.pod);
@@ -748,16 +746,6 @@ function installCommands(): string[] {
     .split("\n");
 }
 
-/** The kustomization docs/install-eks.md's step 7 writes to my-cluster/, with REGISTRY set as a user would set it. */
-const REGISTRY = "111122223333.dkr.ecr.eu-west-1.amazonaws.com";
-function readmeKustomization(): Json {
-  const readme = readFileSync(INSTALL, "utf8");
-  const body = /cat > my-cluster\/kustomization\.yaml <<EOF\n([\s\S]*?)\nEOF\n/.exec(readme)?.[1];
-  if (body === undefined)
-    throw new Error("docs/install-eks.md no longer writes my-cluster/kustomization.yaml");
-  return parseYaml(body.replaceAll("$REGISTRY", REGISTRY)) as Json;
-}
-
 const rendered = new Map<string, RenderedObject[]>(
   KUSTOMIZATIONS.map((dir) => [dir, renderKustomization(join(DEPLOY, dir), DEPLOY)]),
 );
@@ -818,16 +806,30 @@ describe("kustomizations: a base and one overlay per way of running", () => {
     expect(Object.fromEntries(OVERLAYS.map((dir) => [dir, workloadsOf(dir)]))).toEqual({
       "overlays/init": ["Deployment cnf/cnf-worker", "Deployment cnf/cnf-worker-status"],
       "overlays/sidecar": ["StatefulSet cnf/cnf"],
-      "overlays/bridge": ["DaemonSet kube-system/multus-ipmgr-bridge", "Deployment cnf/cnf-app"],
+      "overlays/bridge": ["DaemonSet kube-system/multus-ipmgr-bridge"],
+      "overlays/bridge-app": ["Deployment cnf/cnf-app"],
     });
-    for (const dir of OVERLAYS) {
+    for (const dir of OVERLAYS.filter((d) => d !== "overlays/bridge")) {
       const ids = (rendered.get(dir) ?? []).map((o) => objectId(o.object));
       expect(ids).toContain("Namespace /cnf");
       expect(ids.filter((id) => id.startsWith("NetworkAttachmentDefinition "))).toHaveLength(2);
     }
   });
 
-  it.each(OVERLAYS.map((dir) => [dir] as const))(
+  it("the bridge overlay brings nothing of the base: kubectl delete -k of it leaves the namespace cnf and the NADs", () => {
+    const ids = (rendered.get("overlays/bridge") ?? []).map((o) => objectId(o.object)).sort();
+    expect(ids).toEqual([
+      "ClusterRole /multus-ipmgr-bridge",
+      "ClusterRoleBinding /multus-ipmgr-bridge",
+      "DaemonSet kube-system/multus-ipmgr-bridge",
+      "Role kube-system/multus-ipmgr-bridge-lease",
+      "RoleBinding kube-system/multus-ipmgr-bridge-lease",
+      "ServiceAccount kube-system/multus-ipmgr-bridge",
+    ]);
+  });
+
+  // overlays/bridge-app runs no container of ours: its pods need no role.
+  it.each(OVERLAYS.filter((dir) => dir !== "overlays/bridge-app").map((dir) => [dir] as const))(
     "%s: every ServiceAccount of a pod running our image has its role, policy and association in docs/install-eks.md",
     (dir) => {
       const lines = installCommands();
@@ -875,22 +877,6 @@ describe("kustomizations: a base and one overlay per way of running", () => {
     },
   );
 
-  it("docs/install-eks.md's own kustomization (step 7) gives every multus-ipmgr image the registry, and no other image", () => {
-    const objects = renderKustomization(join(ROOT, "my-cluster"), ROOT, readmeKustomization());
-    const images = objects.flatMap((o) => {
-      const pod = (o.object.spec as { template?: { spec: PodSpec } } | undefined)?.template?.spec;
-      return pod === undefined ? [] : [...(pod.initContainers ?? []), ...pod.containers].map((c) => c.image);
-    });
-    expect([...new Set(images)].sort()).toEqual([
-      `${REGISTRY}/multus-ipmgr:${VERSION}`,
-      "public.ecr.aws/docker/library/busybox:1.37",
-    ]);
-    const commands = installCommands().join("\n");
-    expect(commands).toContain(`kubectl apply -k my-cluster/`);
-    expect(commands).not.toMatch(/sed -i/);
-    expect(readFileSync(join(ROOT, ".gitignore"), "utf8").split("\n")).toContain("/my-cluster*/");
-  });
-
   it("the renderer refuses what it does not implement, naming it", () => {
     expect(() =>
       renderKustomization(join(ROOT, "my-cluster"), ROOT, { resources: [], namePrefix: "x-" }),
@@ -902,30 +888,12 @@ describe("kustomizations: a base and one overlay per way of running", () => {
     ).toThrow("my-cluster: Namespace /cnf is rendered twice");
   });
 
-  it
-    .skipIf(kubectlMissing !== undefined)
-    .each([...KUSTOMIZATIONS, "docs/install-eks.md's my-cluster/"].map((d) => [d] as const))(
+  it.skipIf(kubectlMissing !== undefined).each(KUSTOMIZATIONS.map((d) => [d] as const))(
     "%s: the renderer agrees with kubectl kustomize",
     (dir) => {
-      let path = join(DEPLOY, dir);
-      let ours: RenderedObject[] | undefined = rendered.get(dir);
-      let temp: string | undefined;
-      try {
-        if (ours === undefined) {
-          temp = mkdtempSync(join(tmpdir(), "ipmgr-kustomize-"));
-          const k = readmeKustomization();
-          const resources = (k.resources as string[]).map((r) =>
-            relative(temp ?? "", join(ROOT, "my-cluster", r)),
-          );
-          writeFileSync(join(temp, "kustomization.yaml"), JSON.stringify({ ...k, resources }));
-          path = temp;
-          ours = renderKustomization(join(ROOT, "my-cluster"), ROOT, k);
-        }
-        const theirs = kubectlKustomize(path);
-        expect(new Map(ours.map((o) => [objectId(o.object), o.object]))).toEqual(theirs);
-      } finally {
-        if (temp !== undefined) rmSync(temp, { recursive: true, force: true });
-      }
+      const ours = rendered.get(dir) ?? [];
+      const theirs = kubectlKustomize(join(DEPLOY, dir));
+      expect(new Map(ours.map((o) => [objectId(o.object), o.object]))).toEqual(theirs);
     },
   );
 });
@@ -1087,8 +1055,16 @@ describe("deploy/node: the Multus ENI at first boot", () => {
   });
 
   it("iam-policy-node-multus-eni.json grants exactly the EC2 calls multus-eni.sh makes", () => {
-    const calls = new Set([...script.matchAll(/aws ec2 ([a-z-]+)/g)].map((m) => `ec2:${pascal(m[1] ?? "")}`));
+    const calls = new Set(
+      [...script.matchAll(/aws ec2 ([a-z-]+)/g)]
+        .map((m) => m[1] ?? "")
+        .filter((command) => command !== "wait")
+        .map((command) => `ec2:${pascal(command)}`),
+    );
     calls.add("ec2:CreateTags"); // the tags given at creation (--tag-specifications)
+    // `aws ec2 wait network-interface-available` polls DescribeNetworkInterfaces.
+    if (script.includes("aws ec2 wait network-interface-available"))
+      calls.add("ec2:DescribeNetworkInterfaces");
     const policy = JSON.parse(readFileSync(join(NODE, "iam-policy-node-multus-eni.json"), "utf8")) as {
       Statement: { Action: string | string[] }[];
     };

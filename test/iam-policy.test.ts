@@ -75,6 +75,20 @@ const POLICY_FILES = {
 const NO_MANAGE = { StringEquals: { "aws:ResourceTag/node.k8s.amazonaws.com/no_manage": "true" } };
 const ANY = { resource: "*" } as const;
 const TAGGED_MULTUS_ENI = { resource: "arn:aws:ec2:*:*:network-interface/*", condition: NO_MANAGE } as const;
+/** The tag an Elastic IP must carry for the opt-in policy to let us associate it (docs/sidecar.md). */
+const FOLLOWS_FLOATING_ADDRESS = {
+  StringEquals: { "aws:ResourceTag/multus-ipmgr.io/follows-floating-address": "true" },
+};
+
+/**
+ * AssociateAddress names two resources in our calls (AllocationId and NetworkInterfaceId): the reference
+ * lists elastic-ip (required) and network-interface for it, each with aws:ResourceTag. Both are scoped by
+ * tag, one statement each, so that the call needs a tagged Elastic IP and a Multus ENI.
+ */
+const ASSOCIATE_ADDRESS_SCOPES = [
+  { resource: "arn:aws:ec2:*:*:elastic-ip/*", condition: FOLLOWS_FLOATING_ADDRESS },
+  TAGGED_MULTUS_ENI,
+];
 
 /**
  * How a policy must scope each action we know, per the Service Authorization Reference: the four address
@@ -326,8 +340,11 @@ describe("deploy/iam/iam-policy-*.json", () => {
       expect(statement.Effect).toBe("Allow");
       for (const action of list(statement.Action)) expect(action).toMatch(/^ec2:[A-Z][A-Za-z0-9]+$/);
     }
-    const actions = policy.Statement.flatMap((s) => list(s.Action));
-    expect(new Set(actions).size).toBe(actions.length);
+    // An action appears once per resource type it is granted on.
+    const grants = policy.Statement.flatMap((s) =>
+      list(s.Action).map((a) => `${a} on ${list(s.Resource).join()}`),
+    );
+    expect(new Set(grants).size).toBe(grants.length);
   });
 
   it.each(files)("%s scopes each action as the Service Authorization Reference allows", (file) => {
@@ -335,8 +352,9 @@ describe("deploy/iam/iam-policy-*.json", () => {
     const tagged = sorted(sendsOf(interfaceMethods).taggedAtCreate);
     for (const statement of policy.Statement) {
       for (const action of list(statement.Action).map((a) => a.replace(/^ec2:/, ""))) {
+        if (action === "AssociateAddress") continue; // two resources, checked below
         const scope = requiredScope(action, tagged);
-        if (scope === undefined) continue; // an action this table does not know (Elastic IPs): its file decides
+        if (scope === undefined) continue; // an action this table does not know: its file decides
         expect({ action, resource: statement.Resource, condition: statement.Condition }).toEqual({
           action,
           resource: scope.resource,
@@ -344,6 +362,23 @@ describe("deploy/iam/iam-policy-*.json", () => {
         });
       }
     }
+  });
+
+  it.each(files)(
+    "%s grants AssociateAddress only on tagged Elastic IPs and Multus ENIs, when it grants it",
+    (file) => {
+      const scopes = readPolicy(file)
+        .Statement.filter((s) => list(s.Action).includes("ec2:AssociateAddress"))
+        .map((s) => ({ resource: s.Resource, condition: s.Condition }));
+      if (scopes.length > 0) expect(scopes).toEqual(ASSOCIATE_ADDRESS_SCOPES);
+    },
+  );
+
+  it(`${POLICY_FILES.elasticIps} grants AssociateAddress (the one action it could misuse) only by tag`, () => {
+    const statements = readPolicy(POLICY_FILES.elasticIps).Statement;
+    const associate = statements.filter((s) => list(s.Action).includes("ec2:AssociateAddress"));
+    expect(associate.map((s) => s.Resource)).not.toContain("*");
+    expect(associate).toHaveLength(2);
   });
 
   const podSends = sendsOf(methodsOfMode("pod"));

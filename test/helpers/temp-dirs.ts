@@ -19,6 +19,7 @@ export const TEMP_DIR_PREFIXES = [
   "ipmgr-state-",
   "ipmgr-sa-",
   "ipmgr-sysnet-",
+  "ipmgr-node-",
 ] as const;
 export type TempDirPrefix = (typeof TEMP_DIR_PREFIXES)[number];
 
