@@ -10,11 +10,11 @@ import { systemClock } from "../src/eni/process/clock.js";
 import type { Logger } from "../src/eni/process/logger.js";
 import { Bridge } from "../src/ipam-whereabouts-bridge/bridge.js";
 import { bridgeOptionsOf, prefixModeOptionsOf } from "../src/ipam-whereabouts-bridge/bridge-options.js";
-import { createKubeApi } from "../src/ipam-whereabouts-bridge/kube-client.js";
-import { BridgeMetrics } from "../src/ipam-whereabouts-bridge/metrics.js";
-import { PodEventReporter } from "../src/ipam-whereabouts-bridge/pod-events.js";
-import { PrefixMode } from "../src/ipam-whereabouts-bridge/prefix-mode.js";
+import { createKubeApi } from "../src/ipam-whereabouts-bridge/kube/kube-client.js";
+import { PrefixMode } from "../src/ipam-whereabouts-bridge/prefixes/prefix-mode.js";
 import { loadBridgeConfig } from "../src/ipam-whereabouts-bridge/settings.js";
+import { BridgeMetrics } from "../src/ipam-whereabouts-bridge/telemetry/metrics.js";
+import { PodEventReporter } from "../src/ipam-whereabouts-bridge/telemetry/pod-events.js";
 import type { SimReady } from "../test/helpers/sim-process.js";
 
 /** One EC2 call of a fleet's bridge, with the time its answer reached the bridge (Date.now()). */

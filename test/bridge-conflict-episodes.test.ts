@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { EniState, PodInterface } from "../src/eni/types.js";
-import { ConflictEpisodes } from "../src/ipam-whereabouts-bridge/conflict-episodes.js";
-import type { PodRef } from "../src/ipam-whereabouts-bridge/desired-state.js";
+import type { PodRef } from "../src/ipam-whereabouts-bridge/state/desired-state.js";
+import { ConflictEpisodes } from "../src/ipam-whereabouts-bridge/waves/conflict-episodes.js";
 
 const ADDRESS = "198.51.100.205";
 const OURS = "eni-0a1";

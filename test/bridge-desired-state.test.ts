@@ -2,10 +2,14 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { anyCidrContains } from "../src/eni/ip.js";
 import type { EniState } from "../src/eni/types.js";
-import { type DesiredInput, desiredState, unusedKey } from "../src/ipam-whereabouts-bridge/desired-state.js";
-import type { IpPoolInfo, NadInfo, PodInfo } from "../src/ipam-whereabouts-bridge/kube-api.js";
-import { podNetworks, skipReasonOf } from "../src/ipam-whereabouts-bridge/pod-networks.js";
-import { rangeContains } from "../src/ipam-whereabouts-bridge/whereabouts-ranges.js";
+import type { IpPoolInfo, NadInfo, PodInfo } from "../src/ipam-whereabouts-bridge/kube/kube-api.js";
+import {
+  type DesiredInput,
+  desiredState,
+  unusedKey,
+} from "../src/ipam-whereabouts-bridge/state/desired-state.js";
+import { podNetworks, skipReasonOf } from "../src/ipam-whereabouts-bridge/state/pod-networks.js";
+import { rangeContains } from "../src/ipam-whereabouts-bridge/state/whereabouts-ranges.js";
 
 const MAC = "02:00:00:00:01:01";
 const ETH0_MAC = "02:00:00:00:01:00";

@@ -2,7 +2,7 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { networkInterfaces } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { hostInterfaceMacs } from "../src/ipam-whereabouts-bridge/host-interface-macs.js";
+import { hostInterfaceMacs } from "../src/ipam-whereabouts-bridge/node/host-interface-macs.js";
 import { makeTempDir, removeTempDir } from "./helpers/temp-dirs.js";
 
 let dir: string | undefined;

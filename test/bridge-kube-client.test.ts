@@ -1,19 +1,19 @@
 /**
- * The bridge's Kubernetes adapter (src/ipam-whereabouts-bridge/kube-client.ts, the real
+ * The bridge's Kubernetes adapter (src/ipam-whereabouts-bridge/kube/kube-client.ts, the real
  * @kubernetes/client-node) against the simulator's Kubernetes API.
  */
 import { afterEach, describe, expect, it } from "vitest";
 import { systemClock } from "../src/eni/process/clock.js";
 import { createLogger, type Logger } from "../src/eni/process/logger.js";
-import { KubeConflictError } from "../src/ipam-whereabouts-bridge/errors/kube-conflict-error.js";
-import { KubeError } from "../src/ipam-whereabouts-bridge/errors/kube-error.js";
-import type { KubeApi, LeaseInfo } from "../src/ipam-whereabouts-bridge/kube-api.js";
+import { KubeConflictError } from "../src/ipam-whereabouts-bridge/kube/errors/kube-conflict-error.js";
+import { KubeError } from "../src/ipam-whereabouts-bridge/kube/errors/kube-error.js";
+import type { KubeApi, LeaseInfo } from "../src/ipam-whereabouts-bridge/kube/kube-api.js";
 import {
   API_SERVER_BOOKMARK_INTERVAL_MS,
   createKubeApi,
   DEFAULT_WATCH_SILENCE_MS,
   silenceBoundWarning,
-} from "../src/ipam-whereabouts-bridge/kube-client.js";
+} from "../src/ipam-whereabouts-bridge/kube/kube-client.js";
 import type { SimulatorHandle } from "../src/sim/index.js";
 import { type KubeProxy, startKubeProxy, tempKubeconfig } from "./helpers/kube-proxy.js";
 import {

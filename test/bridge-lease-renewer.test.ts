@@ -4,9 +4,9 @@
  * the simulator's API server: test/bridge-reservations.test.ts.
  */
 import { describe, expect, it } from "vitest";
-import { KubeConflictError } from "../src/ipam-whereabouts-bridge/errors/kube-conflict-error.js";
-import type { KubeApi, LeaseInfo } from "../src/ipam-whereabouts-bridge/kube-api.js";
-import { LeaseRenewer } from "../src/ipam-whereabouts-bridge/lease-renewer.js";
+import { KubeConflictError } from "../src/ipam-whereabouts-bridge/kube/errors/kube-conflict-error.js";
+import type { KubeApi, LeaseInfo } from "../src/ipam-whereabouts-bridge/kube/kube-api.js";
+import { LeaseRenewer } from "../src/ipam-whereabouts-bridge/reservations/lease-renewer.js";
 import { silentLogger } from "./helpers/loggers.js";
 import { flush, ManualClock } from "./helpers/manual-clock.js";
 

@@ -7,7 +7,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import type { ProbeResult } from "../src/eni/process/probe-server.js";
 import { BridgeLifecycle, EVENTS_FLUSH_WAIT_MS } from "../src/ipam-whereabouts-bridge/bridge-lifecycle.js";
-import { BridgeMetrics } from "../src/ipam-whereabouts-bridge/metrics.js";
+import { BridgeMetrics } from "../src/ipam-whereabouts-bridge/telemetry/metrics.js";
 import { captureLogger } from "./helpers/loggers.js";
 import { flush, ManualClock } from "./helpers/manual-clock.js";
 

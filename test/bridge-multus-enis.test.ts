@@ -8,7 +8,7 @@ import {
   MultusEnis,
   NO_MANAGE_TAG,
   TAG_RESYNC_INTERVAL_MS,
-} from "../src/ipam-whereabouts-bridge/multus-enis.js";
+} from "../src/ipam-whereabouts-bridge/node/multus-enis.js";
 import { type SimulatorHandle, startSimulator } from "../src/sim/index.js";
 import { ec2ApiFor, imdsFor, standardWorld } from "./helpers/sim-fixtures.js";
 

@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { addressesPerEniOf } from "../src/eni/instance-limits.js";
-import { addressesPerEni, vpcIdOf } from "../src/ipam-whereabouts-bridge/node-facts.js";
+import { addressesPerEni, vpcIdOf } from "../src/ipam-whereabouts-bridge/node/node-facts.js";
 import { captureLogger } from "./helpers/loggers.js";
 
 const NOT_IN_TABLE =

@@ -5,8 +5,8 @@
  * test/bridge-view-trust.test.ts.
  */
 import { describe, expect, it } from "vitest";
-import type { PodInfo } from "../src/ipam-whereabouts-bridge/kube-api.js";
-import { podNetworks } from "../src/ipam-whereabouts-bridge/pod-networks.js";
+import type { PodInfo } from "../src/ipam-whereabouts-bridge/kube/kube-api.js";
+import { podNetworks } from "../src/ipam-whereabouts-bridge/state/pod-networks.js";
 
 const MAC = "02:00:00:00:01:01";
 const ANNOTATION = "k8s.v1.cni.cncf.io/network-status";

@@ -4,7 +4,7 @@
  * simulator's state and the EC2 calls it logged.
  */
 import { afterEach, describe, expect, it } from "vitest";
-import type { PrefixOverlapMode } from "../src/ipam-whereabouts-bridge/prefix-plan.js";
+import type { PrefixOverlapMode } from "../src/ipam-whereabouts-bridge/prefixes/prefix-plan.js";
 import type { SimulatorHandle } from "../src/sim/index.js";
 import { eventually, type Json, kube, MAC_A, multusPod, NODE_A } from "./helpers/kube-worlds.js";
 import {

@@ -2,7 +2,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { cidrContains, cidrsOverlap } from "../src/eni/ip.js";
 import type { EniState } from "../src/eni/types.js";
-import type { NadInfo, NodeSlicePoolInfo } from "../src/ipam-whereabouts-bridge/kube-api.js";
+import type { NadInfo, NodeSlicePoolInfo } from "../src/ipam-whereabouts-bridge/kube/kube-api.js";
 import {
   type PrefixPlanInput,
   type PrefixStep,
@@ -10,7 +10,7 @@ import {
   prefixesOfSlice,
   prefixKey,
   prefixSteps,
-} from "../src/ipam-whereabouts-bridge/prefix-plan.js";
+} from "../src/ipam-whereabouts-bridge/prefixes/prefix-plan.js";
 
 const NODE = "node-a";
 const MAC = "02:00:00:00:01:01";

@@ -3,8 +3,8 @@ import type { Ec2NetworkInterface, EniState } from "../src/eni/types.js";
 import {
   PrefixRefusalMemory,
   sliceFingerprint,
-} from "../src/ipam-whereabouts-bridge/prefix-refusal-memory.js";
-import { takenInside } from "../src/ipam-whereabouts-bridge/prefix-swap-check.js";
+} from "../src/ipam-whereabouts-bridge/prefixes/prefix-refusal-memory.js";
+import { takenInside } from "../src/ipam-whereabouts-bridge/prefixes/prefix-swap-check.js";
 
 const SLICE = "198.51.100.160/28";
 const at = (fingerprint = "") => ({ eniId: "eni-0a1", slice: SLICE, fingerprint });

@@ -13,14 +13,14 @@ import {
   addressesOfReservation,
   readingsOfReservationName,
   reservationName,
-} from "../src/ipam-whereabouts-bridge/reservation-names.js";
-import { overlayRecent, planWave } from "../src/ipam-whereabouts-bridge/wave-plan.js";
+} from "../src/ipam-whereabouts-bridge/state/overlapping-range-names.js";
 import {
   parseSloppyAddress,
   rangeContains,
   rangesOfNad,
   type WhereaboutsRange,
-} from "../src/ipam-whereabouts-bridge/whereabouts-ranges.js";
+} from "../src/ipam-whereabouts-bridge/state/whereabouts-ranges.js";
+import { overlayRecent, planWave } from "../src/ipam-whereabouts-bridge/waves/wave-plan.js";
 
 const nad = (ipam: unknown, extra: Record<string, unknown> = {}) => ({
   namespace: "cnf",

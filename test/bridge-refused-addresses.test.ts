@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { Ec2Error } from "../src/eni/errors/ec2-error.js";
 import type { Placement, PlanAction } from "../src/eni/types.js";
-import { RefusedAddresses } from "../src/ipam-whereabouts-bridge/refused-addresses.js";
-import type { Wave } from "../src/ipam-whereabouts-bridge/wave-plan.js";
+import { RefusedAddresses } from "../src/ipam-whereabouts-bridge/waves/refused-addresses.js";
+import type { Wave } from "../src/ipam-whereabouts-bridge/waves/wave-plan.js";
 
 const NOW = 1_700_000_000_000;
 const ENI = "eni-0a1";

@@ -6,7 +6,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { createLogger } from "../src/eni/process/logger.js";
 import type { Plan, PlanAction } from "../src/eni/types.js";
-import { applyWave } from "../src/ipam-whereabouts-bridge/wave-apply.js";
+import { applyWave } from "../src/ipam-whereabouts-bridge/waves/wave-apply.js";
 import { type BridgeHarness, startBridgeOn, stopAll } from "./helpers/bridge-harness.js";
 import { eventually, kubeWorld, MAC_A, multusPod, NODE_A, startKubeSim } from "./helpers/kube-worlds.js";
 import { ec2ApiFor } from "./helpers/sim-fixtures.js";

@@ -1,11 +1,11 @@
 import { describe, expect, it } from "vitest";
 import { type Clock, systemClock } from "../src/eni/process/clock.js";
 import { createLogger } from "../src/eni/process/logger.js";
-import type { DesiredState, Release } from "../src/ipam-whereabouts-bridge/desired-state.js";
-import type { KubeApi } from "../src/ipam-whereabouts-bridge/kube-api.js";
-import { BridgeMetrics } from "../src/ipam-whereabouts-bridge/metrics.js";
-import { PodEventReporter } from "../src/ipam-whereabouts-bridge/pod-events.js";
-import { ReleaseGuard } from "../src/ipam-whereabouts-bridge/release-guard.js";
+import type { KubeApi } from "../src/ipam-whereabouts-bridge/kube/kube-api.js";
+import type { DesiredState, Release } from "../src/ipam-whereabouts-bridge/state/desired-state.js";
+import { BridgeMetrics } from "../src/ipam-whereabouts-bridge/telemetry/metrics.js";
+import { PodEventReporter } from "../src/ipam-whereabouts-bridge/telemetry/pod-events.js";
+import { ReleaseGuard } from "../src/ipam-whereabouts-bridge/waves/release-guard.js";
 import { captureLogger } from "./helpers/loggers.js";
 import { ManualClock } from "./helpers/manual-clock.js";
 

@@ -4,15 +4,15 @@
  * runs beside it. The keeper's own work against the simulator: test/bridge-reservations.test.ts.
  */
 import { describe, expect, it } from "vitest";
-import type { SubnetView } from "../src/ipam-whereabouts-bridge/reservation-cover.js";
-import type { ReservationStatus } from "../src/ipam-whereabouts-bridge/reservation-keeper.js";
+import type { SubnetView } from "../src/ipam-whereabouts-bridge/reservations/reservation-cover.js";
+import type { ReservationStatus } from "../src/ipam-whereabouts-bridge/reservations/reservation-keeper.js";
 import {
   FIRST_WAVE_POLL_MS,
   type Keeper,
   ReservationsLoop,
   type WaveView,
-} from "../src/ipam-whereabouts-bridge/reservations-loop.js";
-import type { WhereaboutsRange } from "../src/ipam-whereabouts-bridge/whereabouts-ranges.js";
+} from "../src/ipam-whereabouts-bridge/reservations/reservations-loop.js";
+import type { WhereaboutsRange } from "../src/ipam-whereabouts-bridge/state/whereabouts-ranges.js";
 import { captureLogger } from "./helpers/loggers.js";
 import { flush, ManualClock } from "./helpers/manual-clock.js";
 

@@ -5,11 +5,20 @@ import { addressOfValue, cidrBounds } from "../src/eni/ip.js";
 import { type Clock, systemClock } from "../src/eni/process/clock.js";
 import { createLogger, type Logger } from "../src/eni/process/logger.js";
 import type { SubnetCidrReservation } from "../src/eni/types.js";
-import { createKubeApi } from "../src/ipam-whereabouts-bridge/kube-client.js";
-import { BridgeMetrics } from "../src/ipam-whereabouts-bridge/metrics.js";
-import { reservationGap, wantedReservations } from "../src/ipam-whereabouts-bridge/reservation-cover.js";
-import { RESERVATION_TAG, ReservationKeeper } from "../src/ipam-whereabouts-bridge/reservation-keeper.js";
-import { rangesOfNad, type WhereaboutsRange } from "../src/ipam-whereabouts-bridge/whereabouts-ranges.js";
+import { createKubeApi } from "../src/ipam-whereabouts-bridge/kube/kube-client.js";
+import {
+  reservationGap,
+  wantedReservations,
+} from "../src/ipam-whereabouts-bridge/reservations/reservation-cover.js";
+import {
+  RESERVATION_TAG,
+  ReservationKeeper,
+} from "../src/ipam-whereabouts-bridge/reservations/reservation-keeper.js";
+import {
+  rangesOfNad,
+  type WhereaboutsRange,
+} from "../src/ipam-whereabouts-bridge/state/whereabouts-ranges.js";
+import { BridgeMetrics } from "../src/ipam-whereabouts-bridge/telemetry/metrics.js";
 import { parseWorld, type SimulatorHandle, startSimulator } from "../src/sim/index.js";
 import { tempKubeconfig } from "./helpers/kube-proxy.js";
 import { kube, kubeEndpointOf, kubeWorld, MAC_A, NODE_A, startKubeSim } from "./helpers/kube-worlds.js";
@@ -438,7 +447,7 @@ describe("the reservations Lease, renewed on its own timer", () => {
   });
 
   it("takes its holder identity from POD_NAME and POD_UID, and without them makes one unique per process, with a warning", async () => {
-    const { leaseIdentity } = await import("../src/ipam-whereabouts-bridge/lease-renewer.js");
+    const { leaseIdentity } = await import("../src/ipam-whereabouts-bridge/reservations/lease-renewer.js");
     const { logger, lines } = captureLogger();
     expect(leaseIdentity({ podName: "multus-ipmgr-bridge-x7k2p", podUid: "4d7e-01" }, NODE_A, logger)).toBe(
       "multus-ipmgr-bridge-x7k2p_4d7e-01",

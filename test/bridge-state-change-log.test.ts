@@ -1,10 +1,10 @@
 /**
- * StateChangeLog (src/ipam-whereabouts-bridge/state-change-log.ts): each change of state told once, a
+ * StateChangeLog (src/ipam-whereabouts-bridge/kube/state-change-log.ts): each change of state told once, a
  * flapping one folded into a line a window, with counts that add up.
  */
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { type StateChange, StateChangeLog } from "../src/ipam-whereabouts-bridge/state-change-log.js";
+import { type StateChange, StateChangeLog } from "../src/ipam-whereabouts-bridge/kube/state-change-log.js";
 
 const WINDOW = 60_000;
 

@@ -9,15 +9,15 @@ import { afterEach, describe, expect, it } from "vitest";
 import { systemClock } from "../src/eni/process/clock.js";
 import { createLogger } from "../src/eni/process/logger.js";
 import { Bridge } from "../src/ipam-whereabouts-bridge/bridge.js";
-import { createKubeApi } from "../src/ipam-whereabouts-bridge/kube-client.js";
-import { BridgeMetrics } from "../src/ipam-whereabouts-bridge/metrics.js";
-import { PodEventReporter } from "../src/ipam-whereabouts-bridge/pod-events.js";
+import { createKubeApi } from "../src/ipam-whereabouts-bridge/kube/kube-client.js";
 import {
   RESERVATION_TAG,
   RESERVATION_TAG_VALUE,
   ReservationKeeper,
-} from "../src/ipam-whereabouts-bridge/reservation-keeper.js";
-import { ReservationsLoop } from "../src/ipam-whereabouts-bridge/reservations-loop.js";
+} from "../src/ipam-whereabouts-bridge/reservations/reservation-keeper.js";
+import { ReservationsLoop } from "../src/ipam-whereabouts-bridge/reservations/reservations-loop.js";
+import { BridgeMetrics } from "../src/ipam-whereabouts-bridge/telemetry/metrics.js";
+import { PodEventReporter } from "../src/ipam-whereabouts-bridge/telemetry/pod-events.js";
 import type { SimulatorHandle } from "../src/sim/index.js";
 import { tempKubeconfig } from "./helpers/kube-proxy.js";
 import { eventually, kubeEndpointOf, kubeWorld, NODE_A, startKubeSim } from "./helpers/kube-worlds.js";

@@ -6,9 +6,12 @@
  */
 import { describe, expect, it } from "vitest";
 import type { EniState } from "../src/eni/types.js";
-import { type DesiredInput, desiredState } from "../src/ipam-whereabouts-bridge/desired-state.js";
-import type { NadInfo, PodInfo } from "../src/ipam-whereabouts-bridge/kube-api.js";
-import { rangesOfNad, whyNoWhereaboutsRange } from "../src/ipam-whereabouts-bridge/whereabouts-ranges.js";
+import type { NadInfo, PodInfo } from "../src/ipam-whereabouts-bridge/kube/kube-api.js";
+import { type DesiredInput, desiredState } from "../src/ipam-whereabouts-bridge/state/desired-state.js";
+import {
+  rangesOfNad,
+  whyNoWhereaboutsRange,
+} from "../src/ipam-whereabouts-bridge/state/whereabouts-ranges.js";
 
 const MAC = "02:00:00:00:01:01";
 const IPVLAN = { cniVersion: "0.3.1", type: "ipvlan", master: "eth1" };

@@ -1,9 +1,9 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import type { DesiredState, Release } from "../src/ipam-whereabouts-bridge/desired-state.js";
-import { countPodAddresses } from "../src/ipam-whereabouts-bridge/pod-address-count.js";
-import type { ConfirmationTurn } from "../src/ipam-whereabouts-bridge/release-guard.js";
-import { decideReleases } from "../src/ipam-whereabouts-bridge/wave-releases.js";
+import type { DesiredState, Release } from "../src/ipam-whereabouts-bridge/state/desired-state.js";
+import { countPodAddresses } from "../src/ipam-whereabouts-bridge/waves/pod-address-count.js";
+import type { ConfirmationTurn } from "../src/ipam-whereabouts-bridge/waves/release-guard.js";
+import { decideReleases } from "../src/ipam-whereabouts-bridge/waves/wave-releases.js";
 
 const NOW = 1_700_000_000_000;
 const release = (n: number): Release => ({

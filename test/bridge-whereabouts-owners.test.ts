@@ -5,15 +5,15 @@
  */
 import { describe, expect, it } from "vitest";
 import type { EniState } from "../src/eni/types.js";
-import { type DesiredInput, desiredState } from "../src/ipam-whereabouts-bridge/desired-state.js";
 import type {
   IpPoolInfo,
   NadInfo,
   OverlappingReservationInfo,
   PodInfo,
-} from "../src/ipam-whereabouts-bridge/kube-api.js";
-import { whereaboutsOwners } from "../src/ipam-whereabouts-bridge/whereabouts-owners.js";
-import type { WhereaboutsRange } from "../src/ipam-whereabouts-bridge/whereabouts-ranges.js";
+} from "../src/ipam-whereabouts-bridge/kube/kube-api.js";
+import { type DesiredInput, desiredState } from "../src/ipam-whereabouts-bridge/state/desired-state.js";
+import { whereaboutsOwners } from "../src/ipam-whereabouts-bridge/state/whereabouts-owners.js";
+import type { WhereaboutsRange } from "../src/ipam-whereabouts-bridge/state/whereabouts-ranges.js";
 
 const MAC = "02:00:00:00:01:01";
 const RANGE = "198.51.100.192/27";

@@ -7,10 +7,10 @@ import type { Ec2CallRecord } from "../src/eni/ec2-api.js";
 import { systemClock } from "../src/eni/process/clock.js";
 import { createLogger } from "../src/eni/process/logger.js";
 import { Bridge, type BridgeOptions } from "../src/ipam-whereabouts-bridge/bridge.js";
-import type { KubeApi } from "../src/ipam-whereabouts-bridge/kube-api.js";
-import { createKubeApi } from "../src/ipam-whereabouts-bridge/kube-client.js";
-import { BridgeMetrics } from "../src/ipam-whereabouts-bridge/metrics.js";
-import { PodEventReporter } from "../src/ipam-whereabouts-bridge/pod-events.js";
+import type { KubeApi } from "../src/ipam-whereabouts-bridge/kube/kube-api.js";
+import { createKubeApi } from "../src/ipam-whereabouts-bridge/kube/kube-client.js";
+import { BridgeMetrics } from "../src/ipam-whereabouts-bridge/telemetry/metrics.js";
+import { PodEventReporter } from "../src/ipam-whereabouts-bridge/telemetry/pod-events.js";
 import type { SimulatorHandle, World } from "../src/sim/index.js";
 import { tempKubeconfig } from "./helpers/kube-proxy.js";
 import {

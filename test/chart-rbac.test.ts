@@ -1,6 +1,6 @@
 /**
  * The bridge's RBAC from its code: the grants its Kubernetes adapter's calls need (helpers/bridge-rbac.ts
- * reads them from src/ipam-whereabouts-bridge/kube-client.ts, as test/iam-policy.test.ts reads the EC2
+ * reads them from src/ipam-whereabouts-bridge/kube/kube-client.ts, as test/iam-policy.test.ts reads the EC2
  * actions) are exactly what the chart's ClusterRole and lease Role grant, and what KubeApi's doc comments say.
  */
 import { readFileSync } from "node:fs";
@@ -58,7 +58,7 @@ describe("the bridge's Kubernetes calls, read from kube-client.ts", () => {
   });
 
   it("agree with KubeApi's doc comments, which name each method's RBAC verbs and resource", () => {
-    const source = readFileSync(join(ROOT, "src/ipam-whereabouts-bridge/kube-api.ts"), "utf8");
+    const source = readFileSync(join(ROOT, "src/ipam-whereabouts-bridge/kube/kube-api.ts"), "utf8");
     const noted = new Set<string>();
     for (const m of source.matchAll(/RBAC: ([a-z-]+)(?: \(([a-z0-9.]+)\))? ([a-z, ]+?)[.(]/g)) {
       const [, resource = "", group, verbs = ""] = m;

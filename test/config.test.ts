@@ -13,8 +13,8 @@ import {
 import { editDistance, nearestName } from "../src/eni/process/nearest-name.js";
 import { field, parseFlags, rangeText, settingRange } from "../src/eni/process/settings.js";
 import { initSettings, loadInitConfig } from "../src/init/settings.js";
-import { BridgeMetrics } from "../src/ipam-whereabouts-bridge/metrics.js";
 import { bridgeSettings, loadBridgeConfig } from "../src/ipam-whereabouts-bridge/settings.js";
+import { BridgeMetrics } from "../src/ipam-whereabouts-bridge/telemetry/metrics.js";
 import { loadSidecarConfig, sidecarSettings } from "../src/sidecar/settings.js";
 import { simUsage } from "../src/sim/cli-args.js";
 

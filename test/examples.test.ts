@@ -24,8 +24,8 @@ import {
 } from "../src/eni/ip.js";
 import { podSettings } from "../src/eni/process/config.js";
 import { initSettings, loadInitConfig } from "../src/init/settings.js";
-import { BridgeMetrics } from "../src/ipam-whereabouts-bridge/metrics.js";
 import { bridgeSettings, loadBridgeConfig } from "../src/ipam-whereabouts-bridge/settings.js";
+import { BridgeMetrics } from "../src/ipam-whereabouts-bridge/telemetry/metrics.js";
 import { SidecarMetrics } from "../src/sidecar/metrics.js";
 import { loadSidecarConfig, sidecarSettings } from "../src/sidecar/settings.js";
 import { bridgeKubeGrants, grantLine } from "./helpers/bridge-rbac.js";
@@ -724,7 +724,7 @@ describe("the bridge's RBAC (bridge-rbac.yaml)", () => {
   });
 
   it("the Kubernetes interface's RBAC notes name no resource the roles leave out", () => {
-    const source = readFileSync(join(ROOT, "src/ipam-whereabouts-bridge/kube-api.ts"), "utf8");
+    const source = readFileSync(join(ROOT, "src/ipam-whereabouts-bridge/kube/kube-api.ts"), "utf8");
     const noted = [...source.matchAll(/RBAC: ([a-z-]+)/g)].map((m) => m[1] ?? "");
     expect(noted.length).toBeGreaterThan(0);
     const granted = new Set(

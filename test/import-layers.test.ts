@@ -44,6 +44,31 @@ describe("import layers", () => {
     expect(importLoops(graph)).toEqual([]);
   });
 
+  it("the bridge's rooms import only rooms on a lower floor, never a sibling's or the composition root's", () => {
+    const upward = sourcesUnder(BRIDGE).flatMap((file) =>
+      importsOf(file)
+        .filter((target) => target.startsWith(`${BRIDGE}/`) && !floorAllows(roomOf(file), roomOf(target)))
+        .map((target) => `${file} (${roomOf(file)}) -> ${target} (${roomOf(target)})`),
+    );
+    expect(upward).toEqual([]);
+  });
+
+  it("every file of the bridge is in a room with a floor, or in the composition root", () => {
+    const unplaced = sourcesUnder(BRIDGE)
+      .map(roomOf)
+      .filter((room) => room !== ROOT && !BRIDGE_FLOORS.has(room));
+    expect([...new Set(unplaced)]).toEqual([]);
+  });
+
+  it("the floor check refuses a sibling and an upward import, and allows a downward one", () => {
+    expect(floorAllows("waves", "state")).toBe(true);
+    expect(floorAllows("waves", "waves")).toBe(true);
+    expect(floorAllows(ROOT, "kube")).toBe(true);
+    expect(floorAllows("waves", "prefixes")).toBe(false);
+    expect(floorAllows("kube", "state")).toBe(false);
+    expect(floorAllows("state", ROOT)).toBe(false);
+  });
+
   it("finds a loop when there is one (the check itself works)", () => {
     const graph = new Map([
       ["a.ts", ["b.ts"]],
@@ -55,6 +80,36 @@ describe("import layers", () => {
     expect(importLoops(graph)).toEqual([["a.ts", "b.ts", "c.ts"], ["e.ts"]]);
   });
 });
+
+const BRIDGE = "src/ipam-whereabouts-bridge";
+/** The composition root: the files directly in the bridge's folder (main, lifecycle, options, settings, the loop). */
+const ROOT = "(root)";
+/**
+ * The bridge's rooms and their floors (docs/development.md, the table of rooms): a room imports from rooms on
+ * lower floors only, the composition root from any room. `kube/errors/` is part of `kube/`.
+ */
+const BRIDGE_FLOORS = new Map<string, number>([
+  ["kube", 0],
+  ["node", 0],
+  ["telemetry", 1],
+  ["state", 1],
+  ["waves", 2],
+  ["prefixes", 2],
+  ["reservations", 2],
+]);
+
+/** The room of one of the bridge's files: its first folder under the bridge, or ROOT. */
+function roomOf(file: string): string {
+  const parts = relative(BRIDGE, file).split("/");
+  return parts.length === 1 ? ROOT : (parts[0] ?? ROOT);
+}
+
+function floorAllows(from: string, to: string): boolean {
+  if (from === to || from === ROOT) return true;
+  const own = BRIDGE_FLOORS.get(from);
+  const target = BRIDGE_FLOORS.get(to);
+  return own !== undefined && target !== undefined && target < own;
+}
 
 /** The import loops of `graph` (file -> imported files): its strongly connected components of more than one
  *  file, and files that import themselves; each sorted, in file order. Tarjan's algorithm. */

@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { BridgeMetrics } from "../src/ipam-whereabouts-bridge/metrics.js";
+import { BridgeMetrics } from "../src/ipam-whereabouts-bridge/telemetry/metrics.js";
 import { SidecarMetrics } from "../src/sidecar/metrics.js";
 
 function metricNames(registry: { getMetricsAsArray(): { name: string }[] }): string[] {

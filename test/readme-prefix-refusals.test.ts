@@ -1,12 +1,12 @@
 /**
  * docs/prefix-mode.md's table of the reasons a network is left in per-address mode lists exactly the
- * reasons the bridge's prefix plan has (PrefixRefusalReason in src/ipam-whereabouts-bridge/prefix-plan.ts):
+ * reasons the bridge's prefix plan has (PrefixRefusalReason in src/ipam-whereabouts-bridge/prefixes/prefix-plan.ts):
  * none missing, none the code no longer has.
  */
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 
-const code = readFileSync("src/ipam-whereabouts-bridge/prefix-plan.ts", "utf8");
+const code = readFileSync("src/ipam-whereabouts-bridge/prefixes/prefix-plan.ts", "utf8");
 const page = readFileSync("docs/prefix-mode.md", "utf8");
 
 function reasonsInCode(): string[] {

@@ -10,7 +10,7 @@ import fc from "fast-check";
 import { afterEach, describe, expect, it } from "vitest";
 import { systemClock } from "../src/eni/process/clock.js";
 import { createLogger } from "../src/eni/process/logger.js";
-import { createKubeApi } from "../src/ipam-whereabouts-bridge/kube-client.js";
+import { createKubeApi } from "../src/ipam-whereabouts-bridge/kube/kube-client.js";
 import { loadWorldFile, parseWorld, type SimulatorHandle, WorldError } from "../src/sim/index.js";
 import { mustParseCidr } from "../src/sim/ip-math.js";
 import {

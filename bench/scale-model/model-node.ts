@@ -13,8 +13,8 @@
  * address slice + 1 + ⌊i/4⌋.
  */
 import type { EniState, PodInterface } from "../../src/eni/types.js";
-import type { Release } from "../../src/ipam-whereabouts-bridge/desired-state.js";
-import type { NadInfo, NodeSlicePoolInfo } from "../../src/ipam-whereabouts-bridge/kube-api.js";
+import type { NadInfo, NodeSlicePoolInfo } from "../../src/ipam-whereabouts-bridge/kube/kube-api.js";
+import type { Release } from "../../src/ipam-whereabouts-bridge/state/desired-state.js";
 import type { ModelAction, NodeWaveInput } from "./node-wave.js";
 
 export const MULTUS_ENIS = 4;

@@ -6,18 +6,22 @@
  * call itself.
  *
  * - `perAddressWave`: the bridge's own logic, unchanged: the core planner (src/eni/planner.ts `plan`) and
- *   the wave planner (src/ipam-whereabouts-bridge/wave-plan.ts `planWave`), as Bridge.#wave calls them.
+ *   the wave planner (src/ipam-whereabouts-bridge/waves/wave-plan.ts `planWave`), as Bridge.#wave calls them.
  * - `prefixModeWave`: prefix mode's wave as the bridge runs it: first the prefix steps of
- *   src/ipam-whereabouts-bridge/prefix-plan.ts (`planPrefixes`, `prefixSteps`, overlap `defer`, the
+ *   src/ipam-whereabouts-bridge/prefixes/prefix-plan.ts (`planPrefixes`, `prefixSteps`, overlap `defer`, the
  *   default), then the address plan above on the ENIs as they are once those steps succeeded (a step that
  *   fails past its retries fails the wave whole, so the address plan only ever runs after all of them).
  */
 import { plan } from "../../src/eni/planner.js";
 import type { EniState, IpFamily, PlanAction, PodInterface } from "../../src/eni/types.js";
-import type { Release } from "../../src/ipam-whereabouts-bridge/desired-state.js";
-import type { NadInfo, NodeSlicePoolInfo } from "../../src/ipam-whereabouts-bridge/kube-api.js";
-import { type PrefixStep, planPrefixes, prefixSteps } from "../../src/ipam-whereabouts-bridge/prefix-plan.js";
-import { planWave } from "../../src/ipam-whereabouts-bridge/wave-plan.js";
+import type { NadInfo, NodeSlicePoolInfo } from "../../src/ipam-whereabouts-bridge/kube/kube-api.js";
+import {
+  type PrefixStep,
+  planPrefixes,
+  prefixSteps,
+} from "../../src/ipam-whereabouts-bridge/prefixes/prefix-plan.js";
+import type { Release } from "../../src/ipam-whereabouts-bridge/state/desired-state.js";
+import { planWave } from "../../src/ipam-whereabouts-bridge/waves/wave-plan.js";
 import type { ModelEc2Action } from "./token-bucket.js";
 
 export interface NodeWaveInput {
@@ -143,7 +147,7 @@ function afterSteps(enis: readonly EniState[], steps: readonly PrefixStep[]): En
 export const prefixModeWave: NodeWavePlanner = {
   name: "prefix",
   description:
-    "the bridge's prefix plan (src/ipam-whereabouts-bridge/prefix-plan.ts, overlap defer), then the address plan as above, unchanged",
+    "the bridge's prefix plan (src/ipam-whereabouts-bridge/prefixes/prefix-plan.ts, overlap defer), then the address plan as above, unchanged",
   plan(input) {
     const prefixes = planPrefixes({
       nodeName: input.nodeName,

@@ -17,6 +17,6 @@ export function run(argv: readonly string[], simBundle: string): Promise<number>
 export async function prime(): Promise<void> {
   await Promise.all([
     import("../ipam-whereabouts-bridge/main.js"),
-    import("../ipam-whereabouts-bridge/kube-client.js"),
+    import("../ipam-whereabouts-bridge/kube/kube-client.js"),
   ]);
 }

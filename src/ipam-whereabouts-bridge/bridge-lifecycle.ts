@@ -2,9 +2,9 @@ import { type Clock, withinDeadline } from "../eni/process/clock.js";
 import type { Logger } from "../eni/process/logger.js";
 import { type MetricsSource, type RunningHttpServer, startHttpServer } from "../eni/process/probe-server.js";
 import type { Bridge } from "./bridge.js";
-import type { KubeApi } from "./kube-api.js";
-import type { PodEventReporter } from "./pod-events.js";
-import type { ReservationsLoop } from "./reservations-loop.js";
+import type { KubeApi } from "./kube/kube-api.js";
+import type { ReservationsLoop } from "./reservations/reservations-loop.js";
+import type { PodEventReporter } from "./telemetry/pod-events.js";
 
 /**
  * At shutdown, how long the Kubernetes Events still being posted may take before the client is closed under

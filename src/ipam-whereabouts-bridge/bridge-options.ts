@@ -3,8 +3,8 @@
  * (main.ts) and for the fleet benches, which run the Bridge in-process as the binary would.
  */
 import type { BridgeOptions } from "./bridge.js";
-import type { PrefixModeOptions } from "./prefix-mode.js";
-import type { PrefixOverlapMode } from "./prefix-plan.js";
+import type { PrefixModeOptions } from "./prefixes/prefix-mode.js";
+import type { PrefixOverlapMode } from "./prefixes/prefix-plan.js";
 import type { BridgeConfig } from "./settings.js";
 
 /** `addressesPerEni`: the instance type's limit per ENI (IMDS), undefined when unknown. */

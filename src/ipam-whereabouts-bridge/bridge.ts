@@ -17,15 +17,7 @@ import type { Logger } from "../eni/process/logger.js";
 import type { ProbeResult } from "../eni/process/probe-server.js";
 import { planFor } from "../eni/reconcile.js";
 import type { Plan } from "../eni/types.js";
-import { BridgeWatches } from "./bridge-watches.js";
-import {
-  ConflictEpisodes,
-  DEFAULT_EPISODE_CHECK_MS,
-  DEFAULT_REPAIR_BACKOFF,
-  episodeKey,
-  withoutTaken,
-} from "./conflict-episodes.js";
-import { type DesiredState, desiredState } from "./desired-state.js";
+import { BridgeWatches } from "./kube/bridge-watches.js";
 import {
   CONFIRM_TIMEOUT_MS,
   CONFIRMATION_MAX_AGE_MS,
@@ -33,23 +25,31 @@ import {
   type KubeApi,
   type OverlappingReservationInfo,
   type PodInfo,
-} from "./kube-api.js";
-import type { BridgeMetrics, WaveOutcome } from "./metrics.js";
-import { MultusEnis } from "./multus-enis.js";
-import { type AddressCount, countPodAddresses } from "./pod-address-count.js";
-import type { PodEventReporter } from "./pod-events.js";
-import type { PrefixMode } from "./prefix-mode.js";
-import { RefusedAddresses } from "./refused-addresses.js";
-import { ReleaseGuard } from "./release-guard.js";
-import type { SubnetView } from "./reservation-cover.js";
-import type { ViewTrust } from "./view-trust.js";
-import { announceReleases, applyWave } from "./wave-apply.js";
-import { overlayRecent, planWave, type RecentChange } from "./wave-plan.js";
-import { decideReleases } from "./wave-releases.js";
-import { reportLines, tellWave, type WaveReport, type WaveReportInput } from "./wave-report.js";
-import type { WhereaboutsRange } from "./whereabouts-ranges.js";
+} from "./kube/kube-api.js";
+import type { ViewTrust } from "./kube/view-trust.js";
+import { MultusEnis } from "./node/multus-enis.js";
+import type { PrefixMode } from "./prefixes/prefix-mode.js";
+import type { SubnetView } from "./reservations/reservation-cover.js";
+import { type DesiredState, desiredState } from "./state/desired-state.js";
+import type { WhereaboutsRange } from "./state/whereabouts-ranges.js";
+import type { BridgeMetrics, WaveOutcome } from "./telemetry/metrics.js";
+import type { PodEventReporter } from "./telemetry/pod-events.js";
+import {
+  ConflictEpisodes,
+  DEFAULT_EPISODE_CHECK_MS,
+  DEFAULT_REPAIR_BACKOFF,
+  episodeKey,
+  withoutTaken,
+} from "./waves/conflict-episodes.js";
+import { type AddressCount, countPodAddresses } from "./waves/pod-address-count.js";
+import { RefusedAddresses } from "./waves/refused-addresses.js";
+import { ReleaseGuard } from "./waves/release-guard.js";
+import { announceReleases, applyWave } from "./waves/wave-apply.js";
+import { overlayRecent, planWave, type RecentChange } from "./waves/wave-plan.js";
+import { decideReleases } from "./waves/wave-releases.js";
+import { reportLines, tellWave, type WaveReport, type WaveReportInput } from "./waves/wave-report.js";
 
-export { NO_MANAGE_TAG } from "./multus-enis.js";
+export { NO_MANAGE_TAG } from "./node/multus-enis.js";
 
 export interface BridgeDeps {
   readonly kube: KubeApi;
@@ -93,7 +93,7 @@ export interface BridgeOptions {
   readonly confirmTimeoutMs?: number;
 }
 
-export type { WaveReport } from "./wave-report.js";
+export type { WaveReport } from "./waves/wave-report.js";
 
 /** The desired state from a reading of the pods, IPPools and reservations, on the ENIs of one wave. */
 type DesiredFrom = (

@@ -9,15 +9,15 @@ import { untilFirstSignal } from "../eni/process/shutdown-signals.js";
 import { Bridge } from "./bridge.js";
 import { BridgeLifecycle } from "./bridge-lifecycle.js";
 import { bridgeOptionsOf, prefixModeOptionsOf } from "./bridge-options.js";
-import type { KubeApi } from "./kube-api.js";
-import { leaseIdentity } from "./lease-renewer.js";
-import { BridgeMetrics } from "./metrics.js";
-import { addressesPerEni, instanceTypeOf, vpcIdOf } from "./node-facts.js";
-import { EVENT_BURST, EVENTS_PER_SECOND, PodEventReporter } from "./pod-events.js";
-import { PrefixMode } from "./prefix-mode.js";
-import { ReservationKeeper } from "./reservation-keeper.js";
-import { ReservationsLoop } from "./reservations-loop.js";
+import type { KubeApi } from "./kube/kube-api.js";
+import { addressesPerEni, instanceTypeOf, vpcIdOf } from "./node/node-facts.js";
+import { PrefixMode } from "./prefixes/prefix-mode.js";
+import { leaseIdentity } from "./reservations/lease-renewer.js";
+import { ReservationKeeper } from "./reservations/reservation-keeper.js";
+import { ReservationsLoop } from "./reservations/reservations-loop.js";
 import { type BridgeConfig, bridgeSettings, loadBridgeConfig } from "./settings.js";
+import { BridgeMetrics } from "./telemetry/metrics.js";
+import { EVENT_BURST, EVENTS_PER_SECOND, PodEventReporter } from "./telemetry/pod-events.js";
 
 const help = (): string =>
   commandHelp(
@@ -54,7 +54,7 @@ export async function main(argv: readonly string[]): Promise<number> {
       signal: inflight.signal,
     });
     ec2.warmUp();
-    const client = await import("./kube-client.js");
+    const client = await import("./kube/kube-client.js");
     const kubeApi = client.createKubeApi({
       kubeconfig: config.kubeconfig,
       clock,

@@ -1,6 +1,6 @@
 /**
  * The Kubernetes permissions the bridge's calls need, read from its one Kubernetes adapter
- * (src/ipam-whereabouts-bridge/kube-client.ts, the only importer of @kubernetes/client-node), as
+ * (src/ipam-whereabouts-bridge/kube/kube-client.ts, the only importer of @kubernetes/client-node), as
  * test/iam-policy.test.ts reads the EC2 actions from the EC2 adapter:
  * - each watched collection (`#reflect(resource, path, ...)`) needs list and watch on the path's resource;
  * - each typed call (`this.#client.<verb>Namespaced<Kind>(`) needs its verb (read is get, replace is update)
@@ -32,7 +32,7 @@ const VERB_OF: Record<string, string> = {
 
 /** Every grant the adapter's calls need, sorted, without duplicates. */
 export function bridgeKubeGrants(root: string): Grant[] {
-  const source = readFileSync(join(root, "src/ipam-whereabouts-bridge/kube-client.ts"), "utf8");
+  const source = readFileSync(join(root, "src/ipam-whereabouts-bridge/kube/kube-client.ts"), "utf8");
   const grants = new Map<string, Grant>();
   const add = (g: Grant) => grants.set(grantLine(g), g);
 

@@ -7,11 +7,11 @@ import type { Ec2Api } from "../../src/eni/ec2-api.js";
 import { systemClock } from "../../src/eni/process/clock.js";
 import { createLogger, type Logger } from "../../src/eni/process/logger.js";
 import { Bridge } from "../../src/ipam-whereabouts-bridge/bridge.js";
-import { createKubeApi } from "../../src/ipam-whereabouts-bridge/kube-client.js";
-import { BridgeMetrics } from "../../src/ipam-whereabouts-bridge/metrics.js";
-import { PodEventReporter } from "../../src/ipam-whereabouts-bridge/pod-events.js";
-import { PrefixMode } from "../../src/ipam-whereabouts-bridge/prefix-mode.js";
-import type { PrefixOverlapMode } from "../../src/ipam-whereabouts-bridge/prefix-plan.js";
+import { createKubeApi } from "../../src/ipam-whereabouts-bridge/kube/kube-client.js";
+import { PrefixMode } from "../../src/ipam-whereabouts-bridge/prefixes/prefix-mode.js";
+import type { PrefixOverlapMode } from "../../src/ipam-whereabouts-bridge/prefixes/prefix-plan.js";
+import { BridgeMetrics } from "../../src/ipam-whereabouts-bridge/telemetry/metrics.js";
+import { PodEventReporter } from "../../src/ipam-whereabouts-bridge/telemetry/pod-events.js";
 import type { SimulatorHandle } from "../../src/sim/index.js";
 import { tempKubeconfig } from "./kube-proxy.js";
 import {
