@@ -176,6 +176,24 @@ describe("doctor --profile node against the simulator", () => {
     expect(renderText(results, 0)).not.toContain("fix:");
   });
 
+  it("probes the bridge's permissions with DryRun: a denied DescribeNetworkInterfaces is a problem, and what needs it is not checked", async () => {
+    const results = await nodeDoctor(
+      healthyWorld((w) => {
+        w.faults = { deny: ["DescribeNetworkInterfaces"] };
+      }),
+    );
+    const permissions = results.filter((r) => r.name === "permission");
+    expect(permissions.map((r) => [r.subject, r.status])).toEqual([
+      ["ec2:DescribeNetworkInterfaces", "problem"],
+      ["ec2:GetSubnetCidrReservations", "ok"],
+      ["assign/unassign", "skipped"],
+    ]);
+    expect(results.find((r) => r.name === "eni-tag")?.detail).toBe(
+      "not checked: ec2:DescribeNetworkInterfaces is denied (see permission).",
+    );
+    for (const call of sim?.calls() ?? []) expect(MUTATING).not.toContain(call.action);
+  });
+
   it("reports a Multus ENI without the no_manage tag, with the create-tags fix", async () => {
     const results = await nodeDoctor(healthyWorld((w) => untag(w, ENI.node1A1)));
     expect(problems(results).map((r) => [r.name, r.subject])).toEqual([["eni-tag", ENI.node1A1]]);
