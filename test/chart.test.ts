@@ -371,6 +371,8 @@ describe.skipIf(unavailable !== undefined)("helm test (templates/tests/doctor-no
     expect(spec.affinity).toBeUndefined();
     expect(envOf(spec.containers[0]).AWS_REGION).toBe("eu-west-1");
     expect(renderChart("tests: { enabled: false }").filter(isHook)).toEqual([]);
+    expect(installNotes()).toContain("\n  helm test multus-ipmgr --namespace kube-system\n");
+    expect(installNotes("tests: { enabled: false }")).not.toContain("helm test");
     expect(renderChart("bridge: { enabled: false }").filter(isHook)).toEqual([]);
   });
 });
