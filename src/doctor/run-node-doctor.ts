@@ -11,19 +11,27 @@ import { readInstanceEnis } from "../eni/eni-discovery.js";
 import type { InterfaceSource } from "../eni/interface-source.js";
 import type { UnknownVariable } from "../eni/process/known-variables.js";
 import type { Ec2NetworkInterface, EniState } from "../eni/types.js";
-import { type CheckResult, listText, ok, problem, skipped } from "./check.js";
-import { allowedCidrChecks, allowedInSubnets, multusSubnets, overlapChecks } from "./checks/allowed-cidrs.js";
-import { eniTagChecks, NO_MANAGE_TAG } from "./checks/eni-tags.js";
+import { type CheckResult, listText, problem, skipped } from "./check.js";
+import {
+  allowedCidrChecks,
+  allowedInSubnets,
+  type MultusSubnet,
+  multusSubnets,
+  overlapChecks,
+} from "./checks/allowed-cidrs.js";
+import { eniTagChecks } from "./checks/eni-tags.js";
 import { hostAddressChecks } from "./checks/host-addresses.js";
 import { imdsCheck, instanceCheck } from "./checks/imds.js";
+import { multusEniCheck, multusEnisOf } from "./checks/node-enis.js";
 import { nodeLinkChecks, rpFilterChecks } from "./checks/node-links.js";
 import {
+  bridgeUnprobeableCheck,
   describePermissionCheck,
   reservationPermissionCheck,
-  UNPROBEABLE_ACTIONS,
 } from "./checks/permissions.js";
 import { nodeSliceChecks } from "./checks/prefixes.js";
 import { reservationChecks } from "./checks/reservations.js";
+import type { InstanceIdentity } from "./identity.js";
 import type { LinkInfo } from "./links.js";
 import type { MultusEni } from "./multus-enis.js";
 import { nodeSlicesOf, prefixResults } from "./prefix-results.js";
@@ -76,36 +84,88 @@ export async function runNodeDoctor(
   options: NodeDoctorOptions,
 ): Promise<CheckResult[]> {
   const results: CheckResult[] = [];
-  const add = (...r: CheckResult[]): void => {
+  const add: Add = (...r) => {
     results.push(...r);
   };
-  const allowed = options.allowedCidrs;
-  if (allowed === undefined) {
-    add(
-      problem(
-        "config",
-        "IPMGR_ALLOWED_CIDRS is not set: the bridge refuses to start without it (exit 2), and doctor cannot tell the node's Multus ENIs and pod ranges.",
-        { fix: "run doctor in the bridge's container (it has the variable), or pass --allowed-cidrs" },
-      ),
-    );
-  }
-  add(...unknownVariableChecks(options.unknownVariables ?? []));
+  add(...configChecks(options));
+  const node = await instanceResults(deps, options, add);
+  const access = await permissionResults(deps, options, node, add);
+  const multus = await multusResults(deps, options.allowedCidrs, node, access, add);
+  await rangeResults(deps, options.allowedCidrs, multus, access, add);
+  // Prefix mode: this node's whereabouts slices, held as delegated prefixes by its Multus ENIs.
+  const slices = await nodeSlicesOf(deps);
+  const { noEc2, noDescribe } = access;
   add(
+    ...(await prefixResults(
+      deps,
+      node.identity?.instanceType,
+      noEc2,
+      noDescribe,
+      multus.enis,
+      slices.slices,
+    )),
+  );
+  if (node.noEnis !== undefined && slices.slices !== undefined) add(skipped("node-slice", node.noEnis));
+  else add(...nodeSliceChecks(slices.slices, slices.why, multus.enis));
+  return results;
+}
+
+type Add = (...r: CheckResult[]) => void;
+type Range = { readonly cidr: string; readonly subnet: MultusSubnet };
+
+/** What IMDS told: the instance, its secondary ENIs, the pod ranges in their subnets, or why not. */
+interface NodeRead {
+  readonly identity: InstanceIdentity | undefined;
+  readonly secondary: readonly EniState[];
+  /** The allowed CIDRs inside a secondary ENI's subnet. */
+  readonly planned: readonly Range[];
+  readonly noImds: string | undefined;
+  readonly noEnis: string | undefined;
+}
+
+/** What EC2 lets the bridge's role do, or why it cannot be asked. */
+interface Access {
+  readonly noEc2: string | undefined;
+  /** Why DescribeNetworkInterfaces cannot be sent (no ENIs, no EC2, denied), if so. */
+  readonly noDescribe: string | undefined;
+  readonly reservationVerdicts: ReadonlyMap<string, PermissionVerdict>;
+}
+
+interface MultusRead {
+  readonly enis: readonly EniState[];
+  /** Why the node's Multus ENIs are unknown or none, if so. */
+  readonly noMultus: string | undefined;
+}
+
+/** The bridge's configuration, and the one line saying the pod checks are not made. */
+function configChecks(options: NodeDoctorOptions): CheckResult[] {
+  return [
+    ...(options.allowedCidrs === undefined
+      ? [
+          problem(
+            "config",
+            "IPMGR_ALLOWED_CIDRS is not set: the bridge refuses to start without it (exit 2), and doctor cannot tell the node's Multus ENIs and pod ranges.",
+            { fix: "run doctor in the bridge's container (it has the variable), or pass --allowed-cidrs" },
+          ),
+        ]
+      : []),
+    ...unknownVariableChecks(options.unknownVariables ?? []),
     skipped(
       "pod",
       `not checked in the node profile: ${listText([...POD_CHECKS])} are about a pod's own interfaces (doctor --profile pod in the pod's container).`,
     ),
-  );
+  ];
+}
 
-  // IMDS from the host network: no hop limit in the way.
+/** IMDS from the host network (no hop limit in the way): the token, the instance, its ENIs. */
+async function instanceResults(
+  deps: NodeDoctorDeps,
+  options: NodeDoctorOptions,
+  add: Add,
+): Promise<NodeRead> {
   const probe = await deps.imdsProbe.probe();
-  add(
-    imdsCheck(probe, {
-      endpoint: deps.imdsProbe.endpoint,
-      timeoutMs: deps.imdsProbe.timeoutMs,
-      instanceId: undefined,
-    }),
-  );
+  const { endpoint, timeoutMs } = deps.imdsProbe;
+  add(imdsCheck(probe, { endpoint, timeoutMs, instanceId: undefined }));
   const noImds = probe.kind === "ok" ? undefined : SEE_IMDS;
   const identity =
     noImds === undefined ? await attempt("instance", add, () => readIdentity(deps)) : undefined;
@@ -120,9 +180,19 @@ export async function runNodeDoctor(
     enis === undefined ? "not checked: the ENIs could not be read (see enis)." : undefined,
   );
   const secondary = (enis ?? []).filter((e) => e.deviceIndex > 0);
+  const allowed = options.allowedCidrs;
   const planned = allowed === undefined ? [] : allowedInSubnets(allowed, multusSubnets(secondary.map(alone)));
+  return { identity, secondary, planned, noImds, noEnis };
+}
 
-  // EC2: permissions first (DryRun), then the ENIs' tags.
+/** The bridge's permissions that EC2 can probe with DryRun, and the four it cannot. */
+async function permissionResults(
+  deps: NodeDoctorDeps,
+  options: NodeDoctorOptions,
+  node: NodeRead,
+  add: Add,
+): Promise<Access> {
+  const { identity } = node;
   const region = options.region ?? identity?.region;
   const noRegion =
     region === undefined
@@ -139,7 +209,7 @@ export async function runNodeDoctor(
     );
     if (describe !== undefined) {
       add(describePermissionCheck(describe));
-      for (const subnetId of new Set(planned.map((r) => r.subnet.subnetId))) {
+      for (const subnetId of new Set(node.planned.map((r) => r.subnet.subnetId))) {
         const verdict = await attempt("ec2", add, () =>
           deps.ec2.probePermission({ action: "GetSubnetCidrReservations", subnetId }),
         );
@@ -150,20 +220,34 @@ export async function runNodeDoctor(
     }
   }
   const noEc2 = blocked(noRegion, describe === undefined ? SEE_EC2 : undefined);
-  const noDescribe = blocked(noEnis, noEc2, describe?.allowed === false ? SEE_DESCRIBE : undefined);
+  const noDescribe = blocked(node.noEnis, noEc2, describe?.allowed === false ? SEE_DESCRIBE : undefined);
+  return { noEc2, noDescribe, reservationVerdicts };
+}
 
-  // The node's Multus ENIs: secondary ENIs tagged no_manage or in a subnet of the allowed CIDRs.
+/**
+ * The node's Multus ENIs (secondary ENIs tagged no_manage or in a subnet of the allowed CIDRs), each with its
+ * tag, its link and rp_filter; then the node's addresses against the pod ranges.
+ */
+async function multusResults(
+  deps: NodeDoctorDeps,
+  allowed: readonly string[] | undefined,
+  node: NodeRead,
+  access: Access,
+  add: Add,
+): Promise<MultusRead> {
+  const { secondary } = node;
+  const { noDescribe } = access;
   let described: Ec2NetworkInterface[] | undefined;
   if (noDescribe === undefined && secondary.length > 0) {
     described = await attempt("multus-eni", add, () =>
       deps.ec2.describeNetworkInterfaces({ eniIds: secondary.map((e) => e.eniId) }),
     );
   }
-  const multus = multusEnisOf(secondary, described, planned);
-  const noMultusReason = blocked(noEnis, noConfigOrTags(allowed, described, noDescribe));
-  if (noMultusReason !== undefined && multus.length === 0) add(skipped("multus-eni", noMultusReason));
+  const multus = multusEnisOf(secondary, described, node.planned);
+  const unknown = blocked(node.noEnis, noConfigOrTags(allowed, described, noDescribe));
+  if (unknown !== undefined && multus.length === 0) add(skipped("multus-eni", unknown));
   else add(multusEniCheck(multus, secondary));
-  const noMultus = multus.length === 0 ? blocked(noMultusReason, SEE_MULTUS) : undefined;
+  const noMultus = multus.length === 0 ? blocked(unknown, SEE_MULTUS) : undefined;
 
   if (noMultus !== undefined) add(skipped("eni-tag", noMultus));
   else if (described !== undefined) add(...eniTagChecks(multus.map(alone), described));
@@ -183,11 +267,20 @@ export async function runNodeDoctor(
     const host = await attempt("host-address", add, () => deps.hostInterfaces.read());
     if (host !== undefined) add(...hostAddressChecks(allowed, host));
   }
+  return { enis: multus, noMultus };
+}
 
-  // The pod ranges against the Multus subnets, EC2's other holders and the reservations.
-  const subnets = multusSubnets(multus.map(alone));
+/** The pod ranges against the Multus subnets, the addresses other ENIs hold there, and the reservations. */
+async function rangeResults(
+  deps: NodeDoctorDeps,
+  allowed: readonly string[] | undefined,
+  multus: MultusRead,
+  access: Access,
+  add: Add,
+): Promise<void> {
+  const subnets = multusSubnets(multus.enis.map(alone));
   const ranges = allowed === undefined ? [] : allowedInSubnets(allowed, subnets);
-  const cidrBlocked = blocked(allowed === undefined ? SEE_CONFIG : undefined, noMultus);
+  const cidrBlocked = blocked(allowed === undefined ? SEE_CONFIG : undefined, multus.noMultus);
   if (cidrBlocked !== undefined || allowed === undefined)
     add(skipped("allowed-cidr", cidrBlocked ?? SEE_CONFIG));
   else add(...allowedCidrChecks(allowed, subnets));
@@ -195,7 +288,7 @@ export async function runNodeDoctor(
     cidrBlocked === undefined && ranges.length === 0
       ? "not checked: no allowed CIDR lies in a subnet of this node's Multus ENIs (see allowed-cidr)."
       : undefined;
-  const overlapBlocked = blocked(cidrBlocked, noRanges, noDescribe);
+  const overlapBlocked = blocked(cidrBlocked, noRanges, access.noDescribe);
   if (overlapBlocked !== undefined) add(skipped("address-overlap", overlapBlocked));
   else {
     const subnetIds = [...new Set(ranges.map((r) => r.subnet.subnetId))];
@@ -203,13 +296,13 @@ export async function runNodeDoctor(
       deps.ec2.describeNetworkInterfaces({ subnetIds }),
     );
     if (inSubnets !== undefined)
-      add(...overlapChecks(ranges, inSubnets, new Set(multus.map((e) => e.eniId))));
+      add(...overlapChecks(ranges, inSubnets, new Set(multus.enis.map((e) => e.eniId))));
   }
-  const readable = ranges.filter((r) => reservationVerdicts.get(r.subnet.subnetId)?.allowed === true);
+  const readable = ranges.filter((r) => access.reservationVerdicts.get(r.subnet.subnetId)?.allowed === true);
   const reservationBlocked = blocked(
     cidrBlocked,
     noRanges,
-    noEc2,
+    access.noEc2,
     readable.length < ranges.length
       ? "not checked: ec2:GetSubnetCidrReservations is denied (see permission)."
       : undefined,
@@ -219,33 +312,10 @@ export async function runNodeDoctor(
     const reservations = await attempt("reservation", add, () => reservationsOf(deps, readable));
     if (reservations !== undefined) add(...reservationChecks(readable, reservations));
   }
-
-  // Prefix mode: this node's whereabouts slices, held as delegated prefixes by its Multus ENIs.
-  const slices = await nodeSlicesOf(deps);
-  add(...(await prefixResults(deps, identity?.instanceType, noEc2, noDescribe, multus, slices.slices)));
-  if (noEnis !== undefined && slices.slices !== undefined) add(skipped("node-slice", noEnis));
-  else add(...nodeSliceChecks(slices.slices, slices.why, multus));
-  return results;
 }
 
 /** An ENI as a MultusEni with no pod interface on it (the checks shared with the pod profile take those). */
 const alone = (eni: EniState): MultusEni => ({ eni, interfaces: [] });
-
-/**
- * The Multus ENIs among the secondary ENIs: those tagged no_manage (when EC2 could say) and those in a subnet
- * an allowed CIDR lies in. The VPC CNI's own secondary ENIs are in neither, and are left alone.
- */
-function multusEnisOf(
-  secondary: readonly EniState[],
-  described: readonly Ec2NetworkInterface[] | undefined,
-  planned: readonly { subnet: { subnetId: string } }[],
-): EniState[] {
-  const tagged = new Set(
-    (described ?? []).filter((e) => e.tags[NO_MANAGE_TAG] === "true").map((e) => e.eniId),
-  );
-  const inPlan = new Set(planned.map((r) => r.subnet.subnetId));
-  return secondary.filter((e) => tagged.has(e.eniId) || inPlan.has(e.subnetId));
-}
 
 /** Why the Multus ENIs may be incomplete: neither the allowed CIDRs nor the tags could tell them. */
 function noConfigOrTags(
@@ -255,38 +325,6 @@ function noConfigOrTags(
 ): string | undefined {
   if (allowed !== undefined || described !== undefined) return undefined;
   return blocked(noDescribe, SEE_CONFIG);
-}
-
-function multusEniCheck(multus: readonly EniState[], secondary: readonly EniState[]): CheckResult {
-  if (multus.length === 0) {
-    const others =
-      secondary.length === 0
-        ? "it has no secondary ENI"
-        : `its secondary ENIs (${listText(secondary.map((e) => e.eniId))}) are neither tagged ${NO_MANAGE_TAG}=true nor in a subnet of IPMGR_ALLOWED_CIDRS`;
-    return problem(
-      "multus-eni",
-      `this node has no Multus ENI: ${others}, so the bridge has nowhere to put its pods' addresses.`,
-      {
-        fix: "attach a Multus ENI in the pod ranges' subnet, tagged no_manage (docs/install-eks.md, Node prerequisites), or keep the bridge and its test off this node (bridge.nodeSelector)",
-      },
-    );
-  }
-  return ok(
-    "multus-eni",
-    `${listText(multus.map((e) => `${e.eniId} (device ${e.deviceIndex}, ${e.subnetId})`))}.`,
-  );
-}
-
-/** The bridge's four assign/unassign actions: no DryRun exists for them, and doctor changes nothing. */
-function bridgeUnprobeableCheck(): CheckResult {
-  return skipped(
-    "permission",
-    `${listText(UNPROBEABLE_ACTIONS)} cannot be checked: EC2 offers no DryRun for them, and doctor changes nothing. ` +
-      "A missing one fails the bridge's waves on this node, each refusal logged naming the action; aws iam " +
-      `simulate-principal-policy --policy-source-arn <role ARN> --action-names ${UNPROBEABLE_ACTIONS.join(" ")} ` +
-      "evaluates the role's policy without calling EC2.",
-    { subject: "assign/unassign" },
-  );
 }
 
 /** The node's links; without sysfs the link checks have nothing to read, and the log says why. */
