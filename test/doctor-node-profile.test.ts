@@ -194,6 +194,24 @@ describe("doctor --profile node against the simulator", () => {
     for (const call of sim?.calls() ?? []) expect(MUTATING).not.toContain(call.action);
   });
 
+  it("does not blame the hop limit for a lost token from the node's namespace, and skips what needs IMDS", async () => {
+    const results = await nodeDoctor(
+      healthyWorld((w) => {
+        w.faults = { imdsTokenHang: true };
+      }),
+    );
+    const imds = results.find((r) => r.name === "imds");
+    expect(imds?.status).toBe("problem");
+    expect(imds?.detail).toContain("the hop limit is not the cause (1 is enough here)");
+    expect(imds?.fix).toBe(
+      "look for a firewall rule on the node (iptables-save or nft list ruleset) that matches 169.254.169.254 or PUT requests; if IMDS is only slow, raise IPMGR_IMDS_TIMEOUT_MS",
+    );
+    expect(results.find((r) => r.name === "multus-eni")?.detail).toBe(
+      "not checked: IMDS issued no token (see imds).",
+    );
+    expect(problems(results).map((r) => r.name)).toEqual(["imds"]);
+  });
+
   it("reports a Multus ENI without the no_manage tag, with the create-tags fix", async () => {
     const results = await nodeDoctor(healthyWorld((w) => untag(w, ENI.node1A1)));
     expect(problems(results).map((r) => [r.name, r.subject])).toEqual([["eni-tag", ENI.node1A1]]);

@@ -21,7 +21,7 @@ import {
 } from "./checks/allowed-cidrs.js";
 import { eniTagChecks } from "./checks/eni-tags.js";
 import { hostAddressChecks } from "./checks/host-addresses.js";
-import { imdsCheck, instanceCheck } from "./checks/imds.js";
+import { instanceCheck, nodeImdsCheck } from "./checks/imds.js";
 import { multusEniCheck, multusEnisOf } from "./checks/node-enis.js";
 import { nodeLinkChecks, rpFilterChecks } from "./checks/node-links.js";
 import {
@@ -165,7 +165,7 @@ async function instanceResults(
 ): Promise<NodeRead> {
   const probe = await deps.imdsProbe.probe();
   const { endpoint, timeoutMs } = deps.imdsProbe;
-  add(imdsCheck(probe, { endpoint, timeoutMs, instanceId: undefined }));
+  add(nodeImdsCheck(probe, { endpoint, timeoutMs, instanceId: undefined }));
   const noImds = probe.kind === "ok" ? undefined : SEE_IMDS;
   const identity =
     noImds === undefined ? await attempt("instance", add, () => readIdentity(deps)) : undefined;
