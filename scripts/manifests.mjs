@@ -80,7 +80,7 @@ export function splitRendered(text) {
 
 /** deploy/'s files as the chart renders them: path (relative to deploy/) → content. */
 export function renderDeploy() {
-  const docs = splitRendered(helmTemplate(["--values", DEPLOY_VALUES]));
+  const docs = splitRendered(helmTemplate(["--values", DEPLOY_VALUES, "--skip-tests"]));
   const owner = new Map(Object.entries(FILES).flatMap(([file, ids]) => ids.map((id) => [id, file])));
   const stray = docs.filter((d) => !owner.has(d.id)).map((d) => d.id);
   if (stray.length > 0)

@@ -44,6 +44,8 @@ const find = (objects: K8sObject[], kind: string, name: string): K8sObject => {
     throw new Error(`the chart rendered no ${kind} ${name}: ${objects.map(idOf).join(", ")}`);
   return found;
 };
+/** A Helm hook (the test pod): created by `helm test`, not by `helm install`. */
+const isHook = (o: K8sObject): boolean => o.metadata.annotations?.["helm.sh/hook"] !== undefined;
 const nadConfig = (o: K8sObject): { ipam: Record<string, unknown> } =>
   JSON.parse((o.spec as { config: string }).config) as { ipam: Record<string, unknown> };
 
@@ -170,7 +172,13 @@ describe.skipIf(unavailable !== undefined)("the chart (charts/multus-ipmgr)", ()
 
   it("a bridge-only install (the defaults) creates the bridge's objects and no demo object", () => {
     const objects = renderChart();
-    expect(objects.map(idOf).sort()).toEqual([
+    expect(objects.filter(isHook).map(idOf)).toEqual(["Pod kube-system/multus-ipmgr-bridge-doctor-node"]);
+    expect(
+      objects
+        .filter((o) => !isHook(o))
+        .map(idOf)
+        .sort(),
+    ).toEqual([
       "ClusterRole /multus-ipmgr-bridge",
       "ClusterRoleBinding /multus-ipmgr-bridge",
       "DaemonSet kube-system/multus-ipmgr-bridge",
@@ -294,6 +302,124 @@ demo: { enabled: true }
   });
 });
 
+type EnvVar = { name: string; value?: string; valueFrom?: { fieldRef?: { fieldPath: string } } };
+type ProbedContainer = Omit<Container, "env"> & {
+  env: EnvVar[];
+  readinessProbe: { httpGet: Record<string, unknown> };
+  livenessProbe: { httpGet: Record<string, unknown> };
+};
+type TestPodSpec = {
+  hostNetwork: boolean;
+  serviceAccountName: string;
+  restartPolicy: string;
+  nodeSelector?: Record<string, string>;
+  affinity?: { podAffinity: { requiredDuringSchedulingIgnoredDuringExecution: unknown[] } };
+  tolerations?: unknown[];
+  containers: ProbedContainer[];
+};
+
+describe.skipIf(unavailable !== undefined)("helm test (templates/tests/doctor-node.yaml)", () => {
+  const testPod = (values?: string): K8sObject =>
+    find(renderChart(values), "Pod", "multus-ipmgr-bridge-doctor-node");
+
+  it("runs doctor --profile node in a pod like the bridge's: host network, its ServiceAccount, its allowed CIDRs, next to a bridge pod", () => {
+    const objects = renderChart();
+    const pod = find(objects, "Pod", "multus-ipmgr-bridge-doctor-node");
+    const daemonSet = find(objects, "DaemonSet", "multus-ipmgr-bridge");
+    const bridgePod = (
+      daemonSet.spec as {
+        template: { metadata: { labels: Record<string, string> }; spec: Record<string, unknown> };
+      }
+    ).template;
+    expect(pod.metadata.annotations).toEqual({
+      "helm.sh/hook": "test",
+      "helm.sh/hook-delete-policy": "before-hook-creation,hook-succeeded",
+    });
+    const spec = pod.spec as TestPodSpec;
+    expect({
+      hostNetwork: spec.hostNetwork,
+      serviceAccountName: spec.serviceAccountName,
+      restartPolicy: spec.restartPolicy,
+    }).toEqual({
+      hostNetwork: true,
+      serviceAccountName: find(objects, "ServiceAccount", "multus-ipmgr-bridge").metadata.name,
+      restartPolicy: "Never",
+    });
+    expect(spec.tolerations).toEqual(bridgePod.spec.tolerations);
+    expect(spec.affinity?.podAffinity.requiredDuringSchedulingIgnoredDuringExecution).toEqual([
+      { labelSelector: { matchLabels: bridgePod.metadata.labels }, topologyKey: "kubernetes.io/hostname" },
+    ]);
+    const [doctor, ...others] = spec.containers;
+    expect(others).toEqual([]);
+    expect(doctor?.args).toEqual(["doctor", "--profile", "node"]);
+    expect(doctor?.image).toBe(ipmgrContainers(daemonSet)[0]?.image);
+    const bridgeEnv = envOf(ipmgrContainers(daemonSet)[0]);
+    expect(envOf(doctor).IPMGR_ALLOWED_CIDRS).toBe(bridgeEnv.IPMGR_ALLOWED_CIDRS);
+    expect(doctor?.env.find((e) => e.name === "NODE_NAME")?.valueFrom).toEqual({
+      fieldRef: { fieldPath: "spec.nodeName" },
+    });
+  });
+
+  it("tests.nodeName pins the node; the bridge's extraEnv goes along; tests.enabled false or no bridge renders no test", () => {
+    const pinned = testPod(
+      "tests: { nodeName: ip-10-0-8-17.eu-west-1.compute.internal }\nbridge: { extraEnv: [{ name: AWS_REGION, value: eu-west-1 }] }",
+    );
+    const spec = pinned.spec as TestPodSpec;
+    expect(spec.nodeSelector).toEqual({
+      "kubernetes.io/hostname": "ip-10-0-8-17.eu-west-1.compute.internal",
+    });
+    expect(spec.affinity).toBeUndefined();
+    expect(envOf(spec.containers[0]).AWS_REGION).toBe("eu-west-1");
+    expect(renderChart("tests: { enabled: false }").filter(isHook)).toEqual([]);
+    expect(installNotes()).toContain("\n  helm test multus-ipmgr --namespace kube-system\n");
+    expect(installNotes("tests: { enabled: false }")).not.toContain("helm test");
+    expect(renderChart("bridge: { enabled: false }").filter(isHook)).toEqual([]);
+  });
+});
+
+describe.skipIf(unavailable !== undefined)("the bridge's listen address (bridge.httpHost)", () => {
+  const bridge = (values?: string): ProbedContainer =>
+    podOf(find(renderChart(values), "DaemonSet", "multus-ipmgr-bridge")).containers[0] as ProbedContainer;
+
+  it("defaults to the node's own address (status.hostIP), which the probes and the metrics Service reach", () => {
+    const container = bridge();
+    expect(container.env.find((e) => e.name === "IPMGR_HTTP_HOST")).toEqual({
+      name: "IPMGR_HTTP_HOST",
+      valueFrom: { fieldRef: { fieldPath: "status.hostIP" } },
+    });
+    // No host: the kubelet probes the pod's address, a host-network pod's is its node's.
+    expect(container.readinessProbe.httpGet).toEqual({ path: "/readyz", port: "http" });
+    expect(container.livenessProbe.httpGet).toEqual({ path: "/healthz", port: "http" });
+    const service = find(
+      renderChart("monitoring: { enabled: true }"),
+      "Service",
+      "multus-ipmgr-bridge-metrics",
+    );
+    expect(service.spec).toMatchObject({ clusterIP: "None", ports: [{ port: 9180, targetPort: 9180 }] });
+  });
+
+  it("takes an address: 127.0.0.1 closes it to the node, the probes follow it; 0.0.0.0 leaves them on the pod's address", () => {
+    const loopback = bridge("bridge: { httpHost: 127.0.0.1 }");
+    expect(envOf(loopback).IPMGR_HTTP_HOST).toBe("127.0.0.1");
+    expect(loopback.readinessProbe.httpGet).toEqual({ path: "/readyz", port: "http", host: "127.0.0.1" });
+    expect(loopback.livenessProbe.httpGet).toEqual({ path: "/healthz", port: "http", host: "127.0.0.1" });
+    const every = bridge("bridge: { httpHost: 0.0.0.0 }");
+    expect(envOf(every).IPMGR_HTTP_HOST).toBe("0.0.0.0");
+    expect(every.readinessProbe.httpGet).toEqual({ path: "/readyz", port: "http" });
+  });
+
+  it("refuses a loopback address with monitoring on, naming the value and the fix", () => {
+    const run = helm(
+      ["template", "multus-ipmgr", CHART],
+      "bridge: { httpHost: 127.0.0.1 }\nmonitoring: { enabled: true }",
+    );
+    expect(run.status).toBe(1);
+    expect(run.stderr).toContain(
+      "bridge.httpHost 127.0.0.1 keeps /metrics on each node, where Prometheus cannot scrape it, and monitoring.enabled is true: leave bridge.httpHost empty (the node's own address) and close port 9180 to the rest of the VPC with the nodes' security groups, or set monitoring.enabled to false",
+    );
+  });
+});
+
 /** The IAM policies (JSON objects, each starting with `{` alone on a line) that NOTES print. */
 const policiesIn = (notes: string): unknown[] =>
   [...notes.matchAll(/^\{\n[\s\S]*?^\}$/gm)].map((m) => JSON.parse(m[0]) as unknown);
@@ -363,6 +489,8 @@ const TYPOS: [string, string][] = [
     "monitoring: { sidecar: { serviceLabel: { a: b } } }",
     "at '/monitoring/sidecar': additional properties 'serviceLabel' not allowed",
   ],
+  ["bridge: { httpHost: localhost }", "at '/bridge/httpHost'"],
+  ["tests: { nodeNmae: n1 }", "at '/tests': additional properties 'nodeNmae' not allowed"],
   ["demo: { enabled: 'true' }", "at '/demo/enabled': got string, want boolean"],
   ["demos: { enabled: true }", "additional properties 'demos' not allowed"],
   [

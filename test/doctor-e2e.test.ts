@@ -1,14 +1,19 @@
 /**
  * `multus-ipmgr doctor`, the built binary, run in a pod namespace of the lab against the simulator: the real
- * sysfs of the pod's namespace, the real `ip` command, the real IMDS and EC2 clients.
+ * sysfs of the pod's namespace, the real `ip` command, the real IMDS and EC2 clients. `--profile node` in a
+ * namespace that stands for the node's: its links carry the ENIs' MACs, its own /proc/sys/net holds rp_filter.
  */
+import { execFile } from "node:child_process";
 import { join } from "node:path";
+import { promisify } from "node:util";
 import { afterEach, describe, expect, it } from "vitest";
 import { writeKubeconfig } from "../src/sim/kube/kubeconfig.js";
 import { eventually, kubeWorld, MAC_A, NODE_A } from "./helpers/kube-worlds.js";
 import { ip, Lab, labUnavailableReason } from "./helpers/netns.js";
 import { makeTempDir, removeTempDir } from "./helpers/temp-dirs.js";
 import { ENI, MAC, NODE1, twoNodeWorld } from "./helpers/worlds.js";
+
+const exec = promisify(execFile);
 
 const unavailable = labUnavailableReason();
 if (unavailable !== undefined) console.warn(`doctor end-to-end tests skipped: ${unavailable}`);
@@ -164,5 +169,72 @@ describe.skipIf(unavailable !== undefined)("multus-ipmgr doctor in a pod namespa
     expect(check?.detail).toMatch(
       /^slice 198\.51\.100\.2(24|40)\/28 of NodeSlicePool kube-system\/slices \(range 198\.51\.100\.224\/27\)/,
     );
+  });
+});
+
+describe.skipIf(unavailable !== undefined)("multus-ipmgr doctor --profile node in a node namespace", () => {
+  /** Node 1's namespace as the bridge's host-network pod sees it: ens5 the primary ENI, ens6..ens8 its Multus ENIs. */
+  async function start(): Promise<Lab> {
+    lab = await Lab.start(world(), [
+      {
+        name: "node",
+        instanceId: NODE1,
+        interfaces: [
+          { name: "ens5", mac: MAC.node1Eth0, addresses: ["198.51.100.140/25"] },
+          { name: "ens6", mac: MAC.node1A1, addresses: [] },
+          { name: "ens7", mac: MAC.node1A2, addresses: [] },
+          { name: "ens8", mac: MAC.node1B1, addresses: [] },
+        ],
+      },
+    ]);
+    return lab;
+  }
+
+  /** Sets the namespace's IPv4 rp_filter values, `all` and per link, as a node's user data would. */
+  async function rpFilter(l: Lab, values: Record<string, number>): Promise<void> {
+    const ns = l.pods.get("node")?.ns ?? "";
+    const pairs = Object.entries(values).map(([link, v]) => `net.ipv4.conf.${link}.rp_filter=${v}`);
+    await exec("ip", ["netns", "exec", ns, "sysctl", "-qw", ...pairs]);
+  }
+
+  const env = (l: Lab) => l.env("node", { IPMGR_ALLOWED_CIDRS: RANGES, IPMGR_IMDS_TIMEOUT_MS: "300" });
+
+  it("passes a healthy node, reading its links, addresses and rp_filter, and exits 0", async () => {
+    const l = await start();
+    await rpFilter(l, { all: 0, ens6: 0, ens7: 0, ens8: 2 });
+    const result = await l.run("node", ["doctor", "--profile", "node", "--json"], env(l));
+    expect(result.stderr).toBe("");
+    const report = JSON.parse(result.stdout) as Report;
+    expect(report.checks.filter((c) => c.status === "problem")).toEqual([]);
+    expect(result.code).toBe(0);
+    expect(report.checks.filter((c) => c.name === "node-link").map((c) => c.detail)).toEqual([
+      `${ENI.node1A1} (ens6, device 1) is up (operstate up, MTU 1500).`,
+      `${ENI.node1A2} (ens7, device 2) is up (operstate up, MTU 1500).`,
+      `${ENI.node1B1} (ens8, device 3) is up (operstate up, MTU 1500).`,
+    ]);
+    expect(report.checks.filter((c) => c.name === "rp-filter").map((c) => c.status)).toEqual([
+      "ok",
+      "ok",
+      "ok",
+    ]);
+    expect(report.checks.find((c) => c.name === "host-address")?.status).toBe("ok");
+    expect(report.checks.map((c) => c.name)).not.toContain("interfaces");
+  });
+
+  it("reports strict rp_filter and a pod address the node carries, with their fixes, and exits 10", async () => {
+    const l = await start();
+    await rpFilter(l, { all: 0, ens6: 1, ens7: 0, ens8: 0 });
+    await l.addAddress("node", "ens6", "198.51.100.40/26");
+    const result = await l.run("node", ["doctor", "--profile", "node", "--json"], env(l));
+    expect(result.stderr).toBe("");
+    expect(result.code).toBe(10);
+    const report = JSON.parse(result.stdout) as Report;
+    expect(report.checks.filter((c) => c.status === "problem").map((c) => [c.name, c.subject])).toEqual([
+      ["rp-filter", ENI.node1A1],
+      ["host-address", "198.51.100.40"],
+    ]);
+    const problems = report.checks.filter((c) => c.status === "problem");
+    expect(problems[0]?.fix).toMatch(/^sysctl -w net\.ipv4\.conf\.ens6\.rp_filter=0, /);
+    expect(problems[1]?.fix).toMatch(/^ip address del \$\(ip -o address show dev ens6 to 198\.51\.100\.40 /);
   });
 });

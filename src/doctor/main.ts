@@ -1,5 +1,6 @@
 import { pino } from "pino";
 import { ExitCode } from "../eni/errors/exit-codes.js";
+import { OsInterfaceSource } from "../eni/os-interface-source.js";
 import { buildPodDeps } from "../eni/pod-deps.js";
 import { systemClock } from "../eni/process/clock.js";
 import { printHelpIfAsked } from "../eni/process/command-run.js";
@@ -16,6 +17,7 @@ import { inClusterEndpoint, KubeNodeSlices } from "./node-slices.js";
 import { renderJson, renderText } from "./render.js";
 import { ProcRpFilter } from "./rp-filter.js";
 import { type DoctorDeps, runDoctor } from "./run-doctor.js";
+import { type NodeDoctorDeps, runNodeDoctor } from "./run-node-doctor.js";
 import { type DoctorConfig, doctorSettings, loadDoctorConfig } from "./settings.js";
 
 const help = (): string =>
@@ -29,7 +31,9 @@ explicit reservations, never prefix ones, over the node-sliced ranges with free 
 node's whereabouts slices held as prefixes, read from the Kubernetes API, in the pod or through
 --kubeconfig, with NODE_NAME or --node-name), and the ip
 command. Run in the node's network namespace (the bridge's host-network pod), it also checks that each
-Multus ENI's link is up and that rp_filter is not strict on it. Changes nothing. Prints ok, warn, PROBLEM or skipped per
+Multus ENI's link is up and that rp_filter is not strict on it. --profile node (the chart's helm test)
+runs the node's checks only: IMDS, the bridge's IAM, the Multus ENIs (tag, link, rp_filter, no pod
+address on the host), the allowed CIDRs, reservations and this node's slices. Changes nothing. Prints ok, warn, PROBLEM or skipped per
 check, with the fix; exits 10 when a check found a problem, 0 otherwise.`,
     doctorSettings,
   );
@@ -89,6 +93,15 @@ async function buildDoctorDeps(
   };
 }
 
+/** The node profile's adapters: doctor's, and every interface of the node (the host network's) with its addresses. */
+function nodeDepsOf(deps: DoctorDeps): NodeDoctorDeps {
+  return {
+    ...deps,
+    rpFilter: new ProcRpFilter(),
+    hostInterfaces: new OsInterfaceSource({ include: [], exclude: [] }),
+  };
+}
+
 /** Entrypoint of `multus-ipmgr doctor`: config, adapters, the checks, the report. */
 export async function main(argv: readonly string[]): Promise<number> {
   if (printHelpIfAsked(argv, help)) return ExitCode.ok;
@@ -96,15 +109,23 @@ export async function main(argv: readonly string[]): Promise<number> {
   try {
     const config = loadDoctorConfig(argv, process.env);
     logger = stderrLogger(config.logLevel);
-    const results = await runDoctor(await buildDoctorDeps(config, argv, logger), {
-      allowedCidrs: config.allowedCidrs,
-      region: config.region,
-      addressSource: config.addressSource,
-      networkStatusFile: config.networkStatusFile,
-      selection: interfaceSelection(config),
-      addressEvents: config.addressEvents,
-      unknownVariables: unknownVariables(process.env),
-    });
+    const deps = await buildDoctorDeps(config, argv, logger);
+    const results =
+      config.profile === "node"
+        ? await runNodeDoctor(nodeDepsOf(deps), {
+            allowedCidrs: config.allowedCidrs,
+            region: config.region,
+            unknownVariables: unknownVariables(process.env),
+          })
+        : await runDoctor(deps, {
+            allowedCidrs: config.allowedCidrs,
+            region: config.region,
+            addressSource: config.addressSource,
+            networkStatusFile: config.networkStatusFile,
+            selection: interfaceSelection(config),
+            addressEvents: config.addressEvents,
+            unknownVariables: unknownVariables(process.env),
+          });
     const exitCode = results.some((r) => r.status === "problem") ? ExitCode.doctorProblem : ExitCode.ok;
     process.stdout.write(config.json ? renderJson(results, exitCode) : renderText(results, exitCode));
     return exitCode;

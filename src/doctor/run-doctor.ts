@@ -89,7 +89,7 @@ const SEE_EC2 = "not checked: EC2 could not be asked (see ec2, permission or ins
 const SEE_DESCRIBE = "not checked: ec2:DescribeNetworkInterfaces is denied (see permission).";
 
 /** Runs `fn`; an IpmgrError it throws (IMDS, EC2, a file) becomes a problem of check `name`, anything else propagates. */
-async function attempt<T>(
+export async function attempt<T>(
   name: string,
   add: (r: CheckResult) => void,
   fn: () => Promise<T>,
@@ -108,7 +108,7 @@ async function attempt<T>(
 }
 
 /** The first reason a check cannot run, if any: the earliest unmet need wins. */
-function blocked(...reasons: (string | undefined)[]): string | undefined {
+export function blocked(...reasons: (string | undefined)[]): string | undefined {
   return reasons.find((r) => r !== undefined);
 }
 
@@ -134,17 +134,7 @@ export async function runDoctor(deps: DoctorDeps, options: DoctorOptions): Promi
     );
   }
 
-  for (const unknown of options.unknownVariables ?? []) {
-    add(
-      problem("config", unknownVariableSentence(unknown), {
-        subject: unknown.name,
-        fix:
-          unknown.suggestion === undefined
-            ? `remove ${unknown.name} from the container's env, or rename it to the variable you meant (docs/configuration.md)`
-            : `rename ${unknown.name} to ${unknown.suggestion} in the container's env`,
-      }),
-    );
-  }
+  add(...unknownVariableChecks(options.unknownVariables ?? []));
 
   // The pod: its managed interfaces and their links.
   const interfaces = await attempt("interfaces", add, () => deps.interfaces.read());
@@ -324,6 +314,19 @@ export async function runDoctor(deps: DoctorDeps, options: DoctorOptions): Promi
   return results;
 }
 
+/** A `config` problem per IPMGR_* variable of the environment that no command reads. */
+export function unknownVariableChecks(unknown: readonly UnknownVariable[]): CheckResult[] {
+  return unknown.map((u) =>
+    problem("config", unknownVariableSentence(u), {
+      subject: u.name,
+      fix:
+        u.suggestion === undefined
+          ? `remove ${u.name} from the container's env, or rename it to the variable you meant (docs/configuration.md)`
+          : `rename ${u.name} to ${u.suggestion} in the container's env`,
+    }),
+  );
+}
+
 /**
  * The node checks, when doctor runs in the node's network namespace (the bridge's host-network pod): each
  * Multus ENI's link up, and the reverse-path filter on it not strict. The Multus ENIs are the secondary ENIs
@@ -414,7 +417,7 @@ function interfaceContext(options: DoctorOptions, allLinks: readonly string[] | 
   };
 }
 
-async function readIdentity(deps: DoctorDeps): Promise<InstanceIdentity> {
+export async function readIdentity(deps: Pick<DoctorDeps, "imds">): Promise<InstanceIdentity> {
   const text = await deps.imds.get(IDENTITY_DOCUMENT_PATH);
   if (text === undefined) throw new IpmgrError(`IMDS has no ${IDENTITY_DOCUMENT_PATH} (HTTP 404).`);
   try {
@@ -443,8 +446,8 @@ async function holdersOf(deps: DoctorDeps, planned: Plan): Promise<Map<string, E
   return holders;
 }
 
-async function reservationsOf(
-  deps: DoctorDeps,
+export async function reservationsOf(
+  deps: Pick<DoctorDeps, "ec2">,
   ranges: readonly { subnet: { subnetId: string } }[],
 ): Promise<Map<string, SubnetCidrReservation[]>> {
   const out = new Map<string, SubnetCidrReservation[]>();

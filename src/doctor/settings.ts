@@ -73,6 +73,13 @@ export const doctorSettings = {
     doc: "Print the report as one JSON document (for tools) instead of text; the exit code is the same.",
     schema: field.boolean(),
   },
+  profile: {
+    env: "IPMGR_DOCTOR_PROFILE",
+    flag: "--profile",
+    default: "pod",
+    doc: "What to check: pod (the container of init or the sidecar: its interfaces, their ENIs and addresses) or node (the bridge's host-network pod: the node's Multus ENIs, their tags and links, rp_filter, pod-range addresses on the host, reservations, the node's whereabouts slices; no pod check).",
+    schema: field.enumOf(["pod", "node"] as const),
+  },
 };
 
 export type DoctorConfig = SettingValues<typeof doctorSettings>;

@@ -211,7 +211,10 @@ export const bridgeSettings = {
     doc: "On SIGTERM, how long the wave in progress may take; past it its EC2 and IMDS calls are aborted and the bridge exits 8.",
   }),
   httpPort: sidecarSharedSettings.httpPort,
-  httpHost: sidecarSharedSettings.httpHost,
+  httpHost: setting({
+    ...sidecarSharedSettings.httpHost,
+    doc: "Address the HTTP server listens on: an IP address. The bridge runs in the node's network namespace, so 0.0.0.0 shows /metrics (pod names, addresses, ENI IDs) to anything the node's security groups admit; the chart sets the node's own address (status.hostIP), and 127.0.0.1 keeps it on the node (no Prometheus then).",
+  }),
 };
 
 export type BridgeConfig = SettingValues<typeof bridgeSettings>;

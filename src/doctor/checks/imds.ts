@@ -87,3 +87,22 @@ export function instanceCheck(identity: InstanceIdentity, configuredRegion: stri
   }
   return ok("instance", `${who}.`);
 }
+
+/**
+ * The token check from the node's own network namespace (doctor --profile node): the hop limit cannot be the
+ * cause there, since the node is where the answer's hop count starts; the other findings are the pod's.
+ */
+export function nodeImdsCheck(result: ImdsProbeResult, context: ImdsContext): CheckResult {
+  if (result.kind !== "token-timeout") return imdsCheck(result, context);
+  return problem(
+    "imds",
+    `the IMDSv2 token request (PUT ${context.endpoint}/latest/api/token) got no answer within ${context.timeoutMs} ms, ` +
+      `but a GET without a token was answered at once (HTTP ${result.getStatus}). From the node's own network ` +
+      "namespace the hop limit is not the cause (1 is enough here): something on the node drops the PUT or its answer.",
+    {
+      fix:
+        "look for a firewall rule on the node (iptables-save or nft list ruleset) that matches 169.254.169.254 or " +
+        "PUT requests; if IMDS is only slow, raise IPMGR_IMDS_TIMEOUT_MS",
+    },
+  );
+}

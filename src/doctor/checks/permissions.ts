@@ -55,3 +55,15 @@ export function unprobeablePermissionCheck(): CheckResult {
     { subject: "assign/unassign" },
   );
 }
+
+/** The bridge's four assign/unassign actions: no DryRun exists for them, and doctor changes nothing. */
+export function bridgeUnprobeableCheck(): CheckResult {
+  return skipped(
+    "permission",
+    `${listText(UNPROBEABLE_ACTIONS)} cannot be checked: EC2 offers no DryRun for them, and doctor changes nothing. ` +
+      "A missing one fails the bridge's assignments on this node, each refusal logged and posted as an AddressesNotAssigned Event naming the action; aws iam " +
+      `simulate-principal-policy --policy-source-arn <role ARN> --action-names ${UNPROBEABLE_ACTIONS.join(" ")} ` +
+      "evaluates the role's policy without calling EC2.",
+    { subject: "assign/unassign" },
+  );
+}

@@ -43,6 +43,7 @@ export const KNOWN_VARIABLES: readonly string[] = [
   "IPMGR_HTTP_PORT",
   "IPMGR_HTTP_HOST",
   "IPMGR_DOCTOR_JSON",
+  "IPMGR_DOCTOR_PROFILE",
   // bridge (src/ipam-whereabouts-bridge/settings.ts)
   "IPMGR_KUBECONFIG",
   "IPMGR_BRIDGE_DEVICE_INDEXES",
