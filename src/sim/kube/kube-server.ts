@@ -1,11 +1,13 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import { parse as parseYaml } from "yaml";
 import { KubeApiError } from "../errors/kube-api-error.js";
-import { BodyTooLargeError, readBody } from "../http-util.js";
+import { BodyTooLargeError, readBodyBytes } from "../http-util.js";
 import { apiGroup, apiGroupList, apiResourceList, apiVersions, simulatedVersion } from "./discovery.js";
-import { type KubeApi, parseQuery, patchContentTypes } from "./kube-api.js";
+import { applyContentType, type KubeApi, parseQuery, patchContentTypes } from "./kube-api.js";
 import type { KubeFaultGate, RequestTarget } from "./kube-fault-gate.js";
 import { isJsonObject, type KubeObject } from "./kube-object.js";
-import { openApiV3Document, openApiV3Root } from "./openapi.js";
+import { openApiV2Protobuf, openApiV2ProtobufType, openApiV3Document, openApiV3Root } from "./openapi.js";
+import { decodeKubeProtobuf, protobufContentType } from "./protobuf.js";
 import { apiVersionOf, findResource, type ResourceDef, type Verb } from "./resources.js";
 import { tableOf, wantsTable } from "./table.js";
 import type { WatchSettings, WatchStreams } from "./watch-stream.js";
@@ -100,16 +102,19 @@ function integer(params: URLSearchParams, name: string): number | undefined {
   return Number(text);
 }
 
-async function jsonBody(req: IncomingMessage, optional = false): Promise<unknown> {
-  let text: string;
+async function bodyBytes(req: IncomingMessage): Promise<Buffer> {
   try {
-    text = await readBody(req);
+    return await readBodyBytes(req);
   } catch (error) {
     if (error instanceof BodyTooLargeError) {
       throw new KubeApiError(413, "RequestEntityTooLarge", `Request entity too large: ${error.message}`);
     }
     throw error;
   }
+}
+
+async function jsonBody(req: IncomingMessage, optional = false): Promise<unknown> {
+  const text = (await bodyBytes(req)).toString("utf8");
   if (text.trim() === "") {
     if (optional) return undefined;
     throw new KubeApiError(400, "BadRequest", "the request body is empty; send the object as JSON");
@@ -119,6 +124,45 @@ async function jsonBody(req: IncomingMessage, optional = false): Promise<unknown
   } catch (error) {
     throw new KubeApiError(400, "BadRequest", `the request body is not JSON: ${(error as Error).message}`);
   }
+}
+
+/** An apply's configuration: YAML (JSON is YAML too). */
+async function yamlBody(req: IncomingMessage): Promise<unknown> {
+  const text = (await bodyBytes(req)).toString("utf8");
+  try {
+    return parseYaml(text) as unknown;
+  } catch (error) {
+    throw new KubeApiError(
+      400,
+      "BadRequest",
+      `the applied configuration is not YAML: ${(error as Error).message}`,
+    );
+  }
+}
+
+/** A delete's DeleteOptions, JSON or protobuf, or undefined without a body. */
+async function deleteBody(req: IncomingMessage): Promise<unknown> {
+  const contentType = (req.headers["content-type"] ?? "").split(";")[0]?.trim() ?? "";
+  if (contentType !== protobufContentType) return jsonBody(req, true);
+  const bytes = await bodyBytes(req);
+  return bytes.length === 0 ? undefined : decodeKubeProtobuf(bytes);
+}
+
+/**
+ * The object of a create or update: JSON, or protobuf for the kinds protobuf.ts reads (helm's release
+ * Secrets come that way); anything else is 415.
+ */
+async function objectBody(req: IncomingMessage): Promise<unknown> {
+  const contentType = (req.headers["content-type"] ?? "").split(";")[0]?.trim() ?? "";
+  if (contentType === protobufContentType) return decodeKubeProtobuf(await bodyBytes(req));
+  if (contentType !== "" && contentType !== "application/json" && contentType !== "*/*") {
+    throw new KubeApiError(
+      415,
+      "UnsupportedMediaType",
+      `the body of the request was in an unknown format (${contentType}) - accepted media types include: application/json, ${protobufContentType}`,
+    );
+  }
+  return jsonBody(req);
 }
 
 /** Drops each item's apiVersion and kind, as typed lists of built-in resources show them. */
@@ -246,26 +290,35 @@ async function handleResource(
       return 200;
     }
     case "create": {
-      const created = api.create(resource, namespace, await jsonBody(req), { dryRun });
+      const created = api.create(resource, namespace, await objectBody(req), { dryRun });
       send(res, 201, created);
       return 201;
     }
     case "update": {
       const existed = api.store.get(resource.storage, namespace, name as string) !== undefined;
-      const updated = api.update(resource, namespace, name as string, await jsonBody(req), { dryRun });
+      const updated = api.update(resource, namespace, name as string, await objectBody(req), { dryRun });
       const status = existed ? 200 : 201;
       send(res, status, updated);
       return status;
     }
     case "patch": {
       const contentType = (req.headers["content-type"] ?? "").split(";")[0]?.trim() ?? "";
+      if (contentType === applyContentType) {
+        const { object, created } = api.apply(resource, namespace, name as string, await yamlBody(req), {
+          dryRun,
+          fieldManager: params.get("fieldManager") ?? undefined,
+          force: flag(params.get("force")),
+        });
+        send(res, created ? 201 : 200, object);
+        return created ? 201 : 200;
+      }
       const type = patchContentTypes[contentType];
       if (type === undefined) {
         throw new KubeApiError(
           415,
           "UnsupportedMediaType",
           `the body of the request was in an unknown format (${contentType || "no content type"}) - accepted media types include: ` +
-            `${Object.keys(patchContentTypes).join(", ")} (multus-ipmgr sim does not implement server-side apply)`,
+            `${[...Object.keys(patchContentTypes), applyContentType].join(", ")}`,
         );
       }
       const patched = api.patch(resource, namespace, name as string, type, await jsonBody(req), { dryRun });
@@ -273,7 +326,7 @@ async function handleResource(
       return 200;
     }
     case "delete": {
-      const body = await jsonBody(req, true);
+      const body = await deleteBody(req);
       const options = isJsonObject(body) ? body : {};
       const preconditions = isJsonObject(options.preconditions) ? options.preconditions : {};
       const grace =
@@ -317,6 +370,12 @@ async function handle(deps: KubeServerDeps, req: IncomingMessage, res: ServerRes
     }
     if (path === "/apis") {
       send(res, 200, apiGroupList());
+      return 200;
+    }
+    if (path === "/openapi/v2") {
+      const document = openApiV2Protobuf();
+      res.writeHead(200, { "content-type": openApiV2ProtobufType, "content-length": document.length });
+      res.end(document);
       return 200;
     }
     if (path === "/openapi/v3") {
