@@ -126,6 +126,13 @@ function hasPath(set: JsonObject, path: readonly string[]): boolean {
   return true;
 }
 
+/** Removes one leaf from a field set (a manager losing a field to a forced apply). */
+function removeFromSet(set: JsonObject, path: readonly string[]): void {
+  let node: unknown = set;
+  for (const key of path.slice(0, -1)) node = isJsonObject(node) ? node[key] : undefined;
+  if (isJsonObject(node)) delete node[path.at(-1) as string];
+}
+
 /** The list index a `k:` or `v:` key names in `list`, or -1. */
 function indexIn(list: unknown[], key: string): number {
   const wanted = JSON.parse(key.slice(2)) as unknown;
@@ -237,7 +244,7 @@ export function serverSideApply(
       conflicts.map((c) => ({ manager: c.entry.manager, field: fieldPathOf(c.path) })),
     );
   }
-  for (const { entry, path } of conflicts) removeAt(entry.fieldsV1, path);
+  for (const { entry, path } of conflicts) removeFromSet(entry.fieldsV1, path);
   const base: JsonObject = structuredClone(current ?? { metadata: {} });
   if (mine !== undefined) {
     const gone = leavesOf(mine.fieldsV1).filter(
