@@ -314,6 +314,36 @@ describe("generic kinds and namespaces", () => {
     ).toBe("\n\u00032.0");
   });
 
+  it("answers /api and /apis in aggregated form when asked first, in the plain form otherwise", async () => {
+    const s = await start();
+    const accept =
+      "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json";
+    const aggregated = await fetch(`${kubeEndpointOf(s)}/apis`, { headers: { accept } });
+    expect(aggregated.headers.get("content-type")).toBe(
+      "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList",
+    );
+    const list = (await aggregated.json()) as {
+      kind: string;
+      items: { metadata: { name: string }; versions: { version: string; resources: unknown[] }[] }[];
+    };
+    expect(list.kind).toBe("APIGroupDiscoveryList");
+    const apps = list.items.find((g) => g.metadata.name === "apps");
+    expect(apps?.versions[0]?.resources).toContainEqual({
+      resource: "daemonsets",
+      responseKind: { group: "apps", version: "v1", kind: "DaemonSet" },
+      scope: "Namespaced",
+      singularResource: "daemonset",
+      verbs: ["create", "delete", "get", "list", "patch", "update", "watch"],
+      shortNames: ["ds"],
+      categories: ["all"],
+    });
+    const core = (await (await fetch(`${kubeEndpointOf(s)}/api`, { headers: { accept } })).json()) as {
+      items: { metadata: object; versions: { version: string }[] }[];
+    };
+    expect(core.items.map((g) => [g.metadata, g.versions.map((v) => v.version)])).toEqual([[{}, ["v1"]]]);
+    expect((await kube(s, "GET", "/apis")).body.kind).toBe("APIGroupList");
+  });
+
   it("deletes a namespace with everything in it, and nothing outside it", async () => {
     const s = await start();
     const cm = (namespace: string) => ({

@@ -2,7 +2,16 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { parse as parseYaml } from "yaml";
 import { KubeApiError } from "../errors/kube-api-error.js";
 import { BodyTooLargeError, readBodyBytes } from "../http-util.js";
-import { apiGroup, apiGroupList, apiResourceList, apiVersions, simulatedVersion } from "./discovery.js";
+import {
+  acceptsAggregatedDiscovery,
+  aggregatedDiscovery,
+  aggregatedDiscoveryType,
+  apiGroup,
+  apiGroupList,
+  apiResourceList,
+  apiVersions,
+  simulatedVersion,
+} from "./discovery.js";
 import { applyContentType, type KubeApi, parseQuery, patchContentTypes } from "./kube-api.js";
 import type { KubeFaultGate, RequestTarget } from "./kube-fault-gate.js";
 import { isJsonObject, type KubeObject } from "./kube-object.js";
@@ -32,10 +41,16 @@ interface ResourceRequest {
   readonly name: string | undefined;
 }
 
-function send(res: ServerResponse, status: number, body: unknown, retryAfterSeconds?: number): void {
+function send(
+  res: ServerResponse,
+  status: number,
+  body: unknown,
+  retryAfterSeconds?: number,
+  contentType = "application/json",
+): void {
   const text = JSON.stringify(body);
   res.writeHead(status, {
-    "content-type": "application/json",
+    "content-type": contentType,
     "content-length": Buffer.byteLength(text),
     ...(retryAfterSeconds === undefined ? {} : { "retry-after": String(retryAfterSeconds) }),
   });
@@ -362,6 +377,10 @@ async function handle(deps: KubeServerDeps, req: IncomingMessage, res: ServerRes
     }
     if (path === "/healthz" || path === "/readyz" || path === "/livez") {
       res.writeHead(200, { "content-type": "text/plain" }).end("ok");
+      return 200;
+    }
+    if ((path === "/api" || path === "/apis") && acceptsAggregatedDiscovery(req.headers.accept ?? "")) {
+      send(res, 200, aggregatedDiscovery(path === "/api"), undefined, aggregatedDiscoveryType);
       return 200;
     }
     if (path === "/api") {
