@@ -1,7 +1,5 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
-import { parse as parseYaml } from "yaml";
 import { KubeApiError } from "../errors/kube-api-error.js";
-import { BodyTooLargeError, readBodyBytes } from "../http-util.js";
 import {
   acceptsAggregatedDiscovery,
   aggregatedDiscovery,
@@ -12,11 +10,12 @@ import {
   apiVersions,
   simulatedVersion,
 } from "./discovery.js";
-import { applyContentType, type KubeApi, parseQuery, patchContentTypes } from "./kube-api.js";
+import { applyContentType, type KubeApi, patchContentTypes } from "./kube-api.js";
 import type { KubeFaultGate, RequestTarget } from "./kube-fault-gate.js";
 import { isJsonObject, type KubeObject } from "./kube-object.js";
+import { parseQuery } from "./list-query.js";
 import { openApiV2Protobuf, openApiV2ProtobufType, openApiV3Document, openApiV3Root } from "./openapi.js";
-import { decodeKubeProtobuf, protobufContentType } from "./protobuf.js";
+import { deleteBody, jsonBody, objectBody, yamlBody } from "./request-bodies.js";
 import { apiVersionOf, findResource, type ResourceDef, type Verb } from "./resources.js";
 import { tableOf, wantsTable } from "./table.js";
 import type { WatchSettings, WatchStreams } from "./watch-stream.js";
@@ -115,69 +114,6 @@ function integer(params: URLSearchParams, name: string): number | undefined {
     throw new KubeApiError(400, "BadRequest", `invalid ${name} ${JSON.stringify(text)}: must be an integer`);
   }
   return Number(text);
-}
-
-async function bodyBytes(req: IncomingMessage): Promise<Buffer> {
-  try {
-    return await readBodyBytes(req);
-  } catch (error) {
-    if (error instanceof BodyTooLargeError) {
-      throw new KubeApiError(413, "RequestEntityTooLarge", `Request entity too large: ${error.message}`);
-    }
-    throw error;
-  }
-}
-
-async function jsonBody(req: IncomingMessage, optional = false): Promise<unknown> {
-  const text = (await bodyBytes(req)).toString("utf8");
-  if (text.trim() === "") {
-    if (optional) return undefined;
-    throw new KubeApiError(400, "BadRequest", "the request body is empty; send the object as JSON");
-  }
-  try {
-    return JSON.parse(text);
-  } catch (error) {
-    throw new KubeApiError(400, "BadRequest", `the request body is not JSON: ${(error as Error).message}`);
-  }
-}
-
-/** An apply's configuration: YAML (JSON is YAML too). */
-async function yamlBody(req: IncomingMessage): Promise<unknown> {
-  const text = (await bodyBytes(req)).toString("utf8");
-  try {
-    return parseYaml(text) as unknown;
-  } catch (error) {
-    throw new KubeApiError(
-      400,
-      "BadRequest",
-      `the applied configuration is not YAML: ${(error as Error).message}`,
-    );
-  }
-}
-
-/** A delete's DeleteOptions, JSON or protobuf, or undefined without a body. */
-async function deleteBody(req: IncomingMessage): Promise<unknown> {
-  const contentType = (req.headers["content-type"] ?? "").split(";")[0]?.trim() ?? "";
-  if (contentType !== protobufContentType) return jsonBody(req, true);
-  const bytes = await bodyBytes(req);
-  return bytes.length === 0 ? undefined : decodeKubeProtobuf(bytes);
-}
-
-/**
- * The object of a create or update: JSON, or protobuf for the kinds protobuf.ts reads (helm's release
- * Secrets come that way); anything else is 415.
- */
-async function objectBody(req: IncomingMessage): Promise<unknown> {
-  const contentType = (req.headers["content-type"] ?? "").split(";")[0]?.trim() ?? "";
-  if (contentType === protobufContentType) return decodeKubeProtobuf(await bodyBytes(req));
-  if (contentType !== "" && contentType !== "application/json" && contentType !== "*/*") {
-    throw new KubeApiError(
-      415,
-      "UnsupportedMediaType",
-      `the body of the request was in an unknown format (${contentType}) - accepted media types include: application/json, ${protobufContentType}`,
-    );
-  }
-  return jsonBody(req);
 }
 
 /** Drops each item's apiVersion and kind, as typed lists of built-in resources show them. */
