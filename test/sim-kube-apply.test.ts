@@ -133,7 +133,7 @@ describe("server-side apply (pure)", () => {
     }
     expect(thrown).toBeInstanceOf(ApplyConflictError);
     expect((thrown as ApplyConflictError).message).toBe(
-      'Apply failed with 1 conflict: conflict with "kubectl": .spec.template.spec.containers[name="bridge"].env[name="A"].value',
+      'Apply failed with 1 conflict: conflict with "kubectl" using apps/v1: .spec.template.spec.containers[name="bridge"].env[name="A"].value',
     );
   });
 
@@ -269,7 +269,7 @@ describe("server-side apply over HTTP", () => {
     expect(conflict.body.details.causes).toEqual([
       {
         reason: "FieldManagerConflict",
-        message: 'conflict with "helm"',
+        message: 'conflict with "helm" using apps/v1',
         field: '.spec.template.spec.containers[name="bridge"].env[name="A"].value',
       },
     ]);

@@ -448,7 +448,7 @@ export class KubeApi {
       throw new KubeApiError(409, "Conflict", error.message, {
         causes: error.conflicts.map((c) => ({
           reason: "FieldManagerConflict",
-          message: `conflict with "${c.manager}"`,
+          message: `conflict with "${c.manager}" using ${c.apiVersion}`,
           field: c.field,
         })),
       });

@@ -15,6 +15,8 @@ import type { PatchStrategies } from "./resource-def.js";
 /** A field another manager owns with another value: `.spec.replicas`, `.spec.containers[name="app"].image`. */
 export interface ApplyConflict {
   readonly manager: string;
+  /** The apiVersion the manager applied with. */
+  readonly apiVersion: string;
   readonly field: string;
 }
 
@@ -26,7 +28,7 @@ export class ApplyConflictError extends Error {
   constructor(conflicts: readonly ApplyConflict[]) {
     super(
       `Apply failed with ${conflicts.length} conflict${conflicts.length === 1 ? "" : "s"}: ${conflicts
-        .map((c) => `conflict with "${c.manager}": ${c.field}`)
+        .map((c) => `conflict with "${c.manager}" using ${c.apiVersion}: ${c.field}`)
         .join("\n")}`,
     );
     this.conflicts = conflicts;
@@ -126,11 +128,19 @@ function hasPath(set: JsonObject, path: readonly string[]): boolean {
   return true;
 }
 
-/** Removes one leaf from a field set (a manager losing a field to a forced apply). */
+/** Removes one leaf from a field set (a manager losing a field to a forced apply), and the sets it empties. */
 function removeFromSet(set: JsonObject, path: readonly string[]): void {
-  let node: unknown = set;
-  for (const key of path.slice(0, -1)) node = isJsonObject(node) ? node[key] : undefined;
-  if (isJsonObject(node)) delete node[path.at(-1) as string];
+  const nodes: JsonObject[] = [set];
+  for (const key of path.slice(0, -1)) {
+    const next = (nodes.at(-1) as JsonObject)[key];
+    if (!isJsonObject(next)) return;
+    nodes.push(next);
+  }
+  for (let depth = path.length - 1; depth >= 0; depth--) {
+    const node = nodes[depth] as JsonObject;
+    delete node[path[depth] as string];
+    if (Object.keys(node).length > 0) return;
+  }
 }
 
 /** The list index a `k:` or `v:` key names in `list`, or -1. */
@@ -241,7 +251,11 @@ export function serverSideApply(
   }
   if (conflicts.length > 0 && !request.force) {
     throw new ApplyConflictError(
-      conflicts.map((c) => ({ manager: c.entry.manager, field: fieldPathOf(c.path) })),
+      conflicts.map((c) => ({
+        manager: c.entry.manager,
+        apiVersion: String(c.entry.apiVersion ?? ""),
+        field: fieldPathOf(c.path),
+      })),
     );
   }
   for (const { entry, path } of conflicts) removeFromSet(entry.fieldsV1, path);
