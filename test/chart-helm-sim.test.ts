@@ -156,6 +156,19 @@ describe.skipIf(unavailable !== undefined)("helm against the simulator's Kuberne
     expect(await inventory()).toEqual(before);
   });
 
+  it("refuses a misspelt value before it writes anything: no object, no release record", async () => {
+    const before = await inventory();
+    const refused = await helmAgainst(
+      join(dir as string, "kubeconfig"),
+      join(dir as string, "helm"),
+      ["install", RELEASE.name, CHART, "--namespace", RELEASE.namespace],
+      stringify({ bridge: { releaseGraceMS: 1000 } }),
+    );
+    expect(refused.status).not.toBe(0);
+    expect(refused.stderr).toContain("releaseGraceMS");
+    expect(await inventory()).toEqual(before);
+  });
+
   it("installs the bridge alone with client-side apply, upgrades it and uninstalls: no demo object, nothing left", async () => {
     const before = await inventory();
     await install({}, ["--server-side=false"]);
