@@ -80,6 +80,9 @@ describe("discovery", () => {
       "events.k8s.io/v1",
       "k8s.cni.cncf.io/v1",
       "whereabouts.cni.cncf.io/v1alpha1",
+      "apps/v1",
+      "rbac.authorization.k8s.io/v1",
+      "monitoring.coreos.com/v1",
     ]);
     const whereabouts = (await kube(s, "GET", "/apis/whereabouts.cni.cncf.io/v1alpha1")).body;
     expect(whereabouts.resources.map((r: { kind: string }) => r.kind)).toEqual([
@@ -95,7 +98,7 @@ describe("discovery", () => {
 
   it("answers an unknown path with a NotFound Status", async () => {
     const s = await start();
-    expect(await kube(s, "GET", "/apis/apps/v1/deployments")).toMatchObject({
+    expect(await kube(s, "GET", "/apis/batch/v1/jobs")).toMatchObject({
       status: 404,
       body: { kind: "Status", apiVersion: "v1", status: "Failure", reason: "NotFound", code: 404 },
     });
@@ -601,7 +604,7 @@ describe("writes", () => {
         .status,
     ).toBe(415);
     expect(
-      (await kube(s, "PATCH", nad, { spec: { config: "{}" } }, "application/apply-patch+yaml")).body,
+      (await kube(s, "PATCH", nad, { spec: { config: "{}" } }, "application/vnd.example+json")).body,
     ).toMatchObject({ code: 415, reason: "UnsupportedMediaType" });
     expect(
       (

@@ -182,6 +182,48 @@ describe.skipIf(kubectlMissing !== undefined)("kubectl against the simulator", (
     });
   });
 
+  it("applies a ConfigMap server-side: created, a dropped key removed, another manager's change refused until --force-conflicts", async () => {
+    const file = join(dir as string, "cm.yaml");
+    const manifest = (data: string) =>
+      ["apiVersion: v1", "kind: ConfigMap", "metadata: { name: plan, namespace: cnf }", `data: ${data}`].join(
+        "\n",
+      );
+    writeFileSync(file, manifest("{ a: '1', b: '2' }"));
+    expect(await kubectl("apply", "--server-side", "-f", file)).toMatchObject({
+      code: 0,
+      stdout: "configmap/plan serverside-applied\n",
+    });
+    writeFileSync(file, manifest("{ a: '3' }"));
+    expect((await kubectl("apply", "--server-side", "-f", file)).code).toBe(0);
+    const data = await kubectl("get", "configmap", "-n", "cnf", "plan", "-o", "jsonpath={.data}");
+    expect(JSON.parse(data.stdout)).toEqual({ a: "3" });
+    writeFileSync(file, manifest("{ a: '4' }"));
+    const refused = await kubectl("apply", "--server-side", "--field-manager", "other", "-f", file);
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toContain('conflict with "kubectl" using v1: .data.a');
+    const forced = await kubectl(
+      "apply",
+      "--server-side",
+      "--field-manager",
+      "other",
+      "--force-conflicts",
+      "-f",
+      file,
+    );
+    expect(forced.code).toBe(0);
+    const managers = await kubectl(
+      "get",
+      "configmap",
+      "-n",
+      "cnf",
+      "plan",
+      "--show-managed-fields",
+      "-o",
+      "jsonpath={.metadata.managedFields[*].manager}",
+    );
+    expect(managers.stdout.split(" ").sort()).toEqual(["other"]);
+  });
+
   it("deletes a pod and waits for it to be gone", async () => {
     const deleted = await kubectl("delete", "pod", "-n", "cnf", "upf-0");
     expect(deleted).toMatchObject({ code: 0, stdout: 'pod "upf-0" deleted\n' });

@@ -72,8 +72,8 @@ describe("the world file's kubernetes section", () => {
     ],
     [{ namespaces: ["Bad"] }, "kubernetes.namespaces[0]: Invalid value"],
     [
-      { objects: [{ apiVersion: "apps/v1", kind: "Deployment", metadata: { name: "d" } }] },
-      "kubernetes.objects[0]: Deployment of apps/v1 is not a kind the simulator serves",
+      { objects: [{ apiVersion: "batch/v1", kind: "Job", metadata: { name: "d" } }] },
+      "kubernetes.objects[0]: Job of batch/v1 is not a kind the simulator serves",
     ],
     [
       {

@@ -12,6 +12,11 @@ export class BodyTooLargeError extends Error {
 }
 
 export async function readBody(req: IncomingMessage, maxBytes = defaultMaxBodyBytes): Promise<string> {
+  return (await readBodyBytes(req, maxBytes)).toString("utf8");
+}
+
+/** The request's body as bytes, up to `maxBytes` (BodyTooLargeError beyond). */
+export async function readBodyBytes(req: IncomingMessage, maxBytes = defaultMaxBodyBytes): Promise<Buffer> {
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of req) {
@@ -19,7 +24,7 @@ export async function readBody(req: IncomingMessage, maxBytes = defaultMaxBodyBy
     if (size > maxBytes) throw new BodyTooLargeError(maxBytes);
     chunks.push(chunk as Buffer);
   }
-  return Buffer.concat(chunks).toString("utf8");
+  return Buffer.concat(chunks);
 }
 
 /** Listens and resolves with the bound port (useful with port 0). */

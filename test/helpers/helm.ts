@@ -4,7 +4,7 @@
  * standard input (`--values -`), so that a test writes no file. KUBECONFIG is /dev/null: no call here ever
  * reaches a cluster, whatever the machine's kubeconfig says.
  */
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { parseAllDocuments } from "yaml";
 import { toolPaths } from "../../scripts/helm-bin.mjs";
 import { CHART, RELEASE } from "../../scripts/manifests.mjs";
@@ -36,6 +36,45 @@ export function helm(args: readonly string[], values?: string): HelmRun {
   });
   if (run.error !== undefined) throw run.error;
   return { status: run.status, stdout: run.stdout, stderr: run.stderr };
+}
+
+/**
+ * Runs helm with `args` against the cluster of `kubeconfig`, without blocking the event loop (an in-process
+ * simulator must answer meanwhile). helm's cache, config and data, and client-go's discovery cache, go under
+ * `home`, not the user's.
+ */
+export function helmAgainst(
+  kubeconfig: string,
+  home: string,
+  args: readonly string[],
+  values?: string,
+): Promise<HelmRun> {
+  const { helm: binary } = toolPaths();
+  return new Promise((resolve, reject) => {
+    const child = spawn(binary, values === undefined ? args : [...args, "--values", "-"], {
+      env: {
+        PATH: process.env.PATH ?? "",
+        // client-go caches discovery under $HOME/.kube: without HOME, under the working directory.
+        HOME: home,
+        KUBECONFIG: kubeconfig,
+        HELM_CACHE_HOME: `${home}/cache`,
+        HELM_CONFIG_HOME: `${home}/config`,
+        HELM_DATA_HOME: `${home}/data`,
+      },
+      stdio: ["pipe", "pipe", "pipe"],
+    });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.setEncoding("utf8").on("data", (chunk: string) => {
+      stdout += chunk;
+    });
+    child.stderr.setEncoding("utf8").on("data", (chunk: string) => {
+      stderr += chunk;
+    });
+    child.on("error", reject);
+    child.on("close", (status) => resolve({ status, stdout, stderr }));
+    child.stdin.end(values ?? "");
+  });
 }
 
 export type K8sObject = Record<string, unknown> & {

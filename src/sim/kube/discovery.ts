@@ -64,3 +64,54 @@ export function apiResourceList(group: string, version: string): object | undefi
     resources: gv.resources.map(entry),
   };
 }
+
+/** The media type of aggregated discovery (apidiscovery.k8s.io/v2), which client-go asks /api and /apis for first. */
+export const aggregatedDiscoveryType = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
+
+/** Whether an Accept header offers aggregated discovery v2 (client-go lists it before plain JSON). */
+export function acceptsAggregatedDiscovery(accept: string): boolean {
+  return accept
+    .split(",")
+    .map((type) => type.replace(/\s/g, ""))
+    .some(
+      (type) =>
+        type.includes("g=apidiscovery.k8s.io") &&
+        type.includes("v=v2;") &&
+        type.endsWith("as=APIGroupDiscoveryList"),
+    );
+}
+
+function discoveryResource(r: ResourceDef): object {
+  return {
+    resource: r.plural,
+    responseKind: { group: r.group, version: r.version, kind: r.kind },
+    scope: r.namespaced ? "Namespaced" : "Cluster",
+    singularResource: r.singular,
+    verbs: r.verbs,
+    ...(r.shortNames.length === 0 ? {} : { shortNames: r.shortNames }),
+    ...(r.categories.length === 0 ? {} : { categories: r.categories }),
+  };
+}
+
+/**
+ * `GET /api` (`core`) or `/apis` in aggregated form: every group with its versions and their resources in
+ * one document, as kube-apiserver 1.30+ answers, so that a client needs no request per group version.
+ */
+export function aggregatedDiscovery(core: boolean): object {
+  const groups = [...new Set(groupVersions().map((gv) => gv.group))].filter((g) => (g === "") === core);
+  return {
+    kind: "APIGroupDiscoveryList",
+    apiVersion: "apidiscovery.k8s.io/v2",
+    metadata: {},
+    items: groups.map((group) => ({
+      metadata: group === "" ? {} : { name: group },
+      versions: groupVersions()
+        .filter((gv) => gv.group === group)
+        .map((gv) => ({
+          version: gv.version,
+          resources: gv.resources.map(discoveryResource),
+          freshness: "Current",
+        })),
+    })),
+  };
+}

@@ -4,27 +4,11 @@ import { KubeApiError, type KubeStatus, type StatusCause } from "../errors/kube-
 import { decodeContinue, encodeContinue } from "./continue-token.js";
 import { isJsonObject, type JsonObject, jsonEqual, type KubeObject, kubeTime } from "./kube-object.js";
 import type { KubeStore } from "./kube-store.js";
+import { type ListQuery, matchesQuery } from "./list-query.js";
 import { jsonPatch, mergePatch, PatchError, strategicMergePatch } from "./patch.js";
 import { apiVersionOf, primaryResource, qualifiedName, type ResourceDef } from "./resources.js";
-import {
-  type FieldSelector,
-  type LabelSelector,
-  matchesFields,
-  matchesLabels,
-  parseFieldSelector,
-  parseLabelSelector,
-  SelectorError,
-  unsupportedField,
-} from "./selectors.js";
+import { ApplyConflictError, serverSideApply } from "./server-side-apply.js";
 import { invalidMessage, metadataProblems, nameProblems, required } from "./validation.js";
-
-/** The query of a list or watch, parsed. */
-export interface ListQuery {
-  /** undefined: every namespace (or a cluster-scoped resource). */
-  readonly namespace: string | undefined;
-  readonly labelSelector: LabelSelector;
-  readonly fieldSelector: FieldSelector;
-}
 
 export interface ListOptions extends ListQuery {
   readonly limit: number | undefined;
@@ -58,6 +42,9 @@ export interface DeleteOptions extends WriteOptions {
 
 export type PatchType = "merge" | "strategic" | "json";
 
+/** Server-side apply's content type (server-side-apply.ts). */
+export const applyContentType = "application/apply-patch+yaml";
+
 export const patchContentTypes: Readonly<Record<string, PatchType>> = {
   "application/merge-patch+json": "merge",
   "application/strategic-merge-patch+json": "strategic",
@@ -68,60 +55,6 @@ const generateNameAlphabet = "bcdfghjklmnpqrstvwxz2456789";
 
 function badRequest(message: string): KubeApiError {
   return new KubeApiError(400, "BadRequest", message);
-}
-
-/** Every field selector a resource offers. */
-export function selectableFields(resource: ResourceDef): string[] {
-  return ["metadata.name", "metadata.namespace", ...Object.keys(resource.fields({ metadata: {} }))];
-}
-
-/**
- * Parses `labelSelector` and `fieldSelector` as the API server does. Throws KubeApiError 400 for a syntax
- * error or a field the resource does not offer.
- */
-export function parseQuery(
-  resource: ResourceDef,
-  namespace: string | undefined,
-  labelSelector: string,
-  fieldSelector: string,
-): ListQuery {
-  let labels: LabelSelector;
-  let fields: FieldSelector;
-  try {
-    labels = parseLabelSelector(labelSelector);
-  } catch (error) {
-    if (!(error instanceof SelectorError)) throw error;
-    throw badRequest(`couldn't parse the selector string "${labelSelector}": ${error.message}`);
-  }
-  try {
-    fields = parseFieldSelector(fieldSelector);
-  } catch (error) {
-    if (!(error instanceof SelectorError)) throw error;
-    throw badRequest(`invalid field selector ${JSON.stringify(fieldSelector)}: ${error.message}`);
-  }
-  const unsupported = unsupportedField(fields, selectableFields(resource));
-  if (unsupported !== undefined) {
-    throw badRequest(
-      resource.custom
-        ? `"${unsupported}" is not a known field selector: only "metadata.name", "metadata.namespace"`
-        : `field label not supported: ${unsupported}`,
-    );
-  }
-  return { namespace, labelSelector: labels, fieldSelector: fields };
-}
-
-/** Whether a stored object is in the query's namespace and matches its selectors. */
-export function matchesQuery(resource: ResourceDef, query: ListQuery, stored: KubeObject): boolean {
-  const { metadata } = stored;
-  if (query.namespace !== undefined && resource.namespaced && metadata.namespace !== query.namespace)
-    return false;
-  if (!matchesLabels(query.labelSelector, metadata.labels)) return false;
-  if (query.fieldSelector.length === 0) return true;
-  return matchesFields(query.fieldSelector, {
-    "metadata.name": metadata.name ?? "",
-    "metadata.namespace": metadata.namespace ?? "",
-    ...resource.fields(stored),
-  });
 }
 
 /**
@@ -477,6 +410,55 @@ export class KubeApi {
     return this.#replace(resource, existing, object, options);
   }
 
+  /**
+   * Server-side apply (server-side-apply.ts) of `body` by `fieldManager`: creates the object when it does
+   * not exist, as kube-apiserver does. Returns the object and whether it was created.
+   */
+  apply(
+    resource: ResourceDef,
+    namespace: string,
+    name: string,
+    body: unknown,
+    options: WriteOptions & { readonly fieldManager: string | undefined; readonly force: boolean },
+  ): { object: KubeObject; created: boolean } {
+    if (options.fieldManager === undefined || options.fieldManager === "") {
+      throw new KubeApiError(
+        422,
+        "Invalid",
+        'PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: is required for apply patch',
+        { group: "meta.k8s.io", kind: "PatchOptions", causes: [required("fieldManager")] },
+      );
+    }
+    if (!isJsonObject(body) || typeof body.apiVersion !== "string" || typeof body.kind !== "string") {
+      throw badRequest("apiVersion and kind must be set in the applied configuration");
+    }
+    const applied = this.#decode(resource, namespace, body, name);
+    const existing = this.store.get(resource.storage, resource.namespaced ? namespace : "", name);
+    let result: KubeObject;
+    try {
+      result = serverSideApply(existing === undefined ? undefined : this.view(resource, existing), applied, {
+        manager: options.fieldManager,
+        force: options.force,
+        apiVersion: apiVersionOf(resource),
+        time: kubeTime(this.#clock.now()),
+        strategies: resource.patchStrategies,
+      });
+    } catch (error) {
+      if (!(error instanceof ApplyConflictError)) throw error;
+      throw new KubeApiError(409, "Conflict", error.message, {
+        causes: error.conflicts.map((c) => ({
+          reason: "FieldManagerConflict",
+          message: `conflict with "${c.manager}" using ${c.apiVersion}`,
+          field: c.field,
+        })),
+      });
+    }
+    if (existing === undefined) {
+      return { object: this.create(resource, namespace, result, options), created: true };
+    }
+    return { object: this.#replace(resource, existing, result, options), created: false };
+  }
+
   /** Commits `object` (view form) over `existing`, keeping what clients cannot change. */
   #replace(
     resource: ResourceDef,
@@ -504,6 +486,9 @@ export class KubeApi {
       else metadata[field] = existing.metadata[field] as never;
     }
     metadata.resourceVersion = existing.metadata.resourceVersion as string;
+    if (metadata.managedFields === undefined && existing.metadata.managedFields !== undefined) {
+      metadata.managedFields = existing.metadata.managedFields;
+    }
     this.#validate(resource, object);
     let stored = resource.fromView(object);
     // No served CRD has a status subresource, so a status change is a change of the object: generation + 1.
@@ -547,6 +532,7 @@ export class KubeApi {
         `Precondition failed: ResourceVersion in precondition: ${resourceVersion}, ResourceVersion in object meta: ${existing.metadata.resourceVersion ?? ""}`,
       );
     }
+    if (resource.storage === "namespaces" && !options.dryRun) this.#emptyNamespace(name);
     const now = this.#clock.now();
     const finalizers = existing.metadata.finalizers ?? [];
     if (finalizers.length > 0) {
@@ -576,6 +562,19 @@ export class KubeApi {
     }
     if (options.dryRun) return { object: this.view(resource, last), gone: true };
     return { object: this.view(resource, this.store.commit("DELETED", resource.storage, last)), gone: true };
+  }
+
+  /**
+   * What the namespace controller does before a deleted namespace goes, done at once: every object in it is
+   * removed (DELETED each), finalizers and grace periods notwithstanding.
+   */
+  #emptyNamespace(namespace: string): void {
+    for (const storage of this.store.storages()) {
+      if (storage === "namespaces") continue;
+      for (const object of this.store.list(storage)) {
+        if (object.metadata.namespace === namespace) this.store.commit("DELETED", storage, object);
+      }
+    }
   }
 
   /** The Status a delete answers with for resources that do not return the object. */

@@ -1,11 +1,21 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { KubeApiError } from "../errors/kube-api-error.js";
-import { BodyTooLargeError, readBody } from "../http-util.js";
-import { apiGroup, apiGroupList, apiResourceList, apiVersions, simulatedVersion } from "./discovery.js";
-import { type KubeApi, parseQuery, patchContentTypes } from "./kube-api.js";
+import {
+  acceptsAggregatedDiscovery,
+  aggregatedDiscovery,
+  aggregatedDiscoveryType,
+  apiGroup,
+  apiGroupList,
+  apiResourceList,
+  apiVersions,
+  simulatedVersion,
+} from "./discovery.js";
+import { applyContentType, type KubeApi, patchContentTypes } from "./kube-api.js";
 import type { KubeFaultGate, RequestTarget } from "./kube-fault-gate.js";
 import { isJsonObject, type KubeObject } from "./kube-object.js";
-import { openApiV3Document, openApiV3Root } from "./openapi.js";
+import { parseQuery } from "./list-query.js";
+import { openApiV2Protobuf, openApiV2ProtobufType, openApiV3Document, openApiV3Root } from "./openapi.js";
+import { deleteBody, jsonBody, objectBody, yamlBody } from "./request-bodies.js";
 import { apiVersionOf, findResource, type ResourceDef, type Verb } from "./resources.js";
 import { tableOf, wantsTable } from "./table.js";
 import type { WatchSettings, WatchStreams } from "./watch-stream.js";
@@ -30,10 +40,16 @@ interface ResourceRequest {
   readonly name: string | undefined;
 }
 
-function send(res: ServerResponse, status: number, body: unknown, retryAfterSeconds?: number): void {
+function send(
+  res: ServerResponse,
+  status: number,
+  body: unknown,
+  retryAfterSeconds?: number,
+  contentType = "application/json",
+): void {
   const text = JSON.stringify(body);
   res.writeHead(status, {
-    "content-type": "application/json",
+    "content-type": contentType,
     "content-length": Buffer.byteLength(text),
     ...(retryAfterSeconds === undefined ? {} : { "retry-after": String(retryAfterSeconds) }),
   });
@@ -98,27 +114,6 @@ function integer(params: URLSearchParams, name: string): number | undefined {
     throw new KubeApiError(400, "BadRequest", `invalid ${name} ${JSON.stringify(text)}: must be an integer`);
   }
   return Number(text);
-}
-
-async function jsonBody(req: IncomingMessage, optional = false): Promise<unknown> {
-  let text: string;
-  try {
-    text = await readBody(req);
-  } catch (error) {
-    if (error instanceof BodyTooLargeError) {
-      throw new KubeApiError(413, "RequestEntityTooLarge", `Request entity too large: ${error.message}`);
-    }
-    throw error;
-  }
-  if (text.trim() === "") {
-    if (optional) return undefined;
-    throw new KubeApiError(400, "BadRequest", "the request body is empty; send the object as JSON");
-  }
-  try {
-    return JSON.parse(text);
-  } catch (error) {
-    throw new KubeApiError(400, "BadRequest", `the request body is not JSON: ${(error as Error).message}`);
-  }
 }
 
 /** Drops each item's apiVersion and kind, as typed lists of built-in resources show them. */
@@ -246,26 +241,35 @@ async function handleResource(
       return 200;
     }
     case "create": {
-      const created = api.create(resource, namespace, await jsonBody(req), { dryRun });
+      const created = api.create(resource, namespace, await objectBody(req), { dryRun });
       send(res, 201, created);
       return 201;
     }
     case "update": {
       const existed = api.store.get(resource.storage, namespace, name as string) !== undefined;
-      const updated = api.update(resource, namespace, name as string, await jsonBody(req), { dryRun });
+      const updated = api.update(resource, namespace, name as string, await objectBody(req), { dryRun });
       const status = existed ? 200 : 201;
       send(res, status, updated);
       return status;
     }
     case "patch": {
       const contentType = (req.headers["content-type"] ?? "").split(";")[0]?.trim() ?? "";
+      if (contentType === applyContentType) {
+        const { object, created } = api.apply(resource, namespace, name as string, await yamlBody(req), {
+          dryRun,
+          fieldManager: params.get("fieldManager") ?? undefined,
+          force: flag(params.get("force")),
+        });
+        send(res, created ? 201 : 200, object);
+        return created ? 201 : 200;
+      }
       const type = patchContentTypes[contentType];
       if (type === undefined) {
         throw new KubeApiError(
           415,
           "UnsupportedMediaType",
           `the body of the request was in an unknown format (${contentType || "no content type"}) - accepted media types include: ` +
-            `${Object.keys(patchContentTypes).join(", ")} (multus-ipmgr sim does not implement server-side apply)`,
+            `${[...Object.keys(patchContentTypes), applyContentType].join(", ")}`,
         );
       }
       const patched = api.patch(resource, namespace, name as string, type, await jsonBody(req), { dryRun });
@@ -273,7 +277,7 @@ async function handleResource(
       return 200;
     }
     case "delete": {
-      const body = await jsonBody(req, true);
+      const body = await deleteBody(req);
       const options = isJsonObject(body) ? body : {};
       const preconditions = isJsonObject(options.preconditions) ? options.preconditions : {};
       const grace =
@@ -311,12 +315,22 @@ async function handle(deps: KubeServerDeps, req: IncomingMessage, res: ServerRes
       res.writeHead(200, { "content-type": "text/plain" }).end("ok");
       return 200;
     }
+    if ((path === "/api" || path === "/apis") && acceptsAggregatedDiscovery(req.headers.accept ?? "")) {
+      send(res, 200, aggregatedDiscovery(path === "/api"), undefined, aggregatedDiscoveryType);
+      return 200;
+    }
     if (path === "/api") {
       send(res, 200, apiVersions(deps.serverAddress()));
       return 200;
     }
     if (path === "/apis") {
       send(res, 200, apiGroupList());
+      return 200;
+    }
+    if (path === "/openapi/v2") {
+      const document = openApiV2Protobuf();
+      res.writeHead(200, { "content-type": openApiV2ProtobufType, "content-length": document.length });
+      res.end(document);
       return 200;
     }
     if (path === "/openapi/v3") {

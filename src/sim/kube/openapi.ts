@@ -78,3 +78,31 @@ export function openApiV3Document(parts: readonly string[]): object | undefined 
   if (parts[0] === "apis" && parts.length === 3) return documentFor(parts[1] as string, parts[2] as string);
   return undefined;
 }
+
+/** The media type client-go asks /openapi/v2 for: gnostic's `openapi_v2.Document` in protobuf. */
+export const openApiV2ProtobufType = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf";
+
+function lengthDelimited(field: number, payload: Buffer): Buffer {
+  const length: number[] = [];
+  let n = payload.length;
+  while (n >= 0x80) {
+    length.push((n & 0x7f) | 0x80);
+    n >>>= 7;
+  }
+  length.push(n);
+  return Buffer.concat([Buffer.from([(field << 3) | 2, ...length]), payload]);
+}
+
+/**
+ * `GET /openapi/v2`: a Swagger 2.0 document without definitions, in protobuf (`swagger` is field 1,
+ * `info` field 2 with `title` 1 and `version` 2). client-go's validator downloads it before anything else
+ * (helm install stops at "failed to download openapi" without it), then asks /openapi/v3 whether the
+ * server validates fields itself; it does, for every kind served, so no schema is ever looked up.
+ */
+export function openApiV2Protobuf(): Buffer {
+  const info = Buffer.concat([
+    lengthDelimited(1, Buffer.from("Kubernetes")),
+    lengthDelimited(2, Buffer.from("v1.31.0-multus-ipmgr-sim")),
+  ]);
+  return Buffer.concat([lengthDelimited(1, Buffer.from("2.0")), lengthDelimited(2, info)]);
+}

@@ -1,15 +1,10 @@
 import type { ServerResponse } from "node:http";
 import type { Clock } from "../../eni/process/clock.js";
 import { KubeApiError } from "../errors/kube-api-error.js";
-import {
-  type KubeApi,
-  type ListQuery,
-  matchesQuery,
-  parseResourceVersion,
-  tooLargeResourceVersion,
-} from "./kube-api.js";
+import { type KubeApi, parseResourceVersion, tooLargeResourceVersion } from "./kube-api.js";
 import type { KubeObject } from "./kube-object.js";
 import type { StoreEvent } from "./kube-store.js";
+import { type ListQuery, matchesQuery } from "./list-query.js";
 import { apiVersionOf, type ResourceDef } from "./resources.js";
 
 export interface WatchRequest {
