@@ -349,7 +349,7 @@ describe.skipIf(unbuilt)("multus-ipmgr bridge, the built binary, against multus-
     );
     const body = await (await fetch(`${bridge.http}/readyz`)).text();
     expect(body).toContain(
-      "the bridge's ClusterRole lacks list/watch on ippools: apply deploy/overlays/bridge/bridge-rbac.yaml",
+      "the bridge's ClusterRole lacks list/watch on ippools: upgrade the chart (its ClusterRole grants it) or apply deploy/overlays/bridge/bridge-rbac.yaml",
     );
     expect((await fetch(`${bridge.http}/readyz`)).status).toBe(503);
     expect(bridge.child.exitCode).toBeNull();

@@ -426,10 +426,40 @@ const policiesIn = (notes: string): unknown[] =>
 const deployPolicy = (file: string): unknown =>
   JSON.parse(readFileSync(join(ROOT, "deploy", "iam", file), "utf8"));
 
+interface Policy {
+  Statement: { Sid: string; Action: string[] }[];
+}
+
+/** deploy's bridge policy less what the defaults (reservations report, prefix mode off) never call. */
+function defaultBridgePolicy(): Policy {
+  const policy = deployPolicy("iam-policy-bridge.json") as Policy;
+  const writes = ["ReservePodRanges", "TagReservationsWhenCreated", "DeleteOwnReservations"];
+  return {
+    ...policy,
+    Statement: policy.Statement.filter((s) => !writes.includes(s.Sid)).map((s) => ({
+      ...s,
+      Action: s.Action.filter((a) => a !== "ec2:DescribeInstanceTypes"),
+    })),
+  };
+}
+
 describe.skipIf(unavailable !== undefined)("the chart's NOTES (helm install)", () => {
-  it("print the bridge's IAM policy, its ServiceAccount and the Pod Identity association, and no pod policy", () => {
+  it("print the bridge's IAM policy for the values: no reservation write, no DescribeInstanceTypes by default", () => {
     const notes = installNotes();
+    expect(policiesIn(notes)).toEqual([defaultBridgePolicy()]);
+    expect(JSON.stringify(policiesIn(notes))).not.toMatch(
+      /SubnetCidrReservation"|DescribeInstanceTypes|CreateTags/,
+    );
+  });
+
+  it("print the whole bridge policy with reservations create and prefix mode on", () => {
+    const notes = installNotes("bridge: { reservations: create, prefixMode: swap }");
     expect(policiesIn(notes)).toEqual([deployPolicy("iam-policy-bridge.json")]);
+  });
+
+  it("print the bridge's ServiceAccount and the Pod Identity association, and no pod policy", () => {
+    const notes = installNotes();
+    expect(policiesIn(notes)).toHaveLength(1);
     expect(notes).toContain("the bridge's ServiceAccount kube-system/multus-ipmgr-bridge needs an IAM role");
     expect(notes.replace(/\\\n\s*/g, "")).toContain(
       "aws eks create-pod-identity-association --cluster-name <CLUSTER_NAME> --namespace kube-system " +
@@ -442,10 +472,7 @@ describe.skipIf(unavailable !== undefined)("the chart's NOTES (helm install)", (
 bridge: { serviceAccount: { annotations: { eks.amazonaws.com/role-arn: "arn:aws:iam::111122223333:role/b" } } }
 demo: { enabled: true }
 `);
-    expect(policiesIn(notes)).toEqual([
-      deployPolicy("iam-policy-bridge.json"),
-      deployPolicy("iam-policy-pod.json"),
-    ]);
+    expect(policiesIn(notes)).toEqual([defaultBridgePolicy(), deployPolicy("iam-policy-pod.json")]);
     expect(notes).toContain("IRSA: the ServiceAccount names the role arn:aws:iam::111122223333:role/b");
     expect(notes).toContain("system:serviceaccount:kube-system:multus-ipmgr-bridge");
     expect(notes).toContain("--namespace cnf --service-account multus-ipmgr");

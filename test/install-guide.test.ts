@@ -2,7 +2,8 @@
  * docs/install-eks.md, walked as a user would, as far as it runs without AWS: its values file (step 0) is
  * written into a temporary my-cluster/, and every `helm` command of the page's sh blocks runs with it
  * (`helm install` with --dry-run=client: no cluster is contacted, KUBECONFIG is /dev/null). What they render
- * is checked against the Kubernetes API types and against what the page says it installs. And the page keeps
+ * is checked against the Kubernetes API types and against what the page says it installs; then the page's
+ * install, upgrade steps and uninstall run against the simulator's Kubernetes API. And the page keeps
  * its promise: no command writes or edits a tracked file, and nothing of the node side asks to be filled in.
  */
 import { spawnSync } from "node:child_process";
@@ -11,7 +12,9 @@ import { join, resolve } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseAllDocuments, parse as parseYaml } from "yaml";
 import { toolPaths } from "../scripts/helm-bin.mjs";
-import { helmUnavailableReason, idOf, type K8sObject } from "./helpers/helm.js";
+import { writeKubeconfig } from "../src/sim/kube/kubeconfig.js";
+import { helmAgainst, helmUnavailableReason, idOf, type K8sObject } from "./helpers/helm.js";
+import { kube, kubeEndpointOf, kubeWorld, startKubeSim } from "./helpers/kube-worlds.js";
 import { renderedTypeFailures } from "./helpers/rendered-types.js";
 import { makeTempDir, removeTempDir } from "./helpers/temp-dirs.js";
 
@@ -249,6 +252,55 @@ describe.skipIf(unavailable !== undefined)(
       const kinds = objectsOf(run.stdout).map(idOf);
       expect(kinds).toContain("DaemonSet kube-system/multus-ipmgr-bridge");
       expect(kinds.filter((k) => k.includes(" cnf/") || k === "Namespace /cnf")).toEqual([]);
+    });
+
+    it("the page's install, its upgrade steps and its uninstall run against the simulator's Kubernetes API, leaving nothing", async () => {
+      const sim = await startKubeSim(
+        kubeWorld({ networkAttachmentDefinitions: [], ipPools: [], pods: [], namespaces: [] }),
+      );
+      const kubeconfig = join(dir as string, "kubeconfig");
+      try {
+        await writeKubeconfig(kubeconfig, kubeEndpointOf(sim));
+        /** One of the page's helm commands, as written, with the values file and (for `>`) its output. */
+        const page = async (prefix: string, nth = 0): Promise<string> => {
+          const command = helmCommands.filter((c) => c.startsWith(prefix))[nth];
+          expect(command, `the page runs ${prefix}`).toBeDefined();
+          const args = (command ?? "")
+            .replace(/\s+>\s*\S+$/, "")
+            .split(/\s+/)
+            .slice(1)
+            .map((a) => (a === VALUES ? valuesPath : a));
+          const run = await helmAgainst(kubeconfig, join(dir as string, "helm"), args);
+          expect({ command, status: run.status, stderr: run.stderr }).toEqual({
+            command,
+            status: 0,
+            stderr: "",
+          });
+          return run.stdout;
+        };
+        const served = async (path: string) => (await kube(sim, "GET", path)).status;
+        const demo = [
+          "/api/v1/namespaces/cnf",
+          "/api/v1/namespaces/cnf/services/cnf",
+          "/api/v1/namespaces/cnf/serviceaccounts/multus-ipmgr",
+          "/apis/apps/v1/namespaces/cnf/statefulsets/cnf",
+          "/apis/k8s.cni.cncf.io/v1/namespaces/cnf/network-attachment-definitions/ipvlan-multus",
+          "/apis/k8s.cni.cncf.io/v1/namespaces/cnf/network-attachment-definitions/ipvlan-multus-dual",
+        ];
+
+        await page("helm install ");
+        for (const path of demo) expect(await served(path), path).toBe(200);
+        // The upgrade section: what runs now, what the chart would render, then the upgrade.
+        const old = objectsOf(await page("helm get manifest "));
+        const next = objectsOf(await page("helm template ", 1));
+        expect(old.map(idOf).sort()).toEqual(next.map(idOf).sort());
+        await page("helm upgrade ");
+        for (const path of demo) expect(await served(path), path).toBe(200);
+        await page("helm uninstall ");
+        for (const path of demo) expect(await served(path), path).toBe(404);
+      } finally {
+        await sim.close();
+      }
     });
   },
 );

@@ -308,7 +308,7 @@ function kubeError(operation: string, error: unknown): KubeError {
     status === 401
       ? "the service account token was refused; check the kubeconfig or the pod's service account"
       : status === 403
-        ? "the bridge's ClusterRole lacks this permission; apply deploy/overlays/bridge/bridge-rbac.yaml"
+        ? "the bridge's ClusterRole lacks this permission; upgrade the chart (its ClusterRole grants it) or apply deploy/overlays/bridge/bridge-rbac.yaml"
         : status === 404
           ? "the resource is not served; install its CRD (Multus, whereabouts) or check the namespace"
           : status === undefined

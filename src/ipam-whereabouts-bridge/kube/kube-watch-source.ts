@@ -216,6 +216,14 @@ export function describeWatchFailure(resource: string, server: string, error: un
         detail: `${what}: ${server} refused the connection; check that the API server is up and reachable from this node`,
       };
     }
+    if (code === "ECONNRESET" || message === "socket hang up") {
+      // Said of a connection closed before an answer: by the API server, a proxy or a load balancer between
+      // (their idle or request timeouts), more often than by a broken route.
+      return {
+        status,
+        detail: `${what}: the connection to ${server} was closed before an answer (${message}); a proxy or load balancer between, or the API server, may cut requests it holds: check their timeouts, then the node's route to the API server`,
+      };
+    }
     return { status, detail: `${what}: ${message} (${server}); check the node's route to the API server` };
   }
   if (status === 401) {
@@ -227,7 +235,7 @@ export function describeWatchFailure(resource: string, server: string, error: un
   if (status === 403) {
     return {
       status,
-      detail: `${what}: 403 Forbidden (${message}); the bridge's ClusterRole lacks list/watch on ${resource}: apply deploy/overlays/bridge/bridge-rbac.yaml`,
+      detail: `${what}: 403 Forbidden (${message}); the bridge's ClusterRole lacks list/watch on ${resource}: upgrade the chart (its ClusterRole grants it) or apply deploy/overlays/bridge/bridge-rbac.yaml`,
     };
   }
   if (status === 404) {
