@@ -124,6 +124,7 @@ show_calls() {
   ' "$CONTROL"
 }
 # Forgets the calls so far, unlisted, saying how many: the next section then lists only its own.
+# shellcheck disable=SC2016
 clear_calls() {
   ip netns exec "$SIM_NS" "$NODE" --input-type=module -e '
     const calls = await (await fetch(process.argv[1] + "/calls")).json();
