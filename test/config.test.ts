@@ -616,6 +616,7 @@ describe("IPMGR_* variables no command reads", () => {
     const tooling = [
       "IPMGR_TEST_SKIP_BUILD",
       "IPMGR_TEST_RUN_TAG",
+      "IPMGR_TEST_REQUIRE_SHELLCHECK",
       "IPMGR_IMAGE",
       "IPMGR_IMAGE_TEST_RUN",
       "IPMGR_IMAGE_TEST_KEEP",

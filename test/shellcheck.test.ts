@@ -1,7 +1,7 @@
 /**
  * Every shell script under deploy/ and scripts/ (and .ci/run) passes shellcheck, every check on, warnings
  * and notes included. shellcheck is Debian's `shellcheck` package: .ci/run installs it when it runs as root
- * and sets IPMGR_REQUIRE_SHELLCHECK=1, so that in CI a missing shellcheck fails here instead of skipping.
+ * and sets IPMGR_TEST_REQUIRE_SHELLCHECK=1, so that in CI a missing shellcheck fails here instead of skipping.
  */
 import { spawnSync } from "node:child_process";
 import { readdirSync, readFileSync, statSync } from "node:fs";
@@ -27,7 +27,7 @@ const scripts = ["deploy", "scripts", ".ci"]
 
 const probe = spawnSync("shellcheck", ["--version"], { encoding: "utf8" });
 const available = probe.status === 0;
-const required = process.env.IPMGR_REQUIRE_SHELLCHECK === "1";
+const required = process.env.IPMGR_TEST_REQUIRE_SHELLCHECK === "1";
 if (!available && !required) {
   process.stderr.write(
     "note: shellcheck is not on the PATH (Debian: apt-get install shellcheck; .ci/run installs it); test/shellcheck.test.ts is skipped\n",
@@ -47,7 +47,7 @@ describe("the shell scripts", () => {
   });
 
   it.runIf(available || required).each(scripts)("%s passes shellcheck", (path) => {
-    expect(available, "shellcheck is not on the PATH, and IPMGR_REQUIRE_SHELLCHECK=1 asks for it").toBe(true);
+    expect(available, "shellcheck is not on the PATH, and IPMGR_TEST_REQUIRE_SHELLCHECK=1 asks for it").toBe(true);
     // -x follows the files a script sources (scripts/as-owner.sh), from the repository's root.
     const result = spawnSync("shellcheck", ["-x", "--format=gcc", path], { cwd: ROOT, encoding: "utf8" });
     expect(result.stdout + result.stderr).toBe("");

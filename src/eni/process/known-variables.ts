@@ -73,6 +73,7 @@ export const KNOWN_VARIABLES: readonly string[] = [
   // the project's own tooling (tests, the image test), which runs the commands with them set
   "IPMGR_TEST_SKIP_BUILD",
   "IPMGR_TEST_RUN_TAG",
+  "IPMGR_TEST_REQUIRE_SHELLCHECK",
   "IPMGR_IMAGE",
   "IPMGR_IMAGE_TEST_RUN",
   "IPMGR_IMAGE_TEST_KEEP",
