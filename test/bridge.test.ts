@@ -3,19 +3,11 @@
  * real @kubernetes/client-node. Every test checks the simulator's state (the ENIs' addresses, the EC2 calls).
  */
 import { afterEach, describe, expect, it } from "vitest";
-import type { Ec2CallRecord } from "../src/eni/ec2-api.js";
-import { systemClock } from "../src/eni/process/clock.js";
-import { createLogger } from "../src/eni/process/logger.js";
-import { Bridge, type BridgeOptions } from "../src/ipam-whereabouts-bridge/bridge.js";
-import type { KubeApi } from "../src/ipam-whereabouts-bridge/kube/kube-api.js";
-import { createKubeApi } from "../src/ipam-whereabouts-bridge/kube/kube-client.js";
-import { BridgeMetrics } from "../src/ipam-whereabouts-bridge/telemetry/metrics.js";
-import { PodEventReporter } from "../src/ipam-whereabouts-bridge/telemetry/pod-events.js";
+import type { BridgeOptions } from "../src/ipam-whereabouts-bridge/bridge.js";
 import type { SimulatorHandle, World } from "../src/sim/index.js";
-import { tempKubeconfig } from "./helpers/kube-proxy.js";
+import { type BridgeHarness, startBridgeOn, stopAll } from "./helpers/bridge-harness.js";
 import {
   eventually,
-  kubeEndpointOf,
   kubeWorld,
   MAC_A,
   MAC_A2,
@@ -23,9 +15,8 @@ import {
   multusPod,
   NODE_A,
   NODE_B,
-  startKubeSim,
 } from "./helpers/kube-worlds.js";
-import { ec2ApiFor, imdsFor } from "./helpers/sim-fixtures.js";
+import { ec2ApiFor } from "./helpers/sim-fixtures.js";
 
 const MUTATING = new Set([
   "AssignPrivateIpAddresses",
@@ -34,99 +25,29 @@ const MUTATING = new Set([
   "UnassignIpv6Addresses",
 ]);
 
-interface Harness {
-  readonly sim: SimulatorHandle;
-  readonly bridge: Bridge;
-  readonly kube: KubeApi;
-  readonly metrics: BridgeMetrics;
-  readonly calls: Ec2CallRecord[];
-  /** The addresses EC2 holds on an ENI, the primary first. */
-  held(eniId: string): string[];
+interface Harness extends BridgeHarness {
   mutatingCalls(): string[];
 }
 
-const running: { stop: () => Promise<void> }[] = [];
-
-afterEach(async () => {
-  for (const r of running.splice(0)) await r.stop();
-});
+afterEach(stopAll);
 
 /** A bridge on node A of a new simulator running `world`; or on `node` of a simulator already started. */
 async function startBridge(
   world: World | { sim: SimulatorHandle; node: string; instance: string },
   options: Partial<BridgeOptions> = {},
 ): Promise<Harness> {
-  const shared = "sim" in world ? world : undefined;
-  const nodeName = shared?.node ?? NODE_A;
-  const sim = shared?.sim ?? (await startKubeSim(world as World));
-  const kubeconfig = await tempKubeconfig(kubeEndpointOf(sim));
-  const logger = createLogger("silent");
-  const kube = createKubeApi({
-    kubeconfig: kubeconfig.path,
-    clock: systemClock,
-    logger,
-    watchTimeoutSeconds: 300,
-    requestTimeoutMs: 5_000,
-    restartBaseMs: 50,
-    restartMaxMs: 200,
-    component: "multus-ipmgr-bridge",
-    host: nodeName,
-  });
-  const metrics = new BridgeMetrics();
-  const calls: Ec2CallRecord[] = [];
-  const ec2 = ec2ApiFor(sim, {
-    observer: (record) => {
-      calls.push(record);
-      metrics.ec2Observer(record);
-    },
-  });
-  const imds = imdsFor(sim, shared?.instance ?? "i-0a", { clock: systemClock });
-  const events = new PodEventReporter(kube, systemClock, logger, metrics, {
-    repeatIntervalMs: 60_000,
-    perSecond: 100,
-    burst: 100,
-  });
-  const bridge = new Bridge(
-    { kube, imds, ec2, clock: systemClock, logger, metrics, events },
-    {
-      nodeName,
-      allowedCidrs: ["198.51.100.192/26", "2001:db8:100:2::/64"],
-      deviceIndexes: [],
-      waveWindowMs: 100,
-      releaseGraceMs: 1_500,
-      releaseDryRun: false,
-      resyncIntervalMs: 60_000,
-      retry: { baseMs: 50, maxMs: 500 },
-      recentMemoryMs: 5_000,
-      addressesPerEni: 50,
-      watchSilenceMs: 90_000,
-      ...options,
-    },
-  );
-  await bridge.start();
-  const stop = new AbortController();
-  const loop = bridge.run(stop.signal);
-  // A bridge on a shared simulator stops before the one that started it.
-  (shared === undefined ? running.push : running.unshift).call(running, {
-    stop: async () => {
-      stop.abort();
-      await loop;
-      await events.flush();
-      await kube.close();
-      if (shared === undefined) await sim.close();
-      kubeconfig.remove();
-    },
-  });
-  const held = (eniId: string): string[] => sim.state().enis.find((e) => e.eniId === eniId)?.ipv4s ?? [];
+  const h =
+    "sim" in world
+      ? await startBridgeOn(kubeWorld(), options, {
+          sim: world.sim,
+          node: world.node,
+          instance: world.instance,
+        })
+      : await startBridgeOn(world, options);
   return {
-    sim,
-    bridge,
-    kube,
-    metrics,
-    calls,
-    held,
+    ...h,
     mutatingCalls: () =>
-      sim
+      h.sim
         .calls()
         .filter((c) => MUTATING.has(c.action) && c.outcome === "ok")
         .map((c) => c.action),

@@ -18,12 +18,10 @@ import {
   type K8sObject,
   renderChart,
 } from "./helpers/helm.js";
-import { checkManifestTypes } from "./helpers/manifest-types.js";
+import { renderedTypeFailures } from "./helpers/rendered-types.js";
 
 const ROOT = resolve(import.meta.dirname, "..");
 const VERSION = (JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as { version: string }).version;
-/** Kinds kubernetes-models does not ship (CRDs): checked by their small models in manifest-types.ts only. */
-const CRD_GROUPS = new Set(["k8s.cni.cncf.io/v1", "monitoring.coreos.com/v1"]);
 
 type Container = {
   name: string;
@@ -54,27 +52,10 @@ const nadConfig = (o: K8sObject): { ipam: Record<string, unknown> } =>
  * `case: Kind namespace/name`. One TypeScript program checks all the cases at once (a program costs seconds).
  */
 async function typeFailures(cases: Record<string, K8sObject[]>): Promise<string[]> {
-  const failures: string[] = [];
   const labelled = Object.entries(cases).flatMap(([name, objects]) =>
     objects.map((object) => ({ label: `${name}: ${idOf(object)}`, object })),
   );
-  for (const { label, object } of labelled.filter((d) => !CRD_GROUPS.has(d.object.apiVersion))) {
-    const module = (await import(
-      /* @vite-ignore */ `kubernetes-models/${object.apiVersion}/${object.kind}`
-    )) as Record<string, new (data: unknown) => { validate(): void }>;
-    const Model = module[object.kind];
-    if (Model === undefined) {
-      failures.push(`${label}: kubernetes-models has no ${object.apiVersion} ${object.kind}`);
-      continue;
-    }
-    try {
-      new Model(object).validate();
-    } catch (error) {
-      failures.push(`${label}: ${(error as Error).message}`);
-    }
-  }
-  for (const p of checkManifestTypes(ROOT, labelled)) failures.push(`${p.document} ${p.path}: ${p.message}`);
-  return failures;
+  return renderedTypeFailures(ROOT, labelled);
 }
 
 const PREFIX_MODE = `
