@@ -47,7 +47,9 @@ describe("the shell scripts", () => {
   });
 
   it.runIf(available || required).each(scripts)("%s passes shellcheck", (path) => {
-    expect(available, "shellcheck is not on the PATH, and IPMGR_TEST_REQUIRE_SHELLCHECK=1 asks for it").toBe(true);
+    expect(available, "shellcheck is not on the PATH, and IPMGR_TEST_REQUIRE_SHELLCHECK=1 asks for it").toBe(
+      true,
+    );
     // -x follows the files a script sources (scripts/as-owner.sh), from the repository's root.
     const result = spawnSync("shellcheck", ["-x", "--format=gcc", path], { cwd: ROOT, encoding: "utf8" });
     expect(result.stdout + result.stderr).toBe("");
