@@ -4,7 +4,6 @@
  * otherwise its checks are `skipped`, naming the earlier check to fix first.
  */
 
-import type { PermissionVerdict } from "../eni/ec2-api.js";
 import { readInstanceEnis } from "../eni/eni-discovery.js";
 import { Ec2Error } from "../eni/errors/ec2-error.js";
 import { IpmgrError } from "../eni/errors/ipmgr-error.js";
@@ -30,11 +29,7 @@ import { imdsCheck, instanceCheck } from "./checks/imds.js";
 import { eniMatchChecks, interfacesCheck, linkChecks } from "./checks/interfaces.js";
 import { type AddressEventsMode, ipCommandCheck } from "./checks/ip-command.js";
 import { nodeLinkChecks, onHostNetwork, rpFilterChecks } from "./checks/node-links.js";
-import {
-  describePermissionCheck,
-  reservationPermissionCheck,
-  unprobeablePermissionCheck,
-} from "./checks/permissions.js";
+import { unprobeablePermissionCheck } from "./checks/permissions.js";
 import { nodeSliceChecks } from "./checks/prefixes.js";
 import { reservationChecks } from "./checks/reservations.js";
 import { securityGroupChecks } from "./checks/security-groups.js";
@@ -45,6 +40,7 @@ import type { IpCommandProbe } from "./ip-command-probe.js";
 import type { LinkInfo, LinkSource } from "./links.js";
 import { type MultusEni, multusEnisOf, secondaryEnisOf } from "./multus-enis.js";
 import { type NodeSlicesWanted, nodeSlicesOf, prefixResults } from "./prefix-results.js";
+import { attempt, blocked, probeReadPermissions } from "./read-permissions.js";
 import type { RpFilterSource } from "./rp-filter.js";
 
 /** The raw IMDS getter (ImdsClient's): an absolute path's text, undefined on 404. */
@@ -84,33 +80,12 @@ export interface DoctorOptions {
 const SEE_IMDS = "not checked: IMDS issued no token (see imds).";
 const SEE_INTERFACES = "not checked: no managed pod interface (see interfaces).";
 const SEE_ENI_MATCH = "not checked: no managed interface sits on an ENI of this instance (see eni-match).";
+
+export { attempt, blocked } from "./read-permissions.js";
+
 const SEE_CONFIG = "not checked: IPMGR_ALLOWED_CIDRS is not set (see config).";
 const SEE_EC2 = "not checked: EC2 could not be asked (see ec2, permission or instance).";
 const SEE_DESCRIBE = "not checked: ec2:DescribeNetworkInterfaces is denied (see permission).";
-
-/** Runs `fn`; an IpmgrError it throws (IMDS, EC2, a file) becomes a problem of check `name`, anything else propagates. */
-export async function attempt<T>(
-  name: string,
-  add: (r: CheckResult) => void,
-  fn: () => Promise<T>,
-): Promise<T | undefined> {
-  try {
-    return await fn();
-  } catch (error) {
-    if (!(error instanceof IpmgrError)) throw error;
-    add(
-      problem(name, errorSentence(error), {
-        fix: error instanceof Ec2Error ? ec2Fix(error) : "fix what the sentence names, then run doctor again",
-      }),
-    );
-    return undefined;
-  }
-}
-
-/** The first reason a check cannot run, if any: the earliest unmet need wins. */
-export function blocked(...reasons: (string | undefined)[]): string | undefined {
-  return reasons.find((r) => r !== undefined);
-}
 
 /**
  * Runs every check, in the order they are reported: the pod's own configuration and links first (no AWS
@@ -193,31 +168,14 @@ export async function runDoctor(deps: DoctorDeps, options: DoctorOptions): Promi
 
   // EC2: permissions first (DryRun), then the reads they allow.
   const region = options.region ?? identity?.region;
-  const noRegion =
-    region === undefined
-      ? `${SEE_IMDS.slice(0, -1)}, and AWS_REGION is not set.`
-      : identity !== undefined && region !== identity.region
-        ? "not checked: AWS_REGION is not this instance's region (see instance)."
-        : undefined;
-  let describe: PermissionVerdict | undefined;
-  const reservationVerdicts = new Map<string, PermissionVerdict>();
-  if (noRegion !== undefined) add(skipped("permission", noRegion));
-  else {
-    describe = await attempt("ec2", add, () =>
-      deps.ec2.probePermission({ action: "DescribeNetworkInterfaces" }),
-    );
-    if (describe !== undefined) {
-      add(describePermissionCheck(describe));
-      for (const subnetId of new Set(ranges.map((r) => r.subnet.subnetId))) {
-        const verdict = await attempt("ec2", add, () =>
-          deps.ec2.probePermission({ action: "GetSubnetCidrReservations", subnetId }),
-        );
-        if (verdict !== undefined) reservationVerdicts.set(subnetId, verdict);
-      }
-      if (reservationVerdicts.size > 0) add(reservationPermissionCheck(reservationVerdicts));
-      add(unprobeablePermissionCheck());
-    }
-  }
+  const { noRegion, describe, reservationVerdicts } = await probeReadPermissions(
+    deps.ec2,
+    region,
+    identity,
+    ranges.map((r) => r.subnet.subnetId),
+    unprobeablePermissionCheck,
+    add,
+  );
   const noEc2 = blocked(noRegion, describe === undefined ? SEE_EC2 : undefined);
   const noDescribe = blocked(noEc2, describe?.allowed === false ? SEE_DESCRIBE : undefined);
 

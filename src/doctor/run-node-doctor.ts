@@ -24,17 +24,14 @@ import { hostAddressChecks } from "./checks/host-addresses.js";
 import { instanceCheck, nodeImdsCheck } from "./checks/imds.js";
 import { multusEniCheck, multusEnisOf } from "./checks/node-enis.js";
 import { nodeLinkChecks, rpFilterChecks } from "./checks/node-links.js";
-import {
-  bridgeUnprobeableCheck,
-  describePermissionCheck,
-  reservationPermissionCheck,
-} from "./checks/permissions.js";
+import { bridgeUnprobeableCheck } from "./checks/permissions.js";
 import { nodeSliceChecks } from "./checks/prefixes.js";
 import { reservationChecks } from "./checks/reservations.js";
 import type { InstanceIdentity } from "./identity.js";
 import type { LinkInfo } from "./links.js";
 import type { MultusEni } from "./multus-enis.js";
 import { nodeSlicesOf, prefixResults } from "./prefix-results.js";
+import { probeReadPermissions } from "./read-permissions.js";
 import type { RpFilterSource } from "./rp-filter.js";
 import {
   attempt,
@@ -194,31 +191,14 @@ async function permissionResults(
 ): Promise<Access> {
   const { identity } = node;
   const region = options.region ?? identity?.region;
-  const noRegion =
-    region === undefined
-      ? `${SEE_IMDS.slice(0, -1)}, and AWS_REGION is not set.`
-      : identity !== undefined && region !== identity.region
-        ? "not checked: AWS_REGION is not this instance's region (see instance)."
-        : undefined;
-  let describe: PermissionVerdict | undefined;
-  const reservationVerdicts = new Map<string, PermissionVerdict>();
-  if (noRegion !== undefined) add(skipped("permission", noRegion));
-  else {
-    describe = await attempt("ec2", add, () =>
-      deps.ec2.probePermission({ action: "DescribeNetworkInterfaces" }),
-    );
-    if (describe !== undefined) {
-      add(describePermissionCheck(describe));
-      for (const subnetId of new Set(node.planned.map((r) => r.subnet.subnetId))) {
-        const verdict = await attempt("ec2", add, () =>
-          deps.ec2.probePermission({ action: "GetSubnetCidrReservations", subnetId }),
-        );
-        if (verdict !== undefined) reservationVerdicts.set(subnetId, verdict);
-      }
-      if (reservationVerdicts.size > 0) add(reservationPermissionCheck(reservationVerdicts));
-      add(bridgeUnprobeableCheck());
-    }
-  }
+  const { noRegion, describe, reservationVerdicts } = await probeReadPermissions(
+    deps.ec2,
+    region,
+    identity,
+    node.planned.map((r) => r.subnet.subnetId),
+    bridgeUnprobeableCheck,
+    add,
+  );
   const noEc2 = blocked(noRegion, describe === undefined ? SEE_EC2 : undefined);
   const noDescribe = blocked(node.noEnis, noEc2, describe?.allowed === false ? SEE_DESCRIBE : undefined);
   return { noEc2, noDescribe, reservationVerdicts };
