@@ -11,7 +11,8 @@ import { describePermissionCheck, reservationPermissionCheck } from "./checks/pe
 import { ec2Fix } from "./ec2-fix.js";
 import type { InstanceIdentity } from "./identity.js";
 
-const SEE_IMDS = "not checked: IMDS issued no token (see imds).";
+/** The reason a check that needs IMDS is skipped when IMDS issued no token. */
+export const SEE_IMDS = "not checked: IMDS issued no token (see imds).";
 
 /** Runs `fn`; an IpmgrError it throws (IMDS, EC2, a file) becomes a problem of check `name`, anything else propagates. */
 export async function attempt<T>(

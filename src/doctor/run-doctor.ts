@@ -4,7 +4,6 @@
  * otherwise its checks are `skipped`, naming the earlier check to fix first.
  */
 
-import { readInstanceEnis } from "../eni/eni-discovery.js";
 import { Ec2Error } from "../eni/errors/ec2-error.js";
 import { IpmgrError } from "../eni/errors/ipmgr-error.js";
 import type { Imds } from "../eni/imds.js";
@@ -25,7 +24,7 @@ import { addressChecks } from "./checks/addresses.js";
 import { allowedCidrChecks, allowedInSubnets, multusSubnets, overlapChecks } from "./checks/allowed-cidrs.js";
 import { capacityChecks } from "./checks/capacity.js";
 import { eniTagChecks, NO_MANAGE_TAG } from "./checks/eni-tags.js";
-import { imdsCheck, instanceCheck } from "./checks/imds.js";
+import { imdsCheck } from "./checks/imds.js";
 import { eniMatchChecks, interfacesCheck, linkChecks } from "./checks/interfaces.js";
 import { type AddressEventsMode, ipCommandCheck } from "./checks/ip-command.js";
 import { nodeLinkChecks, onHostNetwork, rpFilterChecks } from "./checks/node-links.js";
@@ -34,8 +33,8 @@ import { nodeSliceChecks } from "./checks/prefixes.js";
 import { reservationChecks } from "./checks/reservations.js";
 import { securityGroupChecks } from "./checks/security-groups.js";
 import { ec2Fix } from "./ec2-fix.js";
-import { IDENTITY_DOCUMENT_PATH, type InstanceIdentity, parseIdentityDocument } from "./identity.js";
 import type { ImdsProbe } from "./imds-probe.js";
+import { readInstance } from "./instance-read.js";
 import type { IpCommandProbe } from "./ip-command-probe.js";
 import type { LinkInfo, LinkSource } from "./links.js";
 import { type MultusEni, multusEnisOf, secondaryEnisOf } from "./multus-enis.js";
@@ -77,10 +76,10 @@ export interface DoctorOptions {
   readonly unknownVariables?: readonly UnknownVariable[];
 }
 
-const SEE_IMDS = "not checked: IMDS issued no token (see imds).";
 const SEE_INTERFACES = "not checked: no managed pod interface (see interfaces).";
 const SEE_ENI_MATCH = "not checked: no managed interface sits on an ENI of this instance (see eni-match).";
 
+export { readIdentity } from "./instance-read.js";
 export { attempt, blocked } from "./read-permissions.js";
 
 const SEE_CONFIG = "not checked: IPMGR_ALLOWED_CIDRS is not set (see config).";
@@ -137,22 +136,8 @@ export async function runDoctor(deps: DoctorDeps, options: DoctorOptions): Promi
   add(
     imdsCheck(probe, { endpoint: deps.imdsProbe.endpoint, timeoutMs: deps.imdsProbe.timeoutMs, instanceId }),
   );
-  const noImds = probe.kind === "ok" ? undefined : SEE_IMDS;
-  const identity =
-    noImds === undefined ? await attempt("instance", add, () => readIdentity(deps)) : undefined;
-  if (identity !== undefined) add(instanceCheck(identity, options.region));
-  else if (noImds !== undefined) add(skipped("instance", noImds));
-  // Every ENI in full: the pod's for the MAC match, the others' subnets for the allowed CIDRs.
-  // (readInstanceEnis with every MAC, not readEnis: the same reads, and no code of doctor's on init's path.)
-  const enis =
-    noImds === undefined
-      ? await attempt("enis", add, async () => readInstanceEnis(deps.imds, await deps.imds.macs()))
-      : undefined;
+  const { identity, enis, noEnis } = await readInstance(deps.imds, probe.kind === "ok", options.region, add);
   const noInterfaces = managed.length === 0 ? SEE_INTERFACES : undefined;
-  const noEnis = blocked(
-    noImds,
-    enis === undefined ? "not checked: the ENIs could not be read (see enis)." : undefined,
-  );
   const matchBlocked = blocked(noEnis, noInterfaces);
   if (matchBlocked !== undefined) add(skipped("eni-match", matchBlocked));
   else if (enis !== undefined) add(...eniMatchChecks(managed, enis));
@@ -373,16 +358,6 @@ function interfaceContext(options: DoctorOptions, allLinks: readonly string[] | 
     source: options.addressSource === "interfaces" ? "the pod's interfaces" : options.networkStatusFile,
     allLinks,
   };
-}
-
-export async function readIdentity(deps: Pick<DoctorDeps, "imds">): Promise<InstanceIdentity> {
-  const text = await deps.imds.get(IDENTITY_DOCUMENT_PATH);
-  if (text === undefined) throw new IpmgrError(`IMDS has no ${IDENTITY_DOCUMENT_PATH} (HTTP 404).`);
-  try {
-    return parseIdentityDocument(text);
-  } catch (error) {
-    throw new IpmgrError(errorSentence(error), { cause: error });
-  }
 }
 
 /** Where EC2 says the pod's addresses that their ENI lacks are now. */

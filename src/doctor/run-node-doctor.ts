@@ -7,7 +7,6 @@
  */
 
 import type { PermissionVerdict } from "../eni/ec2-api.js";
-import { readInstanceEnis } from "../eni/eni-discovery.js";
 import type { InterfaceSource } from "../eni/interface-source.js";
 import type { UnknownVariable } from "../eni/process/known-variables.js";
 import type { Ec2NetworkInterface, EniState } from "../eni/types.js";
@@ -21,26 +20,20 @@ import {
 } from "./checks/allowed-cidrs.js";
 import { eniTagChecks } from "./checks/eni-tags.js";
 import { hostAddressChecks } from "./checks/host-addresses.js";
-import { instanceCheck, nodeImdsCheck } from "./checks/imds.js";
+import { nodeImdsCheck } from "./checks/imds.js";
 import { multusEniCheck, multusEnisOf } from "./checks/node-enis.js";
 import { nodeLinkChecks, rpFilterChecks } from "./checks/node-links.js";
 import { bridgeUnprobeableCheck } from "./checks/permissions.js";
 import { nodeSliceChecks } from "./checks/prefixes.js";
 import { reservationChecks } from "./checks/reservations.js";
 import type { InstanceIdentity } from "./identity.js";
+import { readInstance } from "./instance-read.js";
 import type { LinkInfo } from "./links.js";
 import type { MultusEni } from "./multus-enis.js";
 import { nodeSlicesOf, prefixResults } from "./prefix-results.js";
 import { probeReadPermissions } from "./read-permissions.js";
 import type { RpFilterSource } from "./rp-filter.js";
-import {
-  attempt,
-  blocked,
-  type DoctorDeps,
-  readIdentity,
-  reservationsOf,
-  unknownVariableChecks,
-} from "./run-doctor.js";
+import { attempt, blocked, type DoctorDeps, reservationsOf, unknownVariableChecks } from "./run-doctor.js";
 
 /** What the node profile reads: doctor's IMDS, EC2, links and slices, the node's addresses, its rp_filter. */
 export interface NodeDoctorDeps
@@ -69,7 +62,6 @@ export const POD_CHECKS = [
   "ip-command",
 ] as const;
 
-const SEE_IMDS = "not checked: IMDS issued no token (see imds).";
 const SEE_CONFIG = "not checked: IPMGR_ALLOWED_CIDRS is not set (see config).";
 const SEE_EC2 = "not checked: EC2 could not be asked (see ec2, permission or instance).";
 const SEE_DESCRIBE = "not checked: ec2:DescribeNetworkInterfaces is denied (see permission).";
@@ -163,18 +155,11 @@ async function instanceResults(
   const probe = await deps.imdsProbe.probe();
   const { endpoint, timeoutMs } = deps.imdsProbe;
   add(nodeImdsCheck(probe, { endpoint, timeoutMs, instanceId: undefined }));
-  const noImds = probe.kind === "ok" ? undefined : SEE_IMDS;
-  const identity =
-    noImds === undefined ? await attempt("instance", add, () => readIdentity(deps)) : undefined;
-  if (identity !== undefined) add(instanceCheck(identity, options.region));
-  else if (noImds !== undefined) add(skipped("instance", noImds));
-  const enis =
-    noImds === undefined
-      ? await attempt("enis", add, async () => readInstanceEnis(deps.imds, await deps.imds.macs()))
-      : undefined;
-  const noEnis = blocked(
-    noImds,
-    enis === undefined ? "not checked: the ENIs could not be read (see enis)." : undefined,
+  const { noImds, identity, enis, noEnis } = await readInstance(
+    deps.imds,
+    probe.kind === "ok",
+    options.region,
+    add,
   );
   const secondary = (enis ?? []).filter((e) => e.deviceIndex > 0);
   const allowed = options.allowedCidrs;
