@@ -96,6 +96,10 @@ const BRIDGE_FLOORS = new Map<string, number>([
   ["waves", 2],
   ["prefixes", 2],
   ["reservations", 2],
+  ["links", 1],
+  ["attach", 2],
+  ["startup-taint", 3],
+  ["cni", 3],
 ]);
 
 /** The room of one of the bridge's files: its first folder under the bridge, or ROOT. */

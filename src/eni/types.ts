@@ -186,6 +186,25 @@ export interface Ec2NetworkInterface {
   readonly tags: Readonly<Record<string, string>>;
   /** The ids of the ENI's security groups (`groupSet`); absent where the reader did not learn them. */
   readonly securityGroupIds?: readonly string[];
+  /** `status`: available (attached to nothing), attaching, in-use, detaching; absent for fixtures. */
+  readonly status?: string;
+  /** `attachment`: absent when the ENI is attached to nothing (or the reader did not learn it). */
+  readonly attachment?: Ec2EniAttachment;
+  /** `sourceDestCheck`; absent for fixtures. */
+  readonly sourceDestCheck?: boolean;
+  /** `availabilityZone`; absent for fixtures. */
+  readonly availabilityZone?: string;
+}
+
+/** An ENI's attachment, as DescribeNetworkInterfaces shows it. */
+export interface Ec2EniAttachment {
+  readonly attachmentId: string;
+  readonly instanceId: string | undefined;
+  readonly deviceIndex: number;
+  readonly networkCardIndex: number;
+  /** attaching, attached, detaching, detached. */
+  readonly status: string;
+  readonly deleteOnTermination: boolean;
 }
 
 /** One inbound rule of a security group: what it admits, from where. */
@@ -226,6 +245,10 @@ export interface Ec2InstanceType {
   readonly hypervisor: string | undefined;
   /** Private IPv4 addresses per ENI, the primary counted; undefined when EC2 does not say. */
   readonly ipv4AddressesPerEni: number | undefined;
+  /** `NetworkInfo.MaximumNetworkInterfaces`: ENIs per instance, every card counted; absent when not read. */
+  readonly maxNetworkInterfaces?: number;
+  /** `NetworkInfo.NetworkCards`: each card's index and its own ENI limit; absent when not read. */
+  readonly networkCards?: readonly { readonly index: number; readonly maxNetworkInterfaces: number }[];
 }
 
 export interface SubnetCidrReservation {

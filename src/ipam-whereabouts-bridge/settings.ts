@@ -2,6 +2,8 @@
  * `bridge`'s settings. In this module, not src/eni/process/config.ts, so that init's bundle does not carry them.
  * The AWS, IMDS, EC2 retry, log and termination-log settings are the pod commands' own.
  */
+import * as z from "zod/mini";
+import { ConfigError } from "../eni/errors/config-error.js";
 import { podSettings, sidecarSharedSettings } from "../eni/process/config.js";
 import {
   checkBackoffRange,
@@ -10,6 +12,7 @@ import {
   type SettingValues,
   setting,
 } from "../eni/process/settings.js";
+import { AttachNetworksProblem, parseAttachNetworks } from "./node/attach-networks.js";
 
 /** Comma-separated device indexes, e.g. `1,2`; empty: none (the no_manage tag decides). */
 const deviceIndexes = field.list({
@@ -194,6 +197,63 @@ export const bridgeSettings = {
     doc: "How long the Lease holds without renewal; another bridge takes it over after that. The holder renews it every sixth of this, and writes no reservation once two thirds of it have passed since its last renewal.",
     schema: field.milliseconds(1000, 3_600_000),
   }),
+  attach: setting({
+    env: "IPMGR_BRIDGE_ATTACH",
+    flag: "--attach",
+    default: "off",
+    doc: "Attach mode (docs/attach-mode.md): on makes, attaches and keeps this node's Multus ENIs as IPMGR_BRIDGE_ATTACH_NETWORKS describes them (tagged at creation, DeleteOnTermination, SourceDestCheck), removes the startup taint once they are up, and lets the Lease holder delete this cluster's orphaned ENIs. off: the ENIs come from elsewhere (deploy/node/multus-eni.sh, a Lambda, by hand).",
+    schema: field.enumOf(["off", "on"] as const),
+  }),
+  attachNetworks: setting({
+    env: "IPMGR_BRIDGE_ATTACH_NETWORKS",
+    flag: "--attach-networks",
+    default: "",
+    doc: 'Attach mode: this node\'s Multus networks, a JSON list; each {"name": the interface name the NADs\' master expects, "deviceIndex": 1.., "networkCardIndex": 0.. (default 0), "subnet": {"byZone": {zone: subnet id}} or {"tags": {...}}, "securityGroups": {"ids": [...]} or {"tags": {...}}, "mtu" (default 9001), "sourceDestCheck" (default false)}. Empty: none (needed when IPMGR_BRIDGE_ATTACH=on).',
+    schema: z.string(),
+  }),
+  clusterName: setting({
+    env: "IPMGR_CLUSTER_NAME",
+    flag: "--cluster-name",
+    default: "",
+    doc: "The cluster's name: attach mode tags every ENI it makes with multus-ipmgr.io/cluster=<this>, the IAM policy's condition, and sweeps only orphans with this tag. Needed when IPMGR_BRIDGE_ATTACH=on.",
+    schema: z.string(),
+  }),
+  startupTaint: setting({
+    env: "IPMGR_BRIDGE_STARTUP_TAINT",
+    flag: "--startup-taint",
+    default: "multus-ipmgr.io/enis-not-ready",
+    doc: "Attach mode: the key of the NoSchedule taint the node registers with (Karpenter startupTaints, node group taints, --register-with-taints). The bridge removes it once every network's ENI is attached and its link ready (and, in prefix mode, the node's slices held), and puts it back when one is lost. Empty: the bridge never touches the node's taints.",
+    schema: z.string(),
+  }),
+  linkStatusFile: setting({
+    env: "IPMGR_BRIDGE_LINK_STATUS_FILE",
+    flag: "--link-status-file",
+    default: "/run/multus-ipmgr/links.json",
+    doc: "Attach mode: the links agent's report (multus-ipmgr links, the DaemonSet's container that holds NET_ADMIN), on a volume both containers mount. The agent writes it; the bridge reads it before removing the startup taint.",
+    schema: field.text(),
+  }),
+  orphans: setting({
+    env: "IPMGR_BRIDGE_ORPHANS",
+    flag: "--orphans",
+    default: "delete",
+    doc: "Attach mode, on the Lease holder: ENIs in state available that carry multus-ipmgr.io/cluster=IPMGR_CLUSTER_NAME and stay unattached for IPMGR_BRIDGE_ORPHAN_GRACE_MS: delete them, dry-run (log and count them, delete none), or off. An ENI without the tag is never touched.",
+    schema: field.enumOf(["delete", "dry-run", "off"] as const),
+  }),
+  orphanGraceMs: setting({
+    env: "IPMGR_BRIDGE_ORPHAN_GRACE_MS",
+    flag: "--orphan-grace-ms",
+    default: "600000",
+    unit: "ms",
+    doc: "Attach mode: how long an ENI of this cluster must be seen available (attached to nothing) before the orphan sweep deletes it; longer than a bridge's create-then-attach, retries included.",
+    schema: field.milliseconds(60_000, 86_400_000),
+  }),
+  cniSocket: setting({
+    env: "IPMGR_BRIDGE_CNI_SOCKET",
+    flag: "--cni-socket",
+    default: "",
+    doc: "Plugin mode (docs/cni-plugin.md): the unix socket the chained CNI plugin multus-ipmgr calls, on a hostPath only root reaches (the chart: /run/multus-ipmgr/cni/cni.sock). ADD waits here until EC2 holds the pod's address. Empty: no socket.",
+    schema: z.string(),
+  }),
   region,
   ec2Endpoint,
   imdsEndpoint,
@@ -230,5 +290,31 @@ export function loadBridgeConfig(argv: readonly string[], env: NodeJS.ProcessEnv
     argv,
     env,
   );
+  checkAttach(config);
   return config;
+}
+
+/** Attach mode needs its networks and the cluster's name; the networks' JSON must parse whenever given. */
+function checkAttach(config: BridgeConfig): void {
+  if (config.attachNetworks !== "") {
+    const networks = parseAttachNetworks(config.attachNetworks);
+    if (networks instanceof AttachNetworksProblem) {
+      throw new ConfigError("IPMGR_BRIDGE_ATTACH_NETWORKS", config.attachNetworks, networks.problem);
+    }
+  }
+  if (config.attach !== "on") return;
+  if (config.attachNetworks === "") {
+    throw new ConfigError(
+      "IPMGR_BRIDGE_ATTACH_NETWORKS",
+      undefined,
+      "IPMGR_BRIDGE_ATTACH=on needs the networks to attach; set it to a JSON list (docs/attach-mode.md)",
+    );
+  }
+  if (!/^[A-Za-z0-9][A-Za-z0-9_-]{0,99}$/.test(config.clusterName)) {
+    throw new ConfigError(
+      "IPMGR_CLUSTER_NAME",
+      config.clusterName === "" ? undefined : config.clusterName,
+      "IPMGR_BRIDGE_ATTACH=on needs the cluster's name (letters, digits, - and _, as EKS names clusters): every ENI it makes is tagged with it",
+    );
+  }
 }
