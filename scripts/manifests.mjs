@@ -50,6 +50,7 @@ export const COPIES = {
   "iam/iam-policy-bridge.json": "files/iam/iam-policy-bridge.json",
   "iam/iam-policy-pod.json": "files/iam/iam-policy-pod.json",
   "iam/iam-policy-elastic-ips.json": "files/iam/iam-policy-elastic-ips.json",
+  "iam/iam-policy-attach.json": "files/iam/iam-policy-attach.json",
 };
 
 const HEADER =

@@ -8,6 +8,7 @@ import type { SubnetView } from "../src/ipam-whereabouts-bridge/reservations/res
 import type { ReservationStatus } from "../src/ipam-whereabouts-bridge/reservations/reservation-keeper.js";
 import {
   FIRST_WAVE_POLL_MS,
+  type HolderSweep,
   type Keeper,
   ReservationsLoop,
   type WaveView,
@@ -87,6 +88,7 @@ class Waves implements WaveView {
 function started(
   before: (waves: Waves, keeper: FakeKeeper) => void = () => undefined,
   intervalMs = INTERVAL_MS,
+  orphans?: HolderSweep,
 ) {
   const clock = new ManualClock();
   const { logger, lines } = captureLogger();
@@ -94,7 +96,12 @@ function started(
   const waves = new Waves();
   before(waves, keeper);
   const stop = new AbortController();
-  const loop = new ReservationsLoop(keeper, waves, { intervalMs, clock, logger });
+  const loop = new ReservationsLoop(keeper, waves, {
+    intervalMs,
+    clock,
+    logger,
+    ...(orphans === undefined ? {} : { orphans }),
+  });
   let ended = false;
   const running = loop.run(stop.signal).then(() => {
     ended = true;
@@ -223,5 +230,51 @@ describe("ReservationsLoop", () => {
     const { loop, stop } = started();
     stop.abort();
     expect(loop.lines()).toEqual(["reservation missing: 192.0.2.0/26 in subnet-0a"]);
+  });
+
+  it("runs the orphan sweep after every pass, failed ones too, with the clock's time", async () => {
+    const swept: number[] = [];
+    let keeper: FakeKeeper | undefined;
+    const orphans: HolderSweep = {
+      sweep: async (now) => {
+        swept.push(now);
+        keeper?.calls.push("sweep");
+      },
+    };
+    const t = started(
+      (waves, k) => {
+        keeper = k;
+        waves.waved();
+      },
+      INTERVAL_MS,
+      orphans,
+    );
+    await flush();
+    expect(t.keeper.calls).toEqual([PASS, PRUNE, "sweep"]);
+    t.keeper.passError = new Error("EC2 refused: UnauthorizedOperation");
+    await t.clock.advance(INTERVAL_MS);
+    expect(t.keeper.calls).toEqual([PASS, PRUNE, "sweep", PASS, "sweep"]);
+    expect(swept.map((at) => at - (swept[0] ?? 0))).toEqual([0, INTERVAL_MS]);
+    t.stop.abort();
+    await t.running;
+  });
+
+  it("says a failed orphan sweep once, keeps passing, and says when it works again", async () => {
+    let failure: Error | undefined = new Error("EC2 refused: RequestLimitExceeded");
+    const orphans: HolderSweep = {
+      sweep: async () => {
+        if (failure !== undefined) throw failure;
+      },
+    };
+    const t = started((waves) => waves.waved(), INTERVAL_MS, orphans);
+    await flush();
+    await t.clock.advance(INTERVAL_MS);
+    expect(t.keeper.calls).toEqual([PASS, PRUNE, PASS, PRUNE]);
+    expect(t.said("the orphan sweep failed; it runs again after the interval")).toHaveLength(1);
+    failure = undefined;
+    await t.clock.advance(INTERVAL_MS);
+    expect(t.said("the orphan sweep works again")).toHaveLength(1);
+    t.stop.abort();
+    await t.running;
   });
 });

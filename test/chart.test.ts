@@ -424,6 +424,18 @@ function defaultBridgePolicy(): Policy {
   };
 }
 
+/** The default bridge policy with DescribeInstanceTypes, which attach mode calls for the instance's ENI limits. */
+function attachModeBridgePolicy(): Policy {
+  const whole = deployPolicy("iam-policy-bridge.json") as Policy;
+  const policy = defaultBridgePolicy();
+  return {
+    ...policy,
+    Statement: policy.Statement.map(
+      (s) => whole.Statement.find((w) => w.Sid === s.Sid && w.Sid === "ReadEnisAndReservations") ?? s,
+    ),
+  };
+}
+
 describe.skipIf(unavailable !== undefined)("the chart's NOTES (helm install)", () => {
   it("print the bridge's IAM policy for the values: no reservation write, no DescribeInstanceTypes by default", () => {
     const notes = installNotes();
@@ -436,6 +448,36 @@ describe.skipIf(unavailable !== undefined)("the chart's NOTES (helm install)", (
   it("print the whole bridge policy with reservations create and prefix mode on", () => {
     const notes = installNotes("bridge: { reservations: create, prefixMode: swap }");
     expect(policiesIn(notes)).toEqual([deployPolicy("iam-policy-bridge.json")]);
+  });
+
+  it("in attach mode, print the attach policy with the cluster's name, and keep DescribeInstanceTypes", () => {
+    const notes = installNotes(`
+bridge:
+  extraEnv:
+    - { name: IPMGR_BRIDGE_ATTACH, value: "on" }
+    - { name: IPMGR_CLUSTER_NAME, value: prod-a }
+`);
+    const attach = JSON.parse(
+      readFileSync(join(ROOT, "deploy", "iam", "iam-policy-attach.json"), "utf8").replaceAll(
+        "<CLUSTER_NAME>",
+        "prod-a",
+      ),
+    ) as unknown;
+    expect(policiesIn(notes)).toEqual([attachModeBridgePolicy(), attach]);
+    expect(notes).toContain("tagged multus-ipmgr.io/cluster=prod-a:");
+    expect(notes).not.toContain('<CLUSTER_NAME>"');
+  });
+
+  it("in attach mode without the cluster's name, print the attach policy with its placeholder and say so", () => {
+    const notes = installNotes(`bridge: { extraEnv: [{ name: IPMGR_BRIDGE_ATTACH, value: "on" }] }`);
+    expect(policiesIn(notes)).toEqual([attachModeBridgePolicy(), deployPolicy("iam-policy-attach.json")]);
+    expect(notes).toContain("(replace <CLUSTER_NAME> with IPMGR_CLUSTER_NAME)");
+  });
+
+  it("print no attach policy when attach mode is off", () => {
+    const notes = installNotes(`bridge: { extraEnv: [{ name: IPMGR_BRIDGE_ATTACH, value: "off" }] }`);
+    expect(policiesIn(notes)).toEqual([defaultBridgePolicy()]);
+    expect(notes).not.toContain("iam-policy-attach.json");
   });
 
   it("print the bridge's ServiceAccount and the Pod Identity association, and no pod policy", () => {

@@ -70,7 +70,45 @@ const POLICY_FILES = {
   pod: "iam-policy-pod.json",
   bridge: "iam-policy-bridge.json",
   elasticIps: "iam-policy-elastic-ips.json",
+  attach: "iam-policy-attach.json",
 } as const;
+
+/** The placeholder of the attach policy's conditions; the chart's NOTES put IPMGR_CLUSTER_NAME there. */
+const CLUSTER_PLACEHOLDER = "<CLUSTER_NAME>";
+const CLUSTER_TAG = "multus-ipmgr.io/cluster";
+const NETWORK_INTERFACE = "arn:aws:ec2:*:*:network-interface/*";
+
+/**
+ * What the attach policy grants, exactly, one row per action and resource, as the Service Authorization
+ * Reference scopes them: CreateNetworkInterface authorizes the new network-interface (where aws:RequestTag
+ * applies) and, separately, the subnet and security groups it names; CreateTags only as part of that create
+ * (ec2:CreateAction); AttachNetworkInterface the network-interface and the instance; Attach, Delete and
+ * ModifyNetworkInterfaceAttribute on an ENI carrying the cluster's tag (aws:ResourceTag); DescribeSecurityGroups
+ * takes no resource type.
+ */
+const ATTACH_GRANTS = [
+  { action: "DescribeSecurityGroups", resource: "*" },
+  {
+    action: "CreateNetworkInterface",
+    resource: NETWORK_INTERFACE,
+    condition: { StringEquals: { [`aws:RequestTag/${CLUSTER_TAG}`]: CLUSTER_PLACEHOLDER } },
+  },
+  { action: "CreateNetworkInterface", resource: "arn:aws:ec2:*:*:subnet/*" },
+  { action: "CreateNetworkInterface", resource: "arn:aws:ec2:*:*:security-group/*" },
+  {
+    action: "CreateTags",
+    resource: NETWORK_INTERFACE,
+    condition: { StringEquals: { "ec2:CreateAction": "CreateNetworkInterface" } },
+  },
+  ...["AttachNetworkInterface", "DeleteNetworkInterface", "ModifyNetworkInterfaceAttribute"].map(
+    (action) => ({
+      action,
+      resource: NETWORK_INTERFACE,
+      condition: { StringEquals: { [`aws:ResourceTag/${CLUSTER_TAG}`]: CLUSTER_PLACEHOLDER } },
+    }),
+  ),
+  { action: "AttachNetworkInterface", resource: "arn:aws:ec2:*:*:instance/*" },
+];
 
 const NO_MANAGE = { StringEquals: { "aws:ResourceTag/node.k8s.amazonaws.com/no_manage": "true" } };
 const ANY = { resource: "*" } as const;
@@ -100,7 +138,12 @@ const ASSOCIATE_ADDRESS_SCOPES = [
 function requiredScope(
   action: string,
   taggedAtCreate: readonly string[],
+  file: string,
 ): { resource: string; condition?: unknown } | undefined {
+  if (file === POLICY_FILES.attach) {
+    // Attach mode's own rows are checked whole against ATTACH_GRANTS.
+    return action === "DescribeSecurityGroups" ? ANY : undefined;
+  }
   switch (action) {
     case "AssignPrivateIpAddresses":
     case "UnassignPrivateIpAddresses":
@@ -168,6 +211,24 @@ const interfaceMethods = new Set(
   ),
 );
 const commands = commandEntries(join(SRC, "cli", "dispatch.ts"));
+
+/**
+ * Attach mode's port (src/eni/ec2-eni-lifecycle-api.ts): its methods, and the IAM actions their comments name
+ * (the first list after "IAM:", and ec2:CreateTags where a comment names it for tags at creation).
+ */
+const LIFECYCLE = "Ec2EniLifecycleApi";
+const lifecycleText = readFileSync(join(SRC, "eni", "ec2-eni-lifecycle-api.ts"), "utf8");
+const lifecycleMethods = new Set(interfaceMethodNames(lifecycleText, LIFECYCLE));
+const lifecycleActions = new Set([
+  ...[...documentedActions(lifecycleText, LIFECYCLE).values()].flatMap((actions) => [...actions]),
+  ...([...lifecycleText.matchAll(/\/\*\*[\s\S]*?\*\//g)].some(
+    ([doc]) => doc.includes("IAM:") && doc.includes(`ec2:${TAG_ON_CREATE_ACTION}`),
+  )
+    ? [TAG_ON_CREATE_ACTION]
+    : []),
+]);
+/** The methods of the other interfaces: what the pod, bridge and Elastic IP policies are checked against. */
+const coreMethods = new Set([...interfaceMethods].filter((m) => !lifecycleMethods.has(m)));
 
 interface Sends {
   readonly operations: Set<string>;
@@ -323,11 +384,12 @@ describe("the commands", () => {
 describe("deploy/iam/iam-policy-*.json", () => {
   const files = readdirSync(IAM).filter((f) => /^iam-policy.*\.json$/.test(f));
 
-  it("are the pod and bridge policies and the opt-in Elastic IP one, nothing this test does not check", () => {
+  it("are the pod and bridge policies and the opt-in Elastic IP and attach ones, nothing this test does not check", () => {
     const known = new Set<string>(Object.values(POLICY_FILES));
     expect(files.filter((f) => !known.has(f))).toEqual([]);
     expect(files).toContain(POLICY_FILES.pod);
     expect(files).toContain(POLICY_FILES.bridge);
+    expect(files).toContain(POLICY_FILES.attach);
   });
 
   it.each(files)("%s allows EC2 actions by name, with no wildcard, Deny or Not*", (file) => {
@@ -349,11 +411,11 @@ describe("deploy/iam/iam-policy-*.json", () => {
 
   it.each(files)("%s scopes each action as the Service Authorization Reference allows", (file) => {
     const policy = readPolicy(file);
-    const tagged = sorted(sendsOf(interfaceMethods).taggedAtCreate);
+    const tagged = sorted(sendsOf(coreMethods).taggedAtCreate);
     for (const statement of policy.Statement) {
       for (const action of list(statement.Action).map((a) => a.replace(/^ec2:/, ""))) {
         if (action === "AssociateAddress") continue; // two resources, checked below
-        const scope = requiredScope(action, tagged);
+        const scope = requiredScope(action, tagged, file);
         if (scope === undefined) continue; // an action this table does not know: its file decides
         expect({ action, resource: statement.Resource, condition: statement.Condition }).toEqual({
           action,
@@ -407,9 +469,14 @@ describe("deploy/iam/iam-policy-*.json", () => {
     }
   });
 
-  const bridgeMethods = bridgeBuilt ? methodsOfMode("bridge") : new Set(PLANNED_BRIDGE_METHODS);
+  // Attach mode's calls are granted by iam-policy-attach.json, never by the bridge policy.
+  const bridgeMethods = new Set(
+    [...(bridgeBuilt ? methodsOfMode("bridge") : PLANNED_BRIDGE_METHODS)].filter(
+      (m) => !lifecycleMethods.has(m),
+    ),
+  );
   const bridgeTitle = bridgeBuilt
-    ? `${POLICY_FILES.bridge} allows exactly what bridge can send`
+    ? `${POLICY_FILES.bridge} allows exactly what bridge can send, attach mode's calls aside`
     : `${POLICY_FILES.bridge} allows exactly what the planned bridge (issue 10; not built yet) would send`;
 
   it(bridgeTitle, () => {
@@ -419,5 +486,53 @@ describe("deploy/iam/iam-policy-*.json", () => {
       sorted(policyActions(readPolicy(POLICY_FILES.bridge))),
       `${POLICY_FILES.bridge} (received) against the EC2 calls the bridge can send (expected)`,
     ).toEqual(sorted(actions));
+  });
+
+  const bridgeActions = policyActions(readPolicy(POLICY_FILES.bridge));
+
+  it(`${POLICY_FILES.attach} allows exactly the actions the IAM comments of ${LIFECYCLE} name, less the bridge policy's`, () => {
+    expect(lifecycleMethods.size).toBeGreaterThan(0);
+    expect(
+      sorted(policyActions(readPolicy(POLICY_FILES.attach))),
+      `${POLICY_FILES.attach} (received) against ${LIFECYCLE}'s IAM comments less ${POLICY_FILES.bridge} (expected)`,
+      // CreateTags is granted per create action: the bridge's is for its reservations only.
+    ).toEqual(
+      sorted([...lifecycleActions].filter((a) => a === TAG_ON_CREATE_ACTION || !bridgeActions.has(a))),
+    );
+    expect(sorted(lifecycleActions)).toEqual(
+      expect.arrayContaining(["AttachNetworkInterface", "CreateNetworkInterface", TAG_ON_CREATE_ACTION]),
+    );
+  });
+
+  it(`${POLICY_FILES.attach} scopes each grant exactly: creates by request tag, tags at creation only, the rest by resource tag`, () => {
+    const grants = readPolicy(POLICY_FILES.attach).Statement.flatMap((s) =>
+      list(s.Action).flatMap((a) =>
+        list(s.Resource).map((resource) => ({
+          action: a.replace(/^ec2:/, ""),
+          resource,
+          ...(s.Condition === undefined ? {} : { condition: s.Condition }),
+        })),
+      ),
+    );
+    const key = (g: { action: string; resource: string }) => `${g.action} on ${g.resource}`;
+    expect([...grants].sort((a, b) => key(a).localeCompare(key(b)))).toEqual(
+      [...ATTACH_GRANTS].sort((a, b) => key(a).localeCompare(key(b))),
+    );
+  });
+
+  it(`${POLICY_FILES.bridge} does not grow with attach mode: it grants no ENI create, attach, modify or delete`, () => {
+    const attachWrites = [...lifecycleActions].filter((a) => !a.startsWith("Describe"));
+    expect(sorted(attachWrites.filter((a) => bridgeActions.has(a) && a !== TAG_ON_CREATE_ACTION))).toEqual(
+      [],
+    );
+    const tagging = readPolicy(POLICY_FILES.bridge).Statement.filter((s) =>
+      list(s.Action).includes(`ec2:${TAG_ON_CREATE_ACTION}`),
+    );
+    expect(tagging.map((s) => s.Resource)).not.toContain(NETWORK_INTERFACE);
+  });
+
+  it(`the adapter, once it implements ${LIFECYCLE}, tags at creation only the ENIs it creates`, () => {
+    const tagged = sorted(sendsOf(lifecycleMethods).taggedAtCreate);
+    expect(tagged.filter((op) => op !== "CreateNetworkInterface")).toEqual([]);
   });
 });

@@ -27,11 +27,21 @@ export type Keeper = Pick<ReservationKeeper, "pass" | "prune" | "lines"> & {
   readonly lease: Pick<LeaseRenewer, "run">;
 };
 
+/**
+ * Work of the Lease holder run after each pass (attach mode's orphan sweep, attach/orphan-sweep.ts): it checks
+ * the Lease itself, and is a no-op off it.
+ */
+export interface HolderSweep {
+  sweep(now: number): Promise<unknown>;
+}
+
 export interface ReservationsLoopOptions {
   /** Between passes, in ms (IPMGR_BRIDGE_RESERVATION_INTERVAL_MS). */
   readonly intervalMs: number;
   readonly clock: Clock;
   readonly logger: Logger;
+  /** Run after every pass, whether the pass worked or not; its failure is logged once and never stops the passes. */
+  readonly orphans?: HolderSweep;
 }
 
 /**
@@ -62,6 +72,7 @@ export class ReservationsLoop {
     const { intervalMs, clock, logger } = this.options;
     const { keeper, waves } = this;
     let failing = false;
+    let sweepFailing = false;
     let pruneHeldFor = "";
     while (!signal.aborted) {
       const desired = waves.lastDesired;
@@ -87,12 +98,26 @@ export class ReservationsLoop {
             logger.warn({ err: error }, "the reservations pass failed; it runs again after the interval");
           failing = true;
         }
+        if (this.options.orphans !== undefined) sweepFailing = await this.#sweep(sweepFailing);
       }
       await clock
         .sleep(desired === undefined ? Math.min(intervalMs, FIRST_WAVE_POLL_MS) : intervalMs, signal)
         .catch((error: unknown) => {
           if (!signal.aborted) throw error;
         });
+    }
+  }
+
+  /** The orphan sweep after a pass; answers whether it failed (logged on the change only). */
+  async #sweep(failing: boolean): Promise<boolean> {
+    const { orphans, clock, logger } = this.options;
+    try {
+      await orphans?.sweep(clock.now());
+      if (failing) logger.info("the orphan sweep works again");
+      return false;
+    } catch (error) {
+      if (!failing) logger.warn({ err: error }, "the orphan sweep failed; it runs again after the interval");
+      return true;
     }
   }
 }

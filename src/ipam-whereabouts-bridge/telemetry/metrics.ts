@@ -11,6 +11,10 @@ const HELD_REASONS: readonly ReleaseHoldReason[] = ["stale-view", "unreadable-po
 /** How a wave ended: `applied` made EC2 changes, `noop` found everything in place, `error` is retried. */
 export type WaveOutcome = "applied" | "noop" | "error";
 
+/** What became of an orphaned ENI due for deletion: `deleted`, `dry_run` (reported only), `error` (EC2 refused). */
+export type OrphanDeletionOutcome = "deleted" | "dry_run" | "error";
+const ORPHAN_OUTCOMES: readonly OrphanDeletionOutcome[] = ["deleted", "dry_run", "error"];
+
 /**
  * The bridge's Prometheus metrics, on a registry of their own, with the process metrics of
  * registerProcessMetrics.
@@ -41,6 +45,8 @@ export class BridgeMetrics {
   readonly #prefixReleasesPending: Gauge;
   readonly #prefixReleases: Counter<"mode">;
   readonly #prefixSwapGap: Histogram;
+  readonly #orphanEnis: Gauge<"state">;
+  readonly #orphanDeletions: Counter<"outcome">;
 
   constructor() {
     const registers = [this.registry];
@@ -178,6 +184,20 @@ export class BridgeMetrics {
       buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
       registers,
     });
+    this.#orphanEnis = new Gauge({
+      name: `${PREFIX}orphan_enis`,
+      help: "Attach mode, on the Lease holder: this cluster's ENIs attached to nothing at the last orphan sweep, by state: waiting (in their grace period), deletable (past it: kept in dry run, or their delete failed).",
+      labelNames: ["state"],
+      registers,
+    });
+    this.#orphanDeletions = new Counter({
+      name: `${PREFIX}orphan_eni_deletions_total`,
+      help: "Attach mode: orphaned ENIs of this cluster past their grace period, by outcome: deleted, dry_run (logged once, not deleted), error (EC2 refused or failed the delete; tried again at the next sweep).",
+      labelNames: ["outcome"],
+      registers,
+    });
+    for (const state of ["waiting", "deletable"]) this.#orphanEnis.set({ state }, 0);
+    for (const outcome of ORPHAN_OUTCOMES) this.#orphanDeletions.inc({ outcome }, 0);
     for (const mode of ["released", "dry-run"] as const) this.#prefixReleases.inc({ mode }, 0);
     for (const reason of HELD_REASONS) this.#releasesHeld.set({ reason }, 0);
     for (const kind of ["Pod", "NetworkAttachmentDefinition", "IPPool"]) this.#inputProblems.set({ kind }, 0);
@@ -268,6 +288,16 @@ export class BridgeMetrics {
     for (const block of missing) {
       this.#reservationMissing.set({ subnet: block.subnetId, cidr: block.cidr, nad: block.nad }, 1);
     }
+  }
+
+  /** The orphan sweep's view after a sweep (both 0 when this bridge does not hold the Lease). */
+  orphanEnis(v: { waiting: number; deletable: number }): void {
+    this.#orphanEnis.set({ state: "waiting" }, v.waiting);
+    this.#orphanEnis.set({ state: "deletable" }, v.deletable);
+  }
+
+  orphanDeletion(outcome: OrphanDeletionOutcome): void {
+    this.#orphanDeletions.inc({ outcome });
   }
 
   reservationCreated(): void {
