@@ -23,16 +23,18 @@ export interface PluginRun {
 }
 
 /**
- * Runs one program as a CNI runtime does: the given environment only (no variable of the test process
- * leaks in), stdin written whole then closed.
+ * Runs one program (a path, or a path and its arguments) as a CNI runtime does: the given environment only
+ * (no variable of the test process leaks in), stdin written whole then closed.
  */
 export function runPlugin(
-  binary: string,
+  command: string | readonly string[],
   env: Record<string, string>,
   stdin: string | Buffer,
   timeoutMs = 30_000,
 ): Promise<PluginRun> {
-  const child = spawn(binary, [], { env, stdio: ["pipe", "pipe", "pipe"] });
+  const [file, ...args] = typeof command === "string" ? [command] : command;
+  if (file === undefined) throw new Error("runPlugin: an empty command");
+  const child = spawn(file, args, { env, stdio: ["pipe", "pipe", "pipe"] });
   const out: Buffer[] = [];
   const err: Buffer[] = [];
   child.stdout.on("data", (d: Buffer) => out.push(d));
