@@ -22,7 +22,7 @@ RUN --mount=type=secret,id=npm_ca,required=false \
     if [ -s /run/secrets/npm_ca ]; then export NODE_EXTRA_CA_CERTS=/run/secrets/npm_ca; fi \
     && npm ci --no-audit --no-fund
 COPY tsconfig.json ./
-COPY scripts/build.mjs ./scripts/
+COPY scripts/build.mjs scripts/build-cni-plugin.mjs ./scripts/
 COPY scripts/shims ./scripts/shims
 COPY scripts/code-cache ./scripts/code-cache
 COPY src ./src
@@ -42,6 +42,19 @@ FROM ${NODE_IMAGE} AS code-cache
 COPY --from=build /src/dist /app/dist
 RUN node /app/dist/write-code-cache.cjs
 
+# The chained CNI plugin's host binary (native/cni-plugin/, docs/cni-plugin.md): C, linked static, so that it
+# runs on the node with nothing of the image. Compiled on the target platform (under emulation for another
+# architecture: one gcc run, seconds) with Debian's gcc, in a stage of its own: the runtime image gets the
+# binary, not the compiler. The build stage above has no gcc, and its npm run build skips the plugin.
+FROM ${NODE_IMAGE} AS cni-plugin
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends gcc libc6-dev \
+    && rm -rf /var/lib/apt/lists/*
+WORKDIR /src
+COPY native/cni-plugin/multus-ipmgr-cni.c ./native/cni-plugin/
+COPY scripts/build-cni-plugin.mjs ./scripts/
+RUN node scripts/build-cni-plugin.mjs
+
 # Debian slim, not distroless: the sidecar watches address changes through `ip -o monitor address`, so the
 # runtime needs iproute2 (without it the sidecar falls back to polling every 50 ms; see docs/decisions.md).
 FROM ${NODE_IMAGE}
@@ -56,6 +69,10 @@ RUN apt-get update \
 WORKDIR /app
 COPY --from=code-cache /app/dist ./dist
 COPY examples/world-demo.yaml ./examples/world-demo.yaml
+# The CNI plugin and its installer, which the bridge's init container runs as root to put the plugin into
+# the node's /opt/cni/bin (docs/cni-plugin.md).
+COPY --from=cni-plugin /src/dist/cni/multus-ipmgr ./cni/multus-ipmgr
+COPY native/cni-plugin/install.sh ./cni/install.sh
 COPY LICENSE ./LICENSE
 # Labels last, so that a new version reuses the layers above. VERSION is package.json's (a test keeps the
 # default in step); SOURCE_URL is where your copy of the repository lives.

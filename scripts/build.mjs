@@ -8,6 +8,7 @@ import { createRequire } from "node:module";
 import { basename } from "node:path";
 import { fileURLToPath } from "node:url";
 import { build } from "esbuild";
+import { buildCniPlugin, CNI_PLUGIN_OUTPUT, hasGcc } from "./build-cni-plugin.mjs";
 
 // `multus-ipmgr --version` prints the version of package.json, fixed in the bundle at build time.
 const { version } = JSON.parse(readFileSync("package.json", "utf8"));
@@ -178,3 +179,12 @@ await build({
   banner: { js: "#!/usr/bin/env node" },
 });
 execFileSync(process.execPath, ["dist/write-code-cache.cjs"], { stdio: ["ignore", "ignore", "inherit"] });
+
+// The chained CNI plugin's host binary (C, static; docs/cni-plugin.md). The image compiles it in a stage of
+// its own, for its target platform; its build stage has no gcc and skips it here.
+if (hasGcc()) buildCniPlugin();
+else
+  console.warn(
+    `build: no gcc on the PATH, so ${CNI_PLUGIN_OUTPUT} (the CNI plugin) is not built, and its tests skip; ` +
+      "install gcc (Debian: apt-get install gcc libc6-dev) to build it",
+  );

@@ -50,7 +50,7 @@ describe("the image", () => {
     // Node 20 reached its end of life in April 2026; 22 (to April 2027) and 24 (to April 2028) are LTS lines.
     expect([22, 24]).toContain(major);
     const froms = instructions.filter((line) => line.startsWith("FROM "));
-    expect(froms).toHaveLength(3);
+    expect(froms).toHaveLength(4);
     for (const line of froms)
       expect(line).toMatch(/^FROM (--platform=\$BUILDPLATFORM )?\$\{NODE_IMAGE\}( AS [a-z-]+)?$/);
   });
@@ -84,6 +84,16 @@ describe("the image", () => {
   it("puts multus-ipmgr on the PATH, for kubectl exec and kubectl debug", () => {
     expect(dockerfile).toContain("chmod 0755 dist/multus-ipmgr.mjs dist/multus-ipmgr.cjs");
     expect(runtimeStage).toContain("ln -s /app/dist/multus-ipmgr.cjs /usr/local/bin/multus-ipmgr");
+  });
+
+  it("compiles the CNI plugin on the target platform with Debian's gcc, and ships the binary and its installer, not the compiler", () => {
+    const stage = dockerfile.slice(dockerfile.indexOf(`\nFROM ${BASE} AS cni-plugin\n`));
+    expect(stage).toMatch(/^\nFROM \$\{NODE_IMAGE\} AS cni-plugin\n/);
+    expect(stage).toMatch(/apt-get install -y --no-install-recommends gcc libc6-dev/);
+    expect(stage).toContain("RUN node scripts/build-cni-plugin.mjs");
+    expect(runtimeStage).toContain("COPY --from=cni-plugin /src/dist/cni/multus-ipmgr ./cni/multus-ipmgr");
+    expect(runtimeStage).toContain("COPY native/cni-plugin/install.sh ./cni/install.sh");
+    expect(runtimeStage).not.toMatch(/\bgcc\b/);
   });
 
   it("runs as a numeric non-root user", () => {

@@ -1,5 +1,5 @@
 /**
- * Every shell script under deploy/ and scripts/ (and .ci/run) passes shellcheck, every check on, warnings
+ * Every shell script under deploy/, scripts/ and native/ (and .ci/run) passes shellcheck, every check on, warnings
  * and notes included. shellcheck is Debian's `shellcheck` package: .ci/run installs it when it runs as root
  * and sets IPMGR_TEST_REQUIRE_SHELLCHECK=1, so that in CI a missing shellcheck fails here instead of skipping.
  */
@@ -17,7 +17,7 @@ function isShellScript(path: string): boolean {
   return /^#!.*\b(ba)?sh\b/.test(first);
 }
 
-const scripts = ["deploy", "scripts", ".ci"]
+const scripts = ["deploy", "scripts", ".ci", "native"]
   .flatMap((dir) =>
     (readdirSync(join(ROOT, dir), { recursive: true }) as string[]).map((f) => join(ROOT, dir, f)),
   )
@@ -35,9 +35,10 @@ if (!available && !required) {
 }
 
 describe("the shell scripts", () => {
-  it("are found: the node's first-boot script, the user data, the demo, the image test and CI", () => {
+  it("are found: the node's first-boot script, the user data, the demo, the image test, CI and the CNI plugin's installer", () => {
     for (const path of [
       "deploy/node/multus-eni.sh",
+      "native/cni-plugin/install.sh",
       "deploy/node/user-data.sh",
       "scripts/test-image.sh",
       ".ci/run",

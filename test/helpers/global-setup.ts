@@ -3,10 +3,12 @@ import { rmSync } from "node:fs";
 import { giveBack } from "../../scripts/give-back.mjs";
 import { labUnavailableReason, removeStaleLabs } from "./netns.js";
 import { leftTempDirs, RUN_TAG_VARIABLE } from "./temp-dirs.js";
+import { installTestPackages } from "./test-packages.js";
 
 /**
- * Builds dist/ once, so that end-to-end tests run the same bundle users get, and removes lab namespaces
- * left by a crashed earlier run. IPMGR_TEST_SKIP_BUILD=1 skips the build for quick runs of unit tests.
+ * Installs the Debian packages some tests need when it runs as root (test-packages.ts), builds dist/ once,
+ * so that end-to-end tests run the same bundle users get, and removes lab namespaces left by a crashed
+ * earlier run. IPMGR_TEST_SKIP_BUILD=1 skips the build for quick runs of unit tests.
  *
  * The test workers inherit the environment set here:
  * - IPMGR_TERMINATION_LOG is empty, so that no test that runs a command, as root, ever writes the
@@ -25,6 +27,8 @@ export default async function setup(): Promise<() => Promise<void>> {
   process.env[RUN_TAG_VARIABLE] = tag;
   // A second's slack for file systems with coarse timestamps.
   const startedMs = Date.now() - 1000;
+  const packagesNote = installTestPackages();
+  if (packagesNote !== undefined) process.stderr.write(`note: ${packagesNote}\n`);
   if (process.env.IPMGR_TEST_SKIP_BUILD !== "1") {
     execFileSync(process.execPath, ["scripts/build.mjs"], { stdio: "inherit" });
   }

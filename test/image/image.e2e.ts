@@ -7,7 +7,7 @@
  * Run by `npm run test:image` (scripts/test-image.sh), which builds the image and names it in IPMGR_IMAGE.
  */
 import { type ChildProcess, execFile, spawn } from "node:child_process";
-import { chmodSync, readFileSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
@@ -147,6 +147,8 @@ describe.skipIf(unavailable !== undefined)("the image, run as a user would", () 
     expect(seen.files).toContain("dist/bridge.cjs.cache");
     expect(seen.files).toContain("dist/sim.mjs");
     expect(seen.files).toContain("examples/world-demo.yaml");
+    expect(seen.files).toContain("cni/multus-ipmgr");
+    expect(seen.files).toContain("cni/install.sh");
     expect(seen.files.filter((f) => f.endsWith(".map"))).toEqual([]);
   });
 
@@ -225,6 +227,32 @@ describe.skipIf(unavailable !== undefined)("the image, run as a user would", () 
       runImage(["/app/dist/multus-ipmgr.mjs", "--version"], { extra: ["--entrypoint=node"] }),
     );
     expect(plain).toMatchObject({ code: 0, stdout: `multus-ipmgr ${version}\n`, stderr: "" });
+  });
+
+  it("installs its CNI plugin into a host directory as the bridge's init container does, and the plugin runs there without the image", async () => {
+    const hostBin = join(tmp ?? "", "opt-cni-bin");
+    mkdirSync(hostBin);
+    const installed = await collect(
+      runImage(["/app/cni/install.sh"], {
+        extra: ["--entrypoint=sh", "--user=0:0", `--volume=${hostBin}:/host/opt/cni/bin`],
+      }),
+    );
+    expect(installed).toMatchObject({
+      code: 0,
+      stdout: "cni-install: installed /host/opt/cni/bin/multus-ipmgr\n",
+      stderr: "",
+    });
+    const plugin = join(hostBin, "multus-ipmgr");
+    expect(statSync(plugin).mode & 0o777).toBe(0o755);
+    // Static: it runs on this machine as on a node, with nothing of the image.
+    const version = await collect(
+      spawn(plugin, [], { env: { CNI_COMMAND: "VERSION" }, stdio: ["ignore", "pipe", "pipe"] }),
+    );
+    expect(version).toMatchObject({
+      code: 0,
+      stdout: '{"cniVersion":"1.0.0","supportedVersions":["0.3.0","0.3.1","0.4.0","1.0.0"]}\n',
+      stderr: "",
+    });
   });
 
   it("sim starts on the example world shipped in the image and stops on SIGTERM", async () => {
