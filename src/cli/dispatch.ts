@@ -18,6 +18,7 @@ const commands: CommandTable = {
   },
   doctor: async () => (await import("../doctor/main.js")).main,
   bridge: loadBridge,
+  links: async () => (await import("../ipam-whereabouts-bridge/links/links-main.js")).main,
   sim: async (simBundle) => ((await import(simBundle)) as { main: CommandMain }).main,
 };
 
