@@ -43,7 +43,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     });
     const networkdDir = config.networkdDir === "" ? undefined : config.networkdDir;
     const agent = new LinksAgent(
-      { imds, ops: new IpLinkOps({ networkdDir }), clock: systemClock, logger: log },
+      { imds, ops: new IpLinkOps({ networkdDir, procSys: config.procSys }), clock: systemClock, logger: log },
       {
         networks: config.networks,
         statusFile: config.linkStatusFile,

@@ -42,6 +42,13 @@ export const linksSettings = {
     doc: "systemd-networkd's runtime directory on the node (a hostPath): for each network's ENI the agent writes 10-multus-ipmgr-<name>.network there, matching the ENI's MAC, with Unmanaged=yes, so that networkd (and amazon-ec2-net-utils, which configures links through it) leaves the link alone: no DHCP, no /32 aliases of the ENI's secondary addresses. Empty: no file (a node without networkd).",
     schema: z.string(),
   }),
+  procSys: setting({
+    env: "IPMGR_LINKS_PROC_SYS",
+    flag: "--proc-sys",
+    default: "/proc/sys",
+    doc: "Where the agent finds /proc/sys to write net/ipv4/conf/<link>/rp_filter. Container runtimes mount /proc/sys read-only in a container that is not privileged: the chart mounts the node's /proc/sys/net (a hostPath, as Cilium's agent does) at /host/proc/sys/net and sets /host/proc/sys.",
+    schema: field.text(),
+  }),
   imdsEndpoint,
   imdsEndpointMode,
   imdsTimeoutMs,
