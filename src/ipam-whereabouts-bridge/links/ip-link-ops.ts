@@ -47,9 +47,9 @@ export class IpLinkOps implements LinkOps {
     this.#networkdDir = options.networkdDir;
   }
 
-  async listLinks(signal?: AbortSignal): Promise<readonly NodeLink[]> {
+  async listLinks(): Promise<readonly NodeLink[]> {
     const args = ["-j", "addr", "show"];
-    const text = await this.#run(args, signal);
+    const text = await this.#run(args);
     let entries: unknown;
     try {
       entries = JSON.parse(text);
@@ -81,24 +81,24 @@ export class IpLinkOps implements LinkOps {
     );
   }
 
-  async setDown(name: string, signal?: AbortSignal): Promise<void> {
-    await this.#run(["link", "set", "dev", name, "down"], signal);
+  async setDown(name: string): Promise<void> {
+    await this.#run(["link", "set", "dev", name, "down"]);
   }
 
-  async rename(from: string, to: string, signal?: AbortSignal): Promise<void> {
-    await this.#run(["link", "set", "dev", from, "name", to], signal);
+  async rename(from: string, to: string): Promise<void> {
+    await this.#run(["link", "set", "dev", from, "name", to]);
   }
 
-  async setMtu(name: string, mtu: number, signal?: AbortSignal): Promise<void> {
-    await this.#run(["link", "set", "dev", name, "mtu", String(mtu)], signal);
+  async setMtu(name: string, mtu: number): Promise<void> {
+    await this.#run(["link", "set", "dev", name, "mtu", String(mtu)]);
   }
 
-  async setUp(name: string, signal?: AbortSignal): Promise<void> {
-    await this.#run(["link", "set", "dev", name, "up"], signal);
+  async setUp(name: string): Promise<void> {
+    await this.#run(["link", "set", "dev", name, "up"]);
   }
 
-  async deleteAddress(name: string, cidr: string, signal?: AbortSignal): Promise<void> {
-    await this.#run(["addr", "del", cidr, "dev", name], signal);
+  async deleteAddress(name: string, cidr: string): Promise<void> {
+    await this.#run(["addr", "del", cidr, "dev", name]);
   }
 
   async setRpFilter(name: string, value: number): Promise<void> {
@@ -137,30 +137,23 @@ export class IpLinkOps implements LinkOps {
     }
   }
 
-  #run(args: readonly string[], signal?: AbortSignal): Promise<string> {
+  #run(args: readonly string[]): Promise<string> {
     const command = [this.#ip, ...args];
     return new Promise((resolve, reject) => {
-      execFile(
-        this.#ip,
-        args,
-        { timeout: COMMAND_TIMEOUT_MS, ...(signal === undefined ? {} : { signal }) },
-        (error, stdout, stderr) => {
-          if (error === null) {
-            resolve(stdout);
-            return;
-          }
-          const said = stderr.trim();
-          const why =
-            (error as NodeJS.ErrnoException).code === "ENOENT"
-              ? `${this.#ip} was not found; the links agent needs iproute2's ip in its image`
-              : said === ""
-                ? error.message
-                : said;
-          reject(
-            new LinkCommandError(command, said, `${command.join(" ")} failed: ${why}`, { cause: error }),
-          );
-        },
-      );
+      execFile(this.#ip, args, { timeout: COMMAND_TIMEOUT_MS }, (error, stdout, stderr) => {
+        if (error === null) {
+          resolve(stdout);
+          return;
+        }
+        const said = stderr.trim();
+        const why =
+          (error as NodeJS.ErrnoException).code === "ENOENT"
+            ? `${this.#ip} was not found; the links agent needs iproute2's ip in its image`
+            : said === ""
+              ? error.message
+              : said;
+        reject(new LinkCommandError(command, said, `${command.join(" ")} failed: ${why}`, { cause: error }));
+      });
     });
   }
 }

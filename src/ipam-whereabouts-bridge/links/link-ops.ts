@@ -30,17 +30,17 @@ export interface NodeLink {
 
 export interface LinkOps {
   /** Every link with its addresses (`ip -j addr show`) and rp_filter. */
-  listLinks(signal?: AbortSignal): Promise<readonly NodeLink[]>;
+  listLinks(): Promise<readonly NodeLink[]>;
   /** `ip link set dev <name> down` */
-  setDown(name: string, signal?: AbortSignal): Promise<void>;
+  setDown(name: string): Promise<void>;
   /** `ip link set dev <from> name <to>`; the link must be down. */
-  rename(from: string, to: string, signal?: AbortSignal): Promise<void>;
+  rename(from: string, to: string): Promise<void>;
   /** `ip link set dev <name> mtu <mtu>` */
-  setMtu(name: string, mtu: number, signal?: AbortSignal): Promise<void>;
+  setMtu(name: string, mtu: number): Promise<void>;
   /** `ip link set dev <name> up` */
-  setUp(name: string, signal?: AbortSignal): Promise<void>;
+  setUp(name: string): Promise<void>;
   /** `ip addr del <cidr> dev <name>` */
-  deleteAddress(name: string, cidr: string, signal?: AbortSignal): Promise<void>;
+  deleteAddress(name: string, cidr: string): Promise<void>;
   /** Writes `value` to /proc/sys/net/ipv4/conf/<name>/rp_filter. */
   setRpFilter(name: string, value: number): Promise<void>;
   /** The text of our systemd-networkd file `file` in the networkd directory; undefined when absent or off. */

@@ -14,9 +14,10 @@ import {
 } from "../node/link-status.js";
 import { writeFileAtomically } from "./atomic-file.js";
 import { readEniSlots, type SlotImds } from "./eni-slots.js";
-import type { LinkOps } from "./link-ops.js";
+import type { LinkOps, NodeLink } from "./link-ops.js";
 import {
   describeStep,
+  type EniSlot,
   type LinkNetwork,
   type LinkPlan,
   type LinkStep,
@@ -39,6 +40,14 @@ export interface LinksAgentOptions {
   readonly intervalMs: number;
   /** Whether to write systemd-networkd files (IPMGR_LINKS_NETWORKD_DIR not empty). */
   readonly networkd: boolean;
+}
+
+/** What a pass plans from. */
+interface Observation {
+  readonly slots: readonly EniSlot[];
+  readonly links: readonly NodeLink[];
+  /** Our networkd files' text, by file name. */
+  readonly networkdFiles: ReadonlyMap<string, string>;
 }
 
 export class LinksAgent {
@@ -70,15 +79,14 @@ export class LinksAgent {
   }
 
   /** One pass and its status file; a failure to write the file is logged (once per distinct failure). */
-  async passAndReport(signal?: AbortSignal): Promise<LinkStatus | undefined> {
+  async passAndReport(): Promise<LinkStatus | undefined> {
     try {
-      const status = await this.pass(signal);
+      const status = await this.pass();
       await writeFileAtomically(this.#options.statusFile, serializeLinkStatus(status));
       if (this.#lastPassFailure !== undefined) this.#deps.logger.info("the links agent's pass works again");
       this.#lastPassFailure = undefined;
       return status;
     } catch (error) {
-      if (signal?.aborted) return undefined;
       const message = (error as Error).message;
       if (message !== this.#lastPassFailure) {
         this.#deps.logger.error(
@@ -92,10 +100,9 @@ export class LinksAgent {
   }
 
   /** Observes, plans, applies; returns the report of every network. Writes nothing but the links and networkd. */
-  async pass(signal?: AbortSignal): Promise<LinkStatus> {
-    const { ops } = this.#deps;
+  async pass(): Promise<LinkStatus> {
     const { networks } = this.#options;
-    const observed = await this.#observe(signal);
+    const observed = await this.#observe();
     const reports =
       typeof observed === "string"
         ? networks.map(
@@ -111,7 +118,7 @@ export class LinksAgent {
             planLinks(networks, observed.slots, observed.links, {
               networkd: this.#options.networkd,
               networkdFiles: observed.networkdFiles,
-            }).map((plan) => this.#apply(plan, ops, signal)),
+            }).map((plan) => this.#apply(plan)),
           );
     for (const report of reports) this.#logChange(report);
     return {
@@ -122,24 +129,17 @@ export class LinksAgent {
   }
 
   /** What the pass plans from, or why it could not be read (every network is then `failed` with it). */
-  async #observe(signal: AbortSignal | undefined): Promise<
-    | string
-    | {
-        slots: Awaited<ReturnType<typeof readEniSlots>>;
-        links: Awaited<ReturnType<LinkOps["listLinks"]>>;
-        networkdFiles: Map<string, string>;
-      }
-  > {
+  async #observe(): Promise<string | Observation> {
     const { ops, imds } = this.#deps;
-    let slots: Awaited<ReturnType<typeof readEniSlots>>;
+    let slots: readonly EniSlot[];
     try {
       slots = await readEniSlots(imds);
     } catch (error) {
       return `IMDS could not be read: ${(error as Error).message}`;
     }
-    let links: Awaited<ReturnType<LinkOps["listLinks"]>>;
+    let links: readonly NodeLink[];
     try {
-      links = await ops.listLinks(signal);
+      links = await ops.listLinks();
     } catch (error) {
       return `the node's links could not be listed: ${(error as Error).message}`;
     }
@@ -159,10 +159,10 @@ export class LinksAgent {
   }
 
   /** Takes a network's steps in order; the first that fails ends them and makes the report `failed`. */
-  async #apply(plan: LinkPlan, ops: LinkOps, signal: AbortSignal | undefined): Promise<LinkReport> {
+  async #apply(plan: LinkPlan): Promise<LinkReport> {
     for (const step of plan.steps) {
       try {
-        await this.#take(step, ops, signal);
+        await this.#take(step);
       } catch (error) {
         return {
           ...plan.report,
@@ -175,20 +175,21 @@ export class LinksAgent {
     return plan.report;
   }
 
-  #take(step: LinkStep, ops: LinkOps, signal: AbortSignal | undefined): Promise<void> {
+  #take(step: LinkStep): Promise<void> {
+    const { ops } = this.#deps;
     switch (step.kind) {
       case "networkd":
         return ops.writeNetworkdFile(step.file, step.text);
       case "down":
-        return ops.setDown(step.link, signal);
+        return ops.setDown(step.link);
       case "rename":
-        return ops.rename(step.from, step.to, signal);
+        return ops.rename(step.from, step.to);
       case "mtu":
-        return ops.setMtu(step.link, step.mtu, signal);
+        return ops.setMtu(step.link, step.mtu);
       case "up":
-        return ops.setUp(step.link, signal);
+        return ops.setUp(step.link);
       case "delete-address":
-        return ops.deleteAddress(step.link, step.cidr, signal);
+        return ops.deleteAddress(step.link, step.cidr);
       case "rp-filter":
         return ops.setRpFilter(step.link, 0);
     }
