@@ -32,7 +32,10 @@ class MemoryLinks implements LinkOps {
     this.links = links;
   }
   async listLinks() {
-    return this.links;
+    return this.links.map(({ rpFilter: _, ...listed }) => listed);
+  }
+  async readRpFilter(name: string) {
+    return this.links.find((l) => l.name === name)?.rpFilter;
   }
   #change(name: string, op: string, f: (l: NodeLink) => NodeLink): Promise<void> {
     if (this.refuse === op) {

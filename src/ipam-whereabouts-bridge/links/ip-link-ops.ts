@@ -7,7 +7,7 @@ import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { LinkCommandError } from "../../eni/errors/link-command-error.js";
 import { writeFileAtomically } from "./atomic-file.js";
-import type { LinkAddress, LinkOps, NodeLink } from "./link-ops.js";
+import type { LinkAddress, LinkOps, ListedLink } from "./link-ops.js";
 
 /** A command that has not answered in this long is killed and reported (the kernel answers in milliseconds). */
 const COMMAND_TIMEOUT_MS = 10_000;
@@ -47,7 +47,7 @@ export class IpLinkOps implements LinkOps {
     this.#networkdDir = options.networkdDir;
   }
 
-  async listLinks(): Promise<readonly NodeLink[]> {
+  async listLinks(): Promise<readonly ListedLink[]> {
     const args = ["-j", "addr", "show"];
     const text = await this.#run(args);
     let entries: unknown;
@@ -64,21 +64,15 @@ export class IpLinkOps implements LinkOps {
     if (!Array.isArray(entries)) {
       throw new LinkCommandError([this.#ip, ...args], "", `${this.#ip} ${args.join(" ")} printed no list`);
     }
-    return Promise.all(
-      (entries as IpAddrEntry[])
-        .filter((e) => typeof e.ifname === "string")
-        .map(async (e) => {
-          const name = e.ifname as string;
-          return {
-            name,
-            mac: typeof e.address === "string" ? e.address.toLowerCase() : "",
-            mtu: typeof e.mtu === "number" ? e.mtu : 0,
-            up: Array.isArray(e.flags) && e.flags.includes("UP"),
-            addresses: addressesOf(e.addr_info),
-            rpFilter: await this.#readRpFilter(name),
-          };
-        }),
-    );
+    return (entries as IpAddrEntry[])
+      .filter((e) => typeof e.ifname === "string")
+      .map((e) => ({
+        name: e.ifname as string,
+        mac: typeof e.address === "string" ? e.address.toLowerCase() : "",
+        mtu: typeof e.mtu === "number" ? e.mtu : 0,
+        up: Array.isArray(e.flags) && e.flags.includes("UP"),
+        addresses: addressesOf(e.addr_info),
+      }));
   }
 
   async setDown(name: string): Promise<void> {
@@ -126,7 +120,7 @@ export class IpLinkOps implements LinkOps {
     return join(this.#procSys, "net", "ipv4", "conf", name, "rp_filter");
   }
 
-  async #readRpFilter(name: string): Promise<number | undefined> {
+  async readRpFilter(name: string): Promise<number | undefined> {
     try {
       const value = Number((await readFile(this.#rpFilterPath(name), "utf8")).trim());
       return Number.isInteger(value) ? value : undefined;

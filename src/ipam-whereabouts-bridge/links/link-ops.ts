@@ -15,8 +15,8 @@ export interface LinkAddress {
   readonly scope: string;
 }
 
-/** A network link of the node (one entry of /sys/class/net). */
-export interface NodeLink {
+/** A network link of the node (one entry of /sys/class/net), as `ip -j addr show` lists it. */
+export interface ListedLink {
   readonly name: string;
   /** Lower case, colons; empty for links without one (lo, tunnels). */
   readonly mac: string;
@@ -24,13 +24,19 @@ export interface NodeLink {
   /** Administratively up (the UP flag). */
   readonly up: boolean;
   readonly addresses: readonly LinkAddress[];
+}
+
+/** A link with its rp_filter, read only for links that carry an ENI's MAC (a node has a veth per pod). */
+export interface NodeLink extends ListedLink {
   /** /proc/sys/net/ipv4/conf/<name>/rp_filter; undefined when it cannot be read. */
   readonly rpFilter: number | undefined;
 }
 
 export interface LinkOps {
-  /** Every link with its addresses (`ip -j addr show`) and rp_filter. */
-  listLinks(): Promise<readonly NodeLink[]>;
+  /** Every link with its addresses (`ip -j addr show`). */
+  listLinks(): Promise<readonly ListedLink[]>;
+  /** /proc/sys/net/ipv4/conf/<name>/rp_filter; undefined when the link has none (gone, or no IPv4 conf). */
+  readRpFilter(name: string): Promise<number | undefined>;
   /** `ip link set dev <name> down` */
   setDown(name: string): Promise<void>;
   /** `ip link set dev <from> name <to>`; the link must be down. */

@@ -139,7 +139,16 @@ export class LinksAgent {
     }
     let links: readonly NodeLink[];
     try {
-      links = await ops.listLinks();
+      const listed = await ops.listLinks();
+      const enis = new Set(slots.map((s) => s.mac.toLowerCase()));
+      links = await Promise.all(
+        listed.map(
+          async (l): Promise<NodeLink> => ({
+            ...l,
+            rpFilter: enis.has(l.mac) ? await ops.readRpFilter(l.name) : undefined,
+          }),
+        ),
+      );
     } catch (error) {
       return `the node's links could not be listed: ${(error as Error).message}`;
     }
