@@ -9,6 +9,7 @@ import { doctorSettings } from "../src/doctor/settings.js";
 import { podSettings } from "../src/eni/process/config.js";
 import { rangeText, type Setting, type SettingTable } from "../src/eni/process/settings.js";
 import { initSettings } from "../src/init/settings.js";
+import { linksSettings } from "../src/ipam-whereabouts-bridge/links/links-settings.js";
 import { bridgeSettings } from "../src/ipam-whereabouts-bridge/settings.js";
 import { sidecarSettings } from "../src/sidecar/settings.js";
 
@@ -26,6 +27,8 @@ export interface ConfigBlock {
   readonly settings: readonly Setting<unknown>[];
   /** Settings shared with other commands, listed by variable after the table; empty: no such line. */
   readonly alsoReads: readonly Setting<unknown>[];
+  /** Who else reads them, for that line; default: `init` and the sidecar. */
+  readonly alsoReadsAs?: string;
 }
 
 /** The settings of `table` that are not the very objects of `bases` (a redefined one counts as its own). */
@@ -37,6 +40,15 @@ function ownSettings(table: SettingTable, ...bases: SettingTable[]): Setting<unk
 function sharedSettings(table: SettingTable, ...bases: SettingTable[]): Setting<unknown>[] {
   const inherited = new Set(bases.flatMap((b) => Object.values(b)));
   return Object.values(table).filter((s) => inherited.has(s));
+}
+
+/**
+ * The links agent's table repeats two of the bridge's settings (its room may not import the bridge's table):
+ * a setting counts as shared when a base has one with its variable.
+ */
+function sharedByVariable(table: SettingTable, own: boolean, ...bases: SettingTable[]): Setting<unknown>[] {
+  const inherited = new Set(bases.flatMap((b) => Object.values(b).map((s) => s.env)));
+  return Object.values(table).filter((s) => inherited.has(s.env) !== own);
 }
 
 /** Every block the page carries, in the order of the page. */
@@ -72,6 +84,13 @@ export function configBlocks(): readonly ConfigBlock[] {
       settings: ownSettings(bridgeSettings, podSettings, sidecarSettings),
       alsoReads: sharedSettings(bridgeSettings, podSettings, sidecarSettings),
     },
+    {
+      name: "links",
+      source: "src/ipam-whereabouts-bridge/links/links-settings.ts linksSettings",
+      settings: sharedByVariable(linksSettings, true, podSettings, bridgeSettings),
+      alsoReads: sharedByVariable(linksSettings, false, podSettings, bridgeSettings),
+      alsoReadsAs: "the bridge and `init` read them",
+    },
   ];
 }
 
@@ -100,7 +119,7 @@ export function renderBlock(block: ConfigBlock): string {
   if (block.alsoReads.length > 0) {
     lines.push(
       "",
-      `Also read, as \`init\` and the sidecar read them: ${block.alsoReads.map((s) => `\`${s.env}\``).join(", ")}.`,
+      `Also read, as ${block.alsoReadsAs ?? "`init` and the sidecar read them"}: ${block.alsoReads.map((s) => `\`${s.env}\``).join(", ")}.`,
     );
   }
   return lines.join("\n");

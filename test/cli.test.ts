@@ -138,7 +138,7 @@ describe("names it does not know", () => {
 });
 
 describe("--help", () => {
-  it.each(["init", "sidecar", "bridge", "doctor"])(
+  it.each(["init", "sidecar", "bridge", "doctor", "links"])(
     "%s --help: every line fits 100 columns",
     async (command) => {
       const result = await runBinary([command, "--help"]);

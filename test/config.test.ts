@@ -13,6 +13,7 @@ import {
 import { editDistance, nearestName } from "../src/eni/process/nearest-name.js";
 import { field, parseFlags, rangeText, settingRange } from "../src/eni/process/settings.js";
 import { initSettings, loadInitConfig } from "../src/init/settings.js";
+import { linksSettings } from "../src/ipam-whereabouts-bridge/links/links-settings.js";
 import { bridgeSettings, loadBridgeConfig } from "../src/ipam-whereabouts-bridge/settings.js";
 import { BridgeMetrics } from "../src/ipam-whereabouts-bridge/telemetry/metrics.js";
 import { loadSidecarConfig, sidecarSettings } from "../src/sidecar/settings.js";
@@ -494,6 +495,7 @@ describe("configuration from environment and flags", () => {
       ...sidecarSettings,
       ...doctorSettings,
       ...bridgeSettings,
+      ...linksSettings,
     })
       .map((s) => s.env)
       .filter((name) => !readme.includes(`\`${name}\``));
@@ -608,7 +610,7 @@ describe("IPMGR_* variables no command reads", () => {
 
   it("knows exactly the IPMGR_* variables of every command's settings, the simulator's and the tooling's", () => {
     const fromTables = new Set(
-      [initSettings, sidecarSettings, doctorSettings, bridgeSettings]
+      [initSettings, sidecarSettings, doctorSettings, bridgeSettings, linksSettings]
         .flatMap((table) => Object.values(table).map((s) => s.env))
         .filter((name) => name.startsWith("IPMGR_")),
     );

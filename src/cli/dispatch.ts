@@ -18,6 +18,11 @@ const commands: CommandTable = {
   },
   doctor: async () => (await import("../doctor/main.js")).main,
   bridge: loadBridge,
+  links: async () => {
+    // Long-running and idle between passes: the same trade as the sidecar's.
+    (await import("../eni/process/v8-footprint.js")).useSmallFootprint();
+    return (await import("../ipam-whereabouts-bridge/links/links-main.js")).main;
+  },
   sim: async (simBundle) => ((await import(simBundle)) as { main: CommandMain }).main,
 };
 

@@ -21,6 +21,7 @@ commands:
   init      assign this pod's Multus addresses to the worker ENIs that carry them, then exit
   sidecar   keep assigning them as they change (floating IPs), serve /healthz /readyz /metrics
   bridge    on every node (DaemonSet): keep the node's Multus ENIs holding its pods' whereabouts addresses
+  links     beside the bridge, with NET_ADMIN (attach mode): name, bring up and keep the Multus ENIs' links
   doctor    check IMDS, the ENIs, IAM, the subnets and the pod's interfaces from inside the pod (--json)
   sim       run the local EC2 Query API and IMDSv2 simulator (--world FILE)
 

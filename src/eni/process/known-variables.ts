@@ -70,6 +70,10 @@ export const KNOWN_VARIABLES: readonly string[] = [
   "IPMGR_BRIDGE_LEASE_NAMESPACE",
   "IPMGR_BRIDGE_LEASE_NAME",
   "IPMGR_BRIDGE_LEASE_DURATION_MS",
+  // links (src/ipam-whereabouts-bridge/links/links-settings.ts; it also reads two of the bridge's)
+  "IPMGR_LINKS_INTERVAL_MS",
+  "IPMGR_LINKS_NETWORKD_DIR",
+  "IPMGR_LINKS_PROC_SYS",
   // sim (src/sim/cli-args.ts)
   "IPMGR_SIM_WORLD",
   "IPMGR_SIM_HOST",
