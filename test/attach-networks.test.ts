@@ -137,3 +137,11 @@ describe("attach mode's settings", () => {
     expect((error as ConfigError).exitCode).toBe(ExitCode.config);
   });
 });
+
+describe("IPMGR_BRIDGE_STARTUP_TAINT", () => {
+  const env = { NODE_NAME: "node-a", IPMGR_ALLOWED_CIDRS: "192.0.2.0/24" };
+  it("defaults to multus-ipmgr.io/enis-not-ready, and an empty value means no taint handling", () => {
+    expect(loadBridgeConfig([], env).startupTaint).toBe("multus-ipmgr.io/enis-not-ready");
+    expect(loadBridgeConfig([], { ...env, IPMGR_BRIDGE_STARTUP_TAINT: "" }).startupTaint).toBe("");
+  });
+});

@@ -222,6 +222,7 @@ export const bridgeSettings = {
     env: "IPMGR_BRIDGE_STARTUP_TAINT",
     flag: "--startup-taint",
     default: "multus-ipmgr.io/enis-not-ready",
+    emptyIsValue: true,
     doc: "Attach mode: the key of the NoSchedule taint the node registers with (Karpenter startupTaints, node group taints, --register-with-taints). The bridge removes it once every network's ENI is attached and its link ready (and, in prefix mode, the node's slices held), and puts it back when one is lost. Empty: the bridge never touches the node's taints.",
     schema: z.string(),
   }),
