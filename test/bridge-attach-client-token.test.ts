@@ -64,4 +64,19 @@ describe("SlotTokens", () => {
     expect(tokens.answeredLost(SLOT, "eni-0b")).toBe(false);
     expect(tokens.answeredLost({ networkCardIndex: 0, deviceIndex: 2 }, "eni-0a")).toBe(false);
   });
+
+  it("raises a slot's generation when the ENI its token answered, once seen attached, is gone from EC2", () => {
+    const tokens = new SlotTokens("i-0a1");
+    tokens.answered(SLOT, "eni-0a");
+    // Never seen attached: perhaps only not readable yet; the token stays.
+    expect(tokens.goneUnlessIn(SLOT, new Set())).toBeUndefined();
+    tokens.seenAttached(SLOT, "eni-0other");
+    expect(tokens.goneUnlessIn(SLOT, new Set())).toBeUndefined();
+    tokens.seenAttached(SLOT, "eni-0a");
+    expect(tokens.goneUnlessIn(SLOT, new Set(["eni-0a"]))).toBeUndefined();
+    expect(tokens.generation(SLOT)).toBe(0);
+    expect(tokens.goneUnlessIn(SLOT, new Set())).toBe("eni-0a");
+    expect(tokens.generation(SLOT)).toBe(1);
+    expect(tokens.goneUnlessIn(SLOT, new Set())).toBeUndefined();
+  });
 });

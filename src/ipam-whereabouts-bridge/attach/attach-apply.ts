@@ -262,6 +262,7 @@ async function createThenAttach(
       "nothing was made",
     );
   }
+  tokens.answered(slot, eni.eniId);
   logger.info(
     { network: run.name, eniId: eni.eniId, subnetId: action.subnetId, slot: slotKey(slot) },
     "ENI created for the network",

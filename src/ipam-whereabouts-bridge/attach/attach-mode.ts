@@ -134,6 +134,7 @@ export class AttachMode {
           status: "available",
         }),
       );
+      this.#forgetGone(due, instanceEnis, availableEnis);
       for (const network of due) {
         const target = await this.#target(network, facts, now, signal);
         if (target === undefined) held.add(network.name);
@@ -161,6 +162,8 @@ export class AttachMode {
       },
       signal,
     );
+    for (const o of outcomes)
+      if (o.kind === "attached" && o.foreign === undefined) this.#tokens.seenAttached(o.slot, o.eniId);
     const byName = new Map(outcomes.map((o) => [o.network, o]));
     const reports = networks.map((n) => {
       const outcome = byName.get(n.name);
@@ -176,6 +179,23 @@ export class AttachMode {
       calls: this.#reads + writes,
       nextAt: ends.length === 0 ? undefined : Math.min(...ends),
     };
+  }
+
+  /** The ENIs our tokens answered that someone deleted since: their slots' tokens move on. */
+  #forgetGone(
+    due: readonly AttachNetwork[],
+    instanceEnis: readonly Ec2NetworkInterface[],
+    availableEnis: readonly Ec2NetworkInterface[],
+  ): void {
+    const present = new Set([...instanceEnis, ...availableEnis].map((e) => e.eniId));
+    for (const network of due) {
+      const gone = this.#tokens?.goneUnlessIn(network, present);
+      if (gone !== undefined)
+        this.deps.logger.info(
+          { network: network.name, eniId: gone },
+          `network ${network.name}: ENI ${gone}, attached before, is gone from EC2 (deleted): a new one is made with the slot's next ClientToken`,
+        );
+    }
   }
 
   async #read<T>(run: () => Promise<T>): Promise<T> {

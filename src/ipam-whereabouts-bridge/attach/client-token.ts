@@ -38,6 +38,8 @@ export class SlotTokens {
   readonly #generations = new Map<string, number>();
   /** Per slot, the ENIs a token answered that were then not found after every retry. */
   readonly #lost = new Map<string, Set<string>>();
+  /** Per slot, the ENI its current token answered, and whether EC2 has shown it attached since. */
+  readonly #answered = new Map<string, { eniId: string; seen: boolean }>();
 
   constructor(private readonly instanceId: string) {}
 
@@ -52,6 +54,30 @@ export class SlotTokens {
   /** The ENI the slot's token answered is deleted (by us, after a refused attach): the next create uses a new token. */
   deleted(slot: AttachSlot): void {
     this.#generations.set(slotKey(slot), this.generation(slot) + 1);
+    this.#answered.delete(slotKey(slot));
+  }
+
+  /** A create with the slot's current token answered `eniId`. */
+  answered(slot: AttachSlot, eniId: string): void {
+    this.#answered.set(slotKey(slot), { eniId, seen: false });
+  }
+
+  /** EC2 showed `eniId` attached at the slot, or accepted its attach there. */
+  seenAttached(slot: AttachSlot, eniId: string): void {
+    const answered = this.#answered.get(slotKey(slot));
+    if (answered?.eniId === eniId) answered.seen = true;
+  }
+
+  /**
+   * The slot is free: if the ENI its token answered was seen attached and is now in none of `present` (the
+   * instance's ENIs, our available ones), it was deleted by someone: the generation is raised, and its id
+   * returned. An ENI never seen attached may only be one EC2 does not show yet: it keeps the token.
+   */
+  goneUnlessIn(slot: AttachSlot, present: ReadonlySet<string>): string | undefined {
+    const answered = this.#answered.get(slotKey(slot));
+    if (answered === undefined || !answered.seen || present.has(answered.eniId)) return undefined;
+    this.deleted(slot);
+    return answered.eniId;
   }
 
   /** EC2 kept answering NotFound for the ENI the token answered, after every retry. */
