@@ -287,6 +287,18 @@ describe("applyAttachPlan", () => {
     });
   });
 
+  it("a token EC2 already saw with other parameters: refused, and the slot's next create uses a new token", async () => {
+    const ec2 = world();
+    const tokens = new SlotTokens(INSTANCE);
+    ec2.failNext(
+      "CreateNetworkInterface",
+      ec2Error("CreateNetworkInterface", "IdempotentParameterMismatch", "refused"),
+    );
+    const [outcome] = await pass(ec2, [network()], tokens);
+    expect(outcome).toMatchObject({ kind: "refused", code: "IdempotentParameterMismatch" });
+    expect(tokens.generation({ networkCardIndex: 0, deviceIndex: 1 })).toBe(1);
+  });
+
   it("DeleteOnTermination failing leaves the ENI attached, with the problem; the next pass sets it", async () => {
     const ec2 = world();
     ec2.failNext(

@@ -208,6 +208,26 @@ describe("AttachMode", () => {
     expect(ec2.enis.size).toBe(2);
   });
 
+  it("two bridges on one node at once: one ENI per network, attached, nothing left over", async () => {
+    const ec2 = world();
+    const [a, b] = await Promise.all([
+      attachMode(ec2, TWO).reconcile(FACTS, signal),
+      attachMode(ec2, TWO).reconcile(FACTS, signal),
+    ]);
+    const ours = [...ec2.enis.values()].filter((e) => e.eniId !== "eni-primary");
+    expect(ours.map((e) => [e.tags["multus-ipmgr.io/network"], e.attachment?.deviceIndex])).toEqual([
+      ["multus1", 1],
+      ["multus2", 2],
+    ]);
+    // Each network attached by one of the two; the other met its ENI in use and deleted nothing.
+    expect(a.networks.map((n, i) => n.attached || b.networks[i]?.attached)).toEqual([true, true]);
+    expect(ec2.calls.filter((c) => c.startsWith("Delete"))).toEqual([]);
+    // The one that lost the race sees the other's ENIs at its next pass.
+    const next = await attachMode(ec2, TWO).reconcile(FACTS, signal);
+    expect(next.allAttached).toBe(true);
+    expect(next.networks.map((n) => n.eniId)).toEqual(ours.map((e) => e.eniId));
+  });
+
   it("a subnet chosen by tags is looked up once per process, and again after EC2 refused a create in it", async () => {
     const ec2 = world();
     const clock = new FakeClock();

@@ -7,6 +7,9 @@
  *   made at once, and says so; the slot's ClientToken moves to its next generation. An ENI of ours found
  *   available and attached again (`reattach`) is not deleted when its attach is refused: it is ours, made for
  *   this instance, and the next pass tries it again (or the orphan sweep takes it after its grace).
+ * - InvalidNetworkInterface.InUse on the attach: the ENI is attached already. Two bridges on one node ask with
+ *   one ClientToken and get one ENI; the one whose attach comes second deletes nothing (EC2 would refuse to
+ *   delete an attached ENI anyway), and its next pass finds the ENI attached.
  * - InvalidNetworkInterfaceID.NotFound right after a create is EC2's eventual consistency, not a refusal: the
  *   attach is tried again after a short backoff (6 attempts in all, 200 ms doubling to 2 s), never a delete.
  * - EC2 unavailable (throttling, 5xx, no answer, after the adapter's own retries): the network is tried again
@@ -28,6 +31,8 @@ import { AttachError, type AttachStep } from "./errors/attach-error.js";
 
 export const ENI_NOT_FOUND = "InvalidNetworkInterfaceID.NotFound";
 const TOKEN_MISMATCH = "IdempotentParameterMismatch";
+/** The ENI is attached already: two creates with one ClientToken answered one ENI, and the other attached it. */
+const ENI_IN_USE = "InvalidNetworkInterface.InUse";
 
 /** How NotFound right after a create is retried: attempts in all, the first included, and the backoff between. */
 export interface NotFoundRetry {
@@ -294,6 +299,14 @@ async function attachThenSettle(
         "nothing was deleted; the next pass attaches it if EC2 shows it, or makes another",
       );
     }
+    if (cause.code === ENI_IN_USE)
+      return failed(
+        run,
+        error,
+        `ENI ${eni.eniId} of network ${run.name} was attached meanwhile, by another call than this one (a second bridge on this node?) (${cause.message})`,
+        "nothing was deleted; the next pass finds it attached",
+        "retry-later",
+      );
     if (cause.kind !== "refused" || !made)
       return failed(
         run,
@@ -368,8 +381,15 @@ async function deleteRefused(
 }
 
 /** The outcome of a failed step: refused (EC2 said no), or retry-later (EC2 unavailable, NotFound). */
-function failed(run: NetworkRun, failure: StepFailure, cause: string, done: string): AttachOutcome {
-  const retryLater = failure.cause.kind === "unavailable" || failure.cause.code === ENI_NOT_FOUND;
+function failed(
+  run: NetworkRun,
+  failure: StepFailure,
+  cause: string,
+  done: string,
+  kind?: "retry-later",
+): AttachOutcome {
+  const retryLater =
+    kind === "retry-later" || failure.cause.kind === "unavailable" || failure.cause.code === ENI_NOT_FOUND;
   const detail = `${cause}; ${done}`;
   const error = new AttachError(
     { network: run.name, step: failure.step, eniId: failure.eniId, cause: failure.cause },
