@@ -1,10 +1,10 @@
 import { describe, expect, it } from "vitest";
 import { ExitCode } from "../src/eni/errors/exit-codes.js";
 import {
-  type AttachOutcome,
   applyAttachPlan,
   DEFAULT_NOT_FOUND_RETRY,
 } from "../src/ipam-whereabouts-bridge/attach/attach-apply.js";
+import type { AttachOutcome } from "../src/ipam-whereabouts-bridge/attach/attach-outcome.js";
 import { planAttach } from "../src/ipam-whereabouts-bridge/attach/attach-plan.js";
 import { clientToken, SlotTokens } from "../src/ipam-whereabouts-bridge/attach/client-token.js";
 import { AttachError } from "../src/ipam-whereabouts-bridge/attach/errors/attach-error.js";

@@ -25,8 +25,9 @@ import { Ec2Error } from "../../eni/errors/ec2-error.js";
 import type { Clock } from "../../eni/process/clock.js";
 import type { Logger } from "../../eni/process/logger.js";
 import type { Ec2NetworkInterface } from "../../eni/types.js";
+import type { AttachOutcome } from "./attach-outcome.js";
 import type { AttachAction, NetworkPlan } from "./attach-plan.js";
-import { type AttachSlot, type SlotTokens, slotKey } from "./client-token.js";
+import { type SlotTokens, slotKey } from "./client-token.js";
 import { AttachError, type AttachStep } from "./errors/attach-error.js";
 
 export const ENI_NOT_FOUND = "InvalidNetworkInterfaceID.NotFound";
@@ -56,44 +57,6 @@ export interface AttachContext {
   readonly clusterName: string;
   readonly instanceId: string;
 }
-
-/** What became of one network, with the EC2 calls made for it (each retry counted). */
-export type AttachOutcome =
-  | {
-      readonly kind: "attached";
-      readonly network: string;
-      readonly slot: AttachSlot;
-      readonly eniId: string;
-      readonly mac: string;
-      readonly attachmentId: string | undefined;
-      readonly calls: number;
-      /** Whether this pass attached it (made or again). */
-      readonly changed: boolean;
-      /** The ENI at the slot is not this network's (attach-plan.ts): the sentence. */
-      readonly foreign?: string;
-      /** A DeleteOnTermination or SourceDestCheck call that failed: the ENI is attached, the plan sets it again. */
-      readonly problems: readonly AttachError[];
-    }
-  | { readonly kind: "waiting"; readonly network: string; readonly slot: AttachSlot; readonly detail: string }
-  | {
-      readonly kind: "refused";
-      readonly network: string;
-      readonly slot: AttachSlot;
-      readonly detail: string;
-      /** EC2's error code; undefined when the plan refused before any call. */
-      readonly code: string | undefined;
-      readonly error?: AttachError;
-      readonly calls: number;
-    }
-  | {
-      readonly kind: "retry-later";
-      readonly network: string;
-      readonly slot: AttachSlot;
-      readonly detail: string;
-      readonly code: string;
-      readonly error: AttachError;
-      readonly calls: number;
-    };
 
 /** Runs each network's actions; one network's failure never stops the next. Throws only an abort or a bug. */
 export async function applyAttachPlan(
