@@ -36,6 +36,8 @@ const COMMAND_MODE: Readonly<Record<string, Mode | "none">> = {
   doctor: "pod",
   bridge: "bridge",
   sim: "none",
+  // The links agent reads IMDS and the node's links; it makes no EC2 call.
+  links: "none",
 };
 
 /**
