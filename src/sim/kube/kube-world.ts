@@ -61,6 +61,8 @@ export const worldNodeSchema = z.strictObject({
         key: z.string().min(1),
         value: z.string().optional(),
         effect: z.enum(["NoSchedule", "PreferNoSchedule", "NoExecute"]),
+        /** RFC 3339, as the node controller sets on NoExecute taints. */
+        timeAdded: z.string().optional(),
       }),
     )
     .optional(),
