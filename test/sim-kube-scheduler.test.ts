@@ -3,22 +3,28 @@
  * and properties (no I/O), then through the API with client-node: a pod on no node stays Pending while every
  * node carries a taint it does not tolerate, and is bound and run once a PATCH removes the taint.
  */
+import { execFile, spawnSync } from "node:child_process";
+import { join } from "node:path";
 import { CoreV1Api, PatchStrategy, setHeaderOptions, type V1Pod } from "@kubernetes/client-node";
 import fc from "fast-check";
 import { afterEach, describe, expect, it } from "vitest";
 import type { SimulatorHandle } from "../src/sim/index.js";
 import type { KubeObject } from "../src/sim/kube/kube-object.js";
+import { writeKubeconfig } from "../src/sim/kube/kubeconfig.js";
 import { pickNode, type Taint, type Toleration, tolerates, unfitReason } from "../src/sim/kube/node-fit.js";
 import { wantsScheduling } from "../src/sim/kube/scheduler.js";
 import {
+  control,
   eventually,
   type Json,
   kubeConfigFor,
+  kubeEndpointOf,
   kubeWorld,
   NODE_A,
   NODE_B,
   startKubeSim,
 } from "./helpers/kube-worlds.js";
+import { makeTempDir, removeTempDir } from "./helpers/temp-dirs.js";
 
 const TAINT: Taint = { key: "multus-ipmgr.io/enis-not-ready", effect: "NoSchedule" };
 
@@ -326,3 +332,96 @@ describe("the scheduler stand-in, through the API with client-node", () => {
     ]);
   });
 });
+
+describe("the scheduler stand-in and scripted pods", () => {
+  it("takes pods of the world file and the control API as given: unbound ones stay unbound", async () => {
+    sim = await startKubeSim(
+      kubeWorld({
+        pods: [{ namespace: "cnf", name: "world-pending", phase: "Pending" }],
+      }),
+      { errorLog: (line) => errors.push(line) },
+    );
+    const s = sim;
+    await control(s, "POST", "/kubernetes/pods", {
+      namespace: "cnf",
+      name: "control-pending",
+      phase: "Pending",
+    });
+    const core = kubeConfigFor(s).makeApiClient(CoreV1Api);
+    // A pod created through the API afterwards is bound: the stand-in is running, and left the others alone.
+    await core.createNamespacedPod({ namespace: "cnf", body: manifest("api-pod") });
+    await eventually(
+      async () =>
+        (await core.readNamespacedPod({ namespace: "cnf", name: "api-pod" })).spec?.nodeName !== undefined,
+      "api-pod bound",
+    );
+    for (const name of ["world-pending", "control-pending"]) {
+      const pod = await core.readNamespacedPod({ namespace: "cnf", name });
+      expect(pod.spec?.nodeName).toBeUndefined();
+      expect((pod.status?.conditions ?? []).filter((c) => c.reason === "Unschedulable")).toEqual([]);
+    }
+  });
+});
+
+const probe = spawnSync("kubectl", ["version", "--client"], { encoding: "utf8", timeout: 30_000 });
+const kubectlMissing =
+  probe.error !== undefined || probe.status !== 0
+    ? `kubectl is not installed (${probe.error?.message ?? probe.stderr.trim()}); the kubectl taint test is skipped`
+    : undefined;
+if (kubectlMissing !== undefined) process.stderr.write(`note: ${kubectlMissing}\n`);
+
+describe.skipIf(kubectlMissing !== undefined)(
+  "kubectl taint against the simulator (a strategic merge patch)",
+  () => {
+    let dir: string | undefined;
+    afterEach(() => {
+      removeTempDir(dir);
+      dir = undefined;
+    });
+
+    it("takes the taint off with kubectl taint, and the pod Pending for it is bound and runs", async () => {
+      sim = await startKubeSim(kubeWorld({ nodes: [{ instance: "i-0a", taints: [TAINT] }] }), {
+        errorLog: (line) => errors.push(line),
+      });
+      dir = makeTempDir("ipmgr-kube-");
+      const kubeconfig = join(dir, "kubeconfig");
+      await writeKubeconfig(kubeconfig, kubeEndpointOf(sim));
+      const core = kubeConfigFor(sim).makeApiClient(CoreV1Api);
+      await core.createNamespacedPod({ namespace: "cnf", body: manifest("upf-1") });
+      const kubectl = (...args: string[]) =>
+        new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
+          execFile(
+            "kubectl",
+            [
+              "--kubeconfig",
+              kubeconfig,
+              "--cache-dir",
+              join(dir as string, "cache"),
+              "--request-timeout=20s",
+              ...args,
+            ],
+            { encoding: "utf8", timeout: 60_000 },
+            (error, stdout, stderr) =>
+              resolve({
+                code: error === null ? 0 : typeof error.code === "number" ? error.code : 1,
+                stdout,
+                stderr,
+              }),
+          );
+        });
+      expect(await kubectl("taint", "nodes", NODE_A, `${TAINT.key}:NoSchedule-`)).toEqual({
+        code: 0,
+        stdout: `node/${NODE_A} untainted\n`,
+        stderr: "",
+      });
+      await eventually(
+        async () =>
+          (await core.readNamespacedPod({ namespace: "cnf", name: "upf-1" })).status?.phase === "Running",
+        "upf-1 running",
+      );
+      expect((await core.readNode({ name: NODE_A })).spec?.taints ?? []).toEqual([]);
+      expect((await kubectl("taint", "nodes", NODE_A, `${TAINT.key}=:NoSchedule`)).code).toBe(0);
+      expect((await core.readNode({ name: NODE_A })).spec?.taints).toEqual([TAINT]);
+    });
+  },
+);

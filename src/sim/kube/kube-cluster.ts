@@ -110,9 +110,10 @@ export class KubeCluster {
     this.#asGiven(() => this.#seed(world));
   }
 
-  /** Runs a scripted write (world file, control API): the kubelet stand-in takes its pods as given. */
+  /** Runs a scripted write (world file, control API): the kubelet and scheduler stand-ins take its pods as given. */
   #asGiven<T>(write: () => T): T {
-    return this.#kubelet === undefined ? write() : this.#kubelet.asGiven(write);
+    const scheduled = () => (this.#scheduler === undefined ? write() : this.#scheduler.asGiven(write));
+    return this.#kubelet === undefined ? scheduled() : this.#kubelet.asGiven(scheduled);
   }
 
   #seed(world: KubeWorldContext): void {

@@ -38,7 +38,8 @@ export function wantsScheduling(pod: KubeObject): boolean {
  * taint it does not tolerate; `spec.nodeName` is set and PodScheduled=True, as the binding subresource does.
  * A pod no node takes stays Pending with PodScheduled=False, reason Unschedulable and the scheduler's
  * message, and is tried again on every node change (a taint removed, a node added). The kubelet stand-in then
- * runs a bound pod. No scoring, no preemption, no affinity beyond nodeSelector. Work runs after the change
+ * runs a bound pod. Pods the world file and the control API write are taken as given, unbound ones too. No
+ * scoring, no preemption, no affinity beyond nodeSelector. Work runs after the change
  * that asks for it, never inside a store listener, so watches see the pod unbound first.
  */
 export class Scheduler {
@@ -46,6 +47,9 @@ export class Scheduler {
   #unsubscribe: () => void = () => undefined;
   /** Pods to place (`namespace/name`), in the order asked. */
   readonly #pending = new Set<string>();
+  /** Uids of the pods the world file and the control API wrote: taken as given, never bound. */
+  readonly #given = new Set<string>();
+  #scripted = 0;
 
   constructor(deps: SchedulerDeps) {
     this.#deps = deps;
@@ -59,11 +63,26 @@ export class Scheduler {
     this.#unsubscribe();
   }
 
+  /** Runs `write` (world file, control API) with the scheduler looking away: pods it writes are as given. */
+  asGiven<T>(write: () => T): T {
+    this.#scripted += 1;
+    try {
+      return write();
+    } finally {
+      this.#scripted -= 1;
+    }
+  }
+
   #onChange(event: StoreEvent): void {
     if (event.storage === "pods") {
-      if (event.type !== "DELETED" && wantsScheduling(event.object)) this.#queue(event.object);
+      const uid = event.object.metadata.uid ?? "";
+      if (event.type === "DELETED") this.#given.delete(uid);
+      else if (this.#scripted > 0) this.#given.add(uid);
+      else if (!this.#given.has(uid) && wantsScheduling(event.object)) this.#queue(event.object);
     } else if (event.storage === "nodes" && event.type !== "DELETED") {
-      for (const pod of this.#deps.api.store.list("pods")) if (wantsScheduling(pod)) this.#queue(pod);
+      for (const pod of this.#deps.api.store.list("pods")) {
+        if (!this.#given.has(pod.metadata.uid ?? "") && wantsScheduling(pod)) this.#queue(pod);
+      }
     }
   }
 
