@@ -56,6 +56,8 @@ class LeaseStore {
       watchNodeSlicePools: unused,
       podUid: unused,
       createEvent: unused,
+      getNodeTaints: unused,
+      setNodeTaint: unused,
       close: unused,
     };
   }

@@ -40,6 +40,8 @@ describe("the bridge's Kubernetes calls, read from kube-client.ts", () => {
   it("are the watches' list and watch, and the typed calls' verbs", () => {
     expect(bridgeKubeGrants(ROOT).map(grantLine)).toEqual([
       "/events create",
+      "/nodes get",
+      "/nodes patch",
       "/pods get",
       "/pods list",
       "/pods watch",
@@ -75,8 +77,14 @@ describe.skipIf(unavailable !== undefined)("the chart's RBAC for the bridge", ()
   const clusterRole = objects.find((o) => o.kind === "ClusterRole");
   const role = objects.find((o) => o.kind === "Role");
 
-  it("the ClusterRole grants exactly the calls', the Lease's aside", () => {
+  it("the ClusterRole grants exactly the calls', the Lease's aside, and nodes' (the startup taint) only in attach mode", () => {
     expect(grantsOf(clusterRole, true)).toEqual(
+      bridgeKubeGrants(ROOT)
+        .filter((g) => g.resource !== "leases" && g.resource !== "nodes")
+        .map(grantLine),
+    );
+    const attach = renderChart("bridge: { attach: { enabled: true } }").find((o) => o.kind === "ClusterRole");
+    expect(grantsOf(attach, true)).toEqual(
       bridgeKubeGrants(ROOT)
         .filter((g) => g.resource !== "leases")
         .map(grantLine),

@@ -67,7 +67,7 @@ describe("discovery", () => {
     });
     expect(core.resources.find((r: { name: string }) => r.name === "nodes")).toMatchObject({
       namespaced: false,
-      verbs: ["get", "list", "watch"],
+      verbs: ["get", "list", "patch", "watch"],
     });
     const groups = (await kube(s, "GET", "/apis")).body;
     expect(groups.kind).toBe("APIGroupList");

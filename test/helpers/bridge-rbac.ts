@@ -3,8 +3,9 @@
  * (src/ipam-whereabouts-bridge/kube/kube-client.ts, the only importer of @kubernetes/client-node), as
  * test/iam-policy.test.ts reads the EC2 actions from the EC2 adapter:
  * - each watched collection (`#reflect(resource, path, ...)`) needs list and watch on the path's resource;
- * - each typed call (`this.#client.<verb>Namespaced<Kind>(`) needs its verb (read is get, replace is update)
- *   on the kind's resource, in the group of the API class the client was made from.
+ * - each typed call (`this.#client.<verb>Namespaced<Kind>(`, or `<verb><Kind>(` for a cluster-scoped kind)
+ *   needs its verb (read is get, replace is update) on the kind's resource, in the group of the API class the
+ *   client was made from.
  * A call of a shape not known here throws, naming it, so that a new kind of call cannot go unseen.
  */
 import { readFileSync } from "node:fs";
@@ -70,7 +71,7 @@ export function bridgeKubeGrants(root: string): Grant[] {
     const [, client = "", method = ""] = m;
     const api = clients.get(client);
     if (api === undefined) continue; // not an API client (#reflectors, #call ...)
-    const call = /^(read|list|create|replace|patch|delete)Namespaced([A-Z]\w*)$/.exec(method);
+    const call = /^(read|list|create|replace|patch|delete)(?:Namespaced)?([A-Z]\w*)$/.exec(method);
     const group = GROUP_OF_API[api];
     if (call === null || group === undefined)
       throw new Error(

@@ -6,6 +6,7 @@
  * (test/chart-rbac.test.ts reads the calls from kube-client.ts and checks these comments and the chart).
  */
 
+import type { NodeTaint } from "./node-taints.js";
 import type { WatchHealth } from "./view-trust.js";
 
 /** A container of a pod: enough to recognise the sidecar. */
@@ -100,9 +101,9 @@ export interface LeaseInfo {
 }
 
 /** The kinds of object the bridge writes Events about. */
-export type EventObjectKind = "Pod" | "NetworkAttachmentDefinition" | "IPPool";
+export type EventObjectKind = "Pod" | "NetworkAttachmentDefinition" | "IPPool" | "Node";
 
-/** A core/v1 Event about a pod (or, with `kind`, a NAD or an IPPool). */
+/** A core/v1 Event about a pod (or, with `kind`, a NAD, an IPPool or a Node: namespace "default", as kubelet's). */
 export interface PodEvent {
   readonly pod: {
     readonly namespace: string;
@@ -167,6 +168,16 @@ export interface KubeApi {
   updateLease(lease: LeaseInfo): Promise<LeaseInfo>;
   /** RBAC: events (core) create. */
   createEvent(event: PodEvent): Promise<void>;
+  /** RBAC: nodes get. The node's `spec.taints` ([] when none). Attach mode only (the startup taint). */
+  getNodeTaints(nodeName: string): Promise<readonly NodeTaint[]>;
+  /**
+   * RBAC: nodes get, patch. Puts `taint` on the node (`present`) or takes every taint with its key and effect
+   * off, every other taint as it was: the node is read, then patched with a JSON patch that tests the taints
+   * it read, read again when another writer changed them in between (422 or 409), up to TAINT_PATCH_ATTEMPTS
+   * times. True when it changed the node, false when the node was so already. Attach mode only.
+   * @throws KubeConflictError when the taints changed under every attempt.
+   */
+  setNodeTaint(nodeName: string, taint: NodeTaint, present: boolean): Promise<boolean>;
   /** Stops every watch. */
   close(): Promise<void>;
 }

@@ -17,7 +17,10 @@ import {
   CoordinationV1Api,
   CoreV1Api,
   KubeConfig,
+  PatchStrategy,
+  setHeaderOptions,
   type V1Lease,
+  type V1Taint,
 } from "@kubernetes/client-node";
 import { NETWORK_STATUS_ANNOTATIONS } from "../../eni/network-status.js";
 import type { Clock } from "../../eni/process/clock.js";
@@ -42,6 +45,13 @@ import {
   type WhereaboutsAllocation,
 } from "./kube-api.js";
 import { describeWatchFailure, httpSource } from "./kube-watch-source.js";
+import {
+  type NodeTaint,
+  type NodeTaints,
+  TAINT_PATCH_ATTEMPTS,
+  type TaintEffect,
+  taintPatch,
+} from "./node-taints.js";
 import { Reflector } from "./reflector.js";
 
 /** A watch silent this long (no event, no bookmark; API servers send a bookmark about every minute) is dead, ms. */
@@ -319,10 +329,23 @@ function kubeError(operation: string, error: unknown): KubeError {
   return new KubeError(fields, `${operation} failed (${said}); ${fix}.`, { cause: error });
 }
 
+/** A taint as read, `timeAdded` back in the API's RFC 3339 seconds (client-node makes it a Date). */
+function taintOf(taint: V1Taint): NodeTaint {
+  return {
+    key: taint.key,
+    ...(taint.value === undefined ? {} : { value: taint.value }),
+    effect: taint.effect as TaintEffect,
+    ...(taint.timeAdded === undefined
+      ? {}
+      : { timeAdded: new Date(taint.timeAdded).toISOString().replace(/\.\d{3}Z$/, "Z") }),
+  };
+}
+
 const API_VERSION_OF: Readonly<Record<EventObjectKind, string>> = {
   Pod: "v1",
   NetworkAttachmentDefinition: `${NADS.group}/${NADS.version}`,
   IPPool: `${WHEREABOUTS.group}/${WHEREABOUTS.version}`,
+  Node: "v1",
 };
 
 class KubeClient implements KubeApi {
@@ -479,15 +502,19 @@ class KubeClient implements KubeApi {
     const { namespace, name, uid } = event.pod;
     const kind = event.pod.kind ?? "Pod";
     const now = new Date(this.options.clock.now());
-    await this.#call(`create Event on ${kind} ${namespace}/${name}`, () =>
+    // A Node is cluster-scoped: its Events go where kubelet posts them, in `default`, with no namespace in
+    // involvedObject (and its name as uid, as kubelet's node reference has: `kubectl describe node` finds them).
+    const node = kind === "Node";
+    const where = node ? "default" : namespace;
+    await this.#call(`create Event on ${kind} ${node ? name : `${namespace}/${name}`}`, () =>
       this.#core.createNamespacedEvent({
-        namespace,
+        namespace: where,
         body: {
-          metadata: { generateName: `${name}.`, namespace },
+          metadata: { generateName: `${name}.`, namespace: where },
           involvedObject: {
             apiVersion: API_VERSION_OF[kind],
             kind,
-            namespace,
+            ...(node ? {} : { namespace }),
             name,
             ...(uid === undefined ? {} : { uid }),
           },
@@ -503,6 +530,46 @@ class KubeClient implements KubeApi {
         },
       }),
     );
+  }
+
+  async #readTaints(nodeName: string): Promise<NodeTaints> {
+    const node = await this.#call(`get Node ${nodeName}`, () => this.#core.readNode({ name: nodeName }));
+    return {
+      taints: node.spec?.taints?.map(taintOf),
+      resourceVersion: node.metadata?.resourceVersion ?? "",
+    };
+  }
+
+  async getNodeTaints(nodeName: string): Promise<readonly NodeTaint[]> {
+    return (await this.#readTaints(nodeName)).taints ?? [];
+  }
+
+  async setNodeTaint(nodeName: string, taint: NodeTaint, present: boolean): Promise<boolean> {
+    const operation = `${present ? "put" : "take"} taint ${taint.key}:${taint.effect} ${present ? "on" : "off"} Node ${nodeName}`;
+    for (let attempt = 1; ; attempt++) {
+      const patch = taintPatch(await this.#readTaints(nodeName), taint, present);
+      if (patch === undefined) return false;
+      try {
+        await this.#call(operation, () =>
+          this.#core.patchNode(
+            { name: nodeName, body: patch },
+            setHeaderOptions("Content-Type", PatchStrategy.JsonPatch),
+          ),
+        );
+        return true;
+      } catch (error) {
+        // 422: the test of the taints failed, another writer changed them since the read; 409 likewise.
+        const changed = error instanceof KubeError && (error.status === 422 || error.status === 409);
+        if (!changed) throw error;
+        if (attempt >= TAINT_PATCH_ATTEMPTS) {
+          throw new KubeConflictError(
+            { operation, status: error.status, reason: error.reason },
+            `${operation}: the node's taints changed under each of ${TAINT_PATCH_ATTEMPTS} attempts (read, then a patch testing what was read); another controller rewrites them: the next resync tries again.`,
+            { cause: error },
+          );
+        }
+      }
+    }
   }
 
   async close(): Promise<void> {

@@ -43,7 +43,7 @@ export interface DesiredInput {
 
 /** Input the bridge could not read, on the object that holds it. */
 export interface InputProblem {
-  readonly kind: EventObjectKind;
+  readonly kind: Exclude<EventObjectKind, "Node">;
   readonly namespace: string;
   readonly name: string;
   readonly uid: string | undefined;

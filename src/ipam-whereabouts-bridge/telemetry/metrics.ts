@@ -47,6 +47,8 @@ export class BridgeMetrics {
   readonly #prefixSwapGap: Histogram;
   readonly #orphanEnis: Gauge<"state">;
   readonly #orphanDeletions: Counter<"outcome">;
+  readonly #startupTaint: Gauge;
+  readonly #startupTaintChanges: Counter<"action">;
 
   constructor() {
     const registers = [this.registry];
@@ -198,6 +200,18 @@ export class BridgeMetrics {
     });
     for (const state of ["waiting", "deletable"]) this.#orphanEnis.set({ state }, 0);
     for (const outcome of ORPHAN_OUTCOMES) this.#orphanDeletions.inc({ outcome }, 0);
+    this.#startupTaint = new Gauge({
+      name: `${PREFIX}startup_taint`,
+      help: "Attach mode: 1 while the node carries the startup taint (IPMGR_BRIDGE_STARTUP_TAINT) as the bridge last read or wrote it, 0 while it is off.",
+      registers,
+    });
+    this.#startupTaintChanges = new Counter({
+      name: `${PREFIX}startup_taint_changes_total`,
+      help: "Attach mode: startup taint changes this bridge made, by action: removed (the node's networks ready), added (a network lost).",
+      labelNames: ["action"],
+      registers,
+    });
+    for (const action of ["removed", "added"] as const) this.#startupTaintChanges.inc({ action }, 0);
     for (const mode of ["released", "dry-run"] as const) this.#prefixReleases.inc({ mode }, 0);
     for (const reason of HELD_REASONS) this.#releasesHeld.set({ reason }, 0);
     for (const kind of ["Pod", "NetworkAttachmentDefinition", "IPPool"]) this.#inputProblems.set({ kind }, 0);
@@ -302,6 +316,15 @@ export class BridgeMetrics {
 
   reservationCreated(): void {
     this.#reservationsCreated.inc();
+  }
+
+  /** Whether the node carries the startup taint now. */
+  startupTaint(on: boolean): void {
+    this.#startupTaint.set(on ? 1 : 0);
+  }
+
+  startupTaintChanged(action: "removed" | "added"): void {
+    this.#startupTaintChanges.inc({ action });
   }
 
   event(outcome: "posted" | "suppressed" | "failed"): void {

@@ -23,7 +23,7 @@ export interface PodEventOptions {
 }
 
 /**
- * Posts Kubernetes Events about pods, rate-limited: an event identical to one posted within the repeat
+ * Posts Kubernetes Events about pods (and NADs, IPPools, the node), rate-limited: an event identical to one posted within the repeat
  * interval is dropped, and a token bucket bounds the rate (a wave over a thousand pods must not flood the
  * API server). Posting never blocks a wave; a failure is logged and counted, never thrown.
  * An event about a pod known only by name (whereabouts' podref: a pod of another node) gets the pod's uid
@@ -75,9 +75,9 @@ export class PodEventReporter {
     this.#inflight.add(post);
   }
 
-  /** The event with its pod's uid, read when it is not known (a pod that is gone: none). */
+  /** The event with its pod's uid, read when it is not known (a pod that is gone: none). Pods only. */
   async #withUid(event: PodEvent): Promise<PodEvent> {
-    if (event.pod.uid !== undefined) return event;
+    if (event.pod.uid !== undefined || (event.pod.kind ?? "Pod") !== "Pod") return event;
     const uid = await this.kube.podUid(event.pod.namespace, event.pod.name);
     return uid === undefined ? event : { ...event, pod: { ...event.pod, uid } };
   }

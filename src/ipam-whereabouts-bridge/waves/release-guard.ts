@@ -19,7 +19,7 @@ import type { BridgeMetrics, ReleaseHoldReason } from "../telemetry/metrics.js";
 import type { PodEventReporter } from "../telemetry/pod-events.js";
 
 /** The Event reason for input the bridge cannot read, by the kind of object that holds it. */
-const PROBLEM_REASON: Readonly<Record<EventObjectKind, string>> = {
+const PROBLEM_REASON: Readonly<Record<Exclude<EventObjectKind, "Node">, string>> = {
   Pod: "NetworkStatusUnreadable",
   NetworkAttachmentDefinition: "NetworkConfigUnreadable",
   IPPool: "AllocationUnreadable",

@@ -25,6 +25,7 @@ import {
 import { Kubelet } from "./kubelet.js";
 import { NodeSliceController } from "./node-slice-controller.js";
 import { primaryResource } from "./resources.js";
+import { Scheduler } from "./scheduler.js";
 import { WatchStreams } from "./watch-stream.js";
 
 export interface KubeClusterOptions {
@@ -58,6 +59,7 @@ export class KubeCluster {
   readonly #gate: KubeFaultGate;
   readonly #kubelet: Kubelet | undefined;
   readonly #nodeSlices: NodeSliceController | undefined;
+  readonly #scheduler: Scheduler | undefined;
   readonly #world: KubeWorldContext;
   readonly #options: KubeClusterOptions;
   readonly #bookmarkIntervalMs: number;
@@ -95,12 +97,23 @@ export class KubeCluster {
             errorLog: options.errorLog,
           });
     this.#nodeSlices?.start();
+    this.#scheduler =
+      k?.scheduler === false
+        ? undefined
+        : new Scheduler({
+            api: this.api,
+            clock: options.clock,
+            log: options.log ?? (() => undefined),
+            errorLog: options.errorLog,
+          });
+    this.#scheduler?.start();
     this.#asGiven(() => this.#seed(world));
   }
 
-  /** Runs a scripted write (world file, control API): the kubelet stand-in takes its pods as given. */
+  /** Runs a scripted write (world file, control API): the kubelet and scheduler stand-ins take its pods as given. */
   #asGiven<T>(write: () => T): T {
-    return this.#kubelet === undefined ? write() : this.#kubelet.asGiven(write);
+    const scheduled = () => (this.#scheduler === undefined ? write() : this.#scheduler.asGiven(write));
+    return this.#kubelet === undefined ? scheduled() : this.#kubelet.asGiven(scheduled);
   }
 
   #seed(world: KubeWorldContext): void {
@@ -318,6 +331,7 @@ export class KubeCluster {
   close(): void {
     this.#kubelet?.stop();
     this.#nodeSlices?.stop();
+    this.#scheduler?.stop();
     this.#gate.close();
     this.watches.endAll();
   }

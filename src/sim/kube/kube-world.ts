@@ -54,6 +54,20 @@ export const worldNodeSchema = z.strictObject({
   instance: z.string().min(1),
   labels: stringMap.optional(),
   annotations: stringMap.optional(),
+  /** `spec.taints` the node registers with (kubelet's --register-with-taints), e.g. a startup taint. */
+  taints: z
+    .array(
+      z.strictObject({
+        key: z.string().min(1),
+        value: z.string().optional(),
+        effect: z.enum(["NoSchedule", "PreferNoSchedule", "NoExecute"]),
+        /** RFC 3339, as the node controller sets on NoExecute taints. */
+        timeAdded: z.string().optional(),
+      }),
+    )
+    .optional(),
+  /** `spec.unschedulable`: cordoned. */
+  unschedulable: z.boolean().optional(),
 });
 
 export type WorldNode = z.output<typeof worldNodeSchema>;
@@ -76,6 +90,12 @@ export const kubernetesSchema = z.strictObject({
    * Running with a pod IP and their Multus networks' addresses. Default true.
    */
   kubelet: z.boolean().default(true),
+  /**
+   * Plays kube-scheduler's filters for pods created through the API without a node: bound to a node that is
+   * not cordoned, matches their nodeSelector and whose NoSchedule/NoExecute taints they tolerate; else
+   * Pending, PodScheduled=False (Unschedulable), tried again when a node changes. Default true.
+   */
+  scheduler: z.boolean().default(true),
   /**
    * Plays whereabouts' node-slice controller: a NAD in kube-system whose whereabouts IPAM has
    * `node_slice_size` gets a NodeSlicePool with a slice for every node. Default true.
@@ -199,7 +219,11 @@ export function nodeObject(world: KubeWorldContext, node: WorldNode): KubeObject
       },
       ...(node.annotations === undefined ? {} : { annotations: node.annotations }),
     },
-    spec: { providerID: `aws:///${zone}/${node.instance}` },
+    spec: {
+      providerID: `aws:///${zone}/${node.instance}`,
+      ...(node.taints === undefined ? {} : { taints: node.taints }),
+      ...(node.unschedulable === undefined ? {} : { unschedulable: node.unschedulable }),
+    },
     status: {
       addresses: [
         ...(ip === undefined ? [] : [{ type: "InternalIP", address: ip }]),

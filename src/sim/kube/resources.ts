@@ -112,7 +112,8 @@ export const resources: readonly ResourceDef[] = [
     kind: "Node",
     namespaced: false,
     shortNames: ["no"],
-    verbs: ["get", "list", "watch"],
+    // Patch for spec (taints, unschedulable) and labels; nodes are made by the world file, never replaced.
+    verbs: ["get", "list", "patch", "watch"],
     fields: (o) => ({ "spec.unschedulable": at(o, "spec.unschedulable") === true ? "true" : "false" }),
   }),
   def({
