@@ -1,6 +1,7 @@
 /**
  * `npm run bench -- scale-model`: a discrete-event model, in one process and with no sockets, of 5,000
- * nodes × 110 pods on one account's documented EC2 token buckets, per-address mode against prefix mode.
+ * nodes × 110 pods on one account's documented EC2 token buckets, per-address mode against prefix mode, and
+ * 5,000 new nodes making their Multus ENIs in attach mode (bench/scale-model/attach-join.ts).
  * The waves' calls come from the bridge's own planners (bench/scale-model/node-wave.ts, the seam); the
  * model only times them against the buckets on a simulated clock, with the bridge's retry and backoff.
  * Buckets: https://docs.aws.amazon.com/ec2/latest/devguide/ec2-api-throttling.html (token-bucket.ts).
@@ -10,6 +11,7 @@
 import { loadBridgeConfig } from "../src/ipam-whereabouts-bridge/settings.js";
 import type { BenchResult } from "./result.js";
 import { ModelAccount } from "./scale-model/account.js";
+import { ATTACH_BUCKETS, attachJoinRuns } from "./scale-model/attach-join.js";
 import { EventQueue } from "./scale-model/event-queue.js";
 import { ModelBridge, type ModelBridgeSettings } from "./scale-model/model-bridge.js";
 import { eniOfSlot, ModelNode, SUBNET, sliceOctetOf } from "./scale-model/model-node.js";
@@ -338,6 +340,7 @@ export async function benchScaleModel(): Promise<BenchResult[]> {
   process.stdout.write(
     `  model: ${fmt(NODES)} nodes x ${PODS_PER_NODE} pods (one Multus interface each, IPv4, 4 Multus ENIs of ${ADDRESSES_PER_ENI} addresses), one account\n` +
       `  buckets (${EC2_THROTTLING_PAGE}): ${b.name} ${b.capacity} / ${b.refillPerSecond} a s, ${u.name} ${u.capacity} / ${u.refillPerSecond} a s\n` +
+      `  attach mode's buckets: ${ATTACH_BUCKETS}\n` +
       `  bridge defaults: wave window ${settings.waveWindowMs} ms, wave backoff ${settings.retry.baseMs}-${settings.retry.maxMs} ms, ` +
       `EC2 ${settings.ec2.maxAttempts} attempts ${settings.ec2.baseDelayMs}-${settings.ec2.maxDelayMs} ms full jitter, ` +
       `resync ${settings.resyncIntervalMs / 1000} s, release grace ${settings.releaseGraceMs / 1000} s; EC2 answers after ${CALL_LATENCY_MS} ms\n` +
@@ -361,6 +364,14 @@ export async function benchScaleModel(): Promise<BenchResult[]> {
     `  model run: ${((Date.now() - started) / 1000).toFixed(1)} s, ${fmt(runs.reduce((s, r) => s + r.events, 0))} restart events, ` +
       `${fmt(runs.reduce((s, r) => s + r.waves, 0))} restart waves (${fmt(runs.reduce((s, r) => s + r.failedWaves, 0))} failed after EC2's retries), ` +
       `${fmt(runs.reduce((s, r) => s + r.planned, 0) + churnAddresses.planned + churnPrefixes.planned)} distinct wave plans\n`,
+  );
+  const attach = attachJoinRuns(
+    { nodes: NODES, bootSpreadMs: BOOT_SPREAD_MS, capMs: RESTART_CAP_MS, random: seeded(23) },
+    {
+      ec2: settings.ec2,
+      waveRetry: settings.retry,
+      callLatencyMs: CALL_LATENCY_MS,
+    },
   );
   const churnName = `scale-model: ${CHURN_PER_MINUTE} pods replaced a minute on ${fmt(NODES)} nodes`;
   const churnRatio = churnAddresses.perMinute / Math.max(1, churnPrefixes.perMinute);
@@ -400,5 +411,6 @@ export async function benchScaleModel(): Promise<BenchResult[]> {
       target: `>= ${RATIO_TARGET}`,
       ok: churnRatio >= RATIO_TARGET,
     },
+    ...attach,
   ];
 }

@@ -4,10 +4,10 @@
  * `ip` record their arguments. The script's files go under a temporary directory that stands for /
  * (MULTUS_ENI_ROOT). No packet leaves the machine: the stand-ins are shell scripts on the PATH.
  */
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { makeTempDir, removeTempDir } from "./helpers/temp-dirs.js";
 
 const SCRIPT = resolve(import.meta.dirname, "..", "deploy", "node", "multus-eni.sh");
@@ -36,6 +36,7 @@ case "$2" in
   create-network-interface) printf 'eni-0new00000000000000\\t02:00:00:00:00:02\\n' ;;
   attach-network-interface)
     [ "\${FAKE_FAIL:-}" != attach ] || fail AttachmentLimitExceeded AttachNetworkInterface
+    [ "\${FAKE_FAIL:-}" != hang ] || exec sleep 120
     mkdir -p "$MULTUS_ENI_ROOT/sys/class/net/eth1"
     echo eni-attach-0new0000000000000 ;;
   modify-network-interface-attribute)
@@ -61,10 +62,14 @@ afterEach(() => {
   dir = undefined;
 });
 
-function run(
-  env: Record<string, string> = {},
-  osRelease = 'NAME="Amazon Linux"\nID="amzn"\nVERSION_ID="2023"\n',
-): Run {
+interface Prepared {
+  readonly root: string;
+  readonly log: string;
+  readonly env: NodeJS.ProcessEnv;
+}
+
+/** The stand-ins on a PATH, the root directory and the call log, in a new temporary directory. */
+function prepare(env: Record<string, string>, osRelease: string): Prepared {
   dir = makeTempDir("ipmgr-node-");
   const bin = join(dir, "bin");
   const root = join(dir, "root");
@@ -85,20 +90,29 @@ function run(
   }
   const log = join(dir, "calls.log");
   writeFileSync(log, "");
-  const result = spawnSync("bash", [SCRIPT], {
-    encoding: "utf8",
-    env: {
-      PATH: `${bin}:${process.env.PATH ?? ""}`,
-      MULTUS_ENI_ROOT: root,
-      FAKE_LOG: log,
-      ...env,
-    },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  const calls = readFileSync(log, "utf8")
+  return {
+    root,
+    log,
+    env: { PATH: `${bin}:${process.env.PATH ?? ""}`, MULTUS_ENI_ROOT: root, FAKE_LOG: log, ...env },
+  };
+}
+
+const callsIn = (log: string): string[] =>
+  readFileSync(log, "utf8")
     .split("\n")
     .filter((line) => line !== "");
-  return { status: result.status, stderr: result.stderr, calls, root };
+
+function run(
+  env: Record<string, string> = {},
+  osRelease = 'NAME="Amazon Linux"\nID="amzn"\nVERSION_ID="2023"\n',
+): Run {
+  const { root, log, env: scriptEnv } = prepare(env, osRelease);
+  const result = spawnSync("bash", [SCRIPT], {
+    encoding: "utf8",
+    env: scriptEnv,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  return { status: result.status, stderr: result.stderr, calls: callsIn(log), root };
 }
 
 const ec2Calls = (r: Run): string[] =>
@@ -155,6 +169,33 @@ describe("deploy/node/multus-eni.sh", () => {
     expect(r.calls).toContain(
       "ec2 detach-network-interface --attachment-id eni-attach-0new0000000000000 --force",
     );
+  });
+
+  it("deletes the ENI it created when the boot is stopped by SIGTERM during the attach", async () => {
+    const { log, env } = prepare({ FAKE_FAIL: "hang" }, 'ID="amzn"\nVERSION_ID="2023"\n');
+    // A process group of its own: the SIGTERM goes to the script and the attach it waits for, as systemd
+    // sends it to every process of the unit.
+    const child = spawn("bash", [SCRIPT], { env, detached: true, stdio: ["ignore", "ignore", "pipe"] });
+    let stderr = "";
+    child.stderr.on("data", (chunk: Buffer) => {
+      stderr += chunk.toString();
+    });
+    const exited = new Promise<number | null>((done) => child.on("exit", (code) => done(code)));
+    try {
+      await vi.waitFor(() => expect(callsIn(log).at(-1)).toMatch(/^ec2 attach-network-interface /), {
+        timeout: 20_000,
+        interval: 50,
+      });
+      process.kill(-(child.pid as number), "SIGTERM");
+      expect(await exited).toBe(143);
+    } finally {
+      if (child.exitCode === null && child.signalCode === null)
+        process.kill(-(child.pid as number), "SIGKILL");
+    }
+    expect(callsIn(log).at(-1)).toBe(
+      "ec2 delete-network-interface --network-interface-id eni-0new00000000000000",
+    );
+    expect(stderr).toContain("multus-eni: deleted eni-0new00000000000000, which this boot created");
   });
 
   it("stops before any EC2 call when IMDS gives an empty region", () => {

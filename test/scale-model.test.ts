@@ -1,7 +1,10 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { ModelAccount } from "../bench/scale-model/account.js";
+import { isMutating, nodeAttachCalls } from "../bench/scale-model/attach-calls.js";
+import { attachJoin, perNode } from "../bench/scale-model/attach-join.js";
 import { EventQueue } from "../bench/scale-model/event-queue.js";
+import { ModelAttachNode } from "../bench/scale-model/model-attach-node.js";
 import { ModelBridge } from "../bench/scale-model/model-bridge.js";
 import { ModelNode, sliceOctetOf } from "../bench/scale-model/model-node.js";
 import { perAddressWave, prefixModeWave } from "../bench/scale-model/node-wave.js";
@@ -224,5 +227,112 @@ describe("scale model: the bridge's planners on the model's node", () => {
     expect(node.converged).toBe(true);
     expect(account.total()).toEqual({ accepted: 4, throttled: 0 });
     expect(bridge.failedWaves).toBe(0);
+  });
+});
+
+describe("scale model: attach mode's calls for a new node", () => {
+  const ATTACH_SETTINGS = {
+    ec2: { maxAttempts: 8, baseDelayMs: 200, maxDelayMs: 5_000 },
+    waveRetry: { baseMs: 1_000, maxMs: 5_000 },
+    callLatencyMs: 100,
+  };
+  const perEni = (eni: number, sourceDestCheck: boolean) =>
+    [
+      "CreateNetworkInterface",
+      "AttachNetworkInterface",
+      "ModifyNetworkInterfaceAttribute",
+      ...(sourceDestCheck ? ["ModifyNetworkInterfaceAttribute"] : []),
+    ].map((action) => [action, eni]);
+  const reads = [
+    ["DescribeInstanceTypes", undefined],
+    ...Array(2).fill(["DescribeNetworkInterfaces", undefined]),
+  ];
+
+  it("slices after the attach: the reads, each ENI's create, attach, DeleteOnTermination and SourceDestCheck, then one prefix assign per ENI from the bridge's prefix planner", () => {
+    const calls = nodeAttachCalls({ networks: 4, sourceDestCheckDiffers: true, prefixes: "after-attach" });
+    expect(calls.map((c) => [c.action, c.eni])).toEqual([
+      ...reads,
+      ...[1, 2, 3, 4].flatMap((eni) => perEni(eni, true)),
+      ...[1, 2, 3, 4].map((eni) => ["AssignPrivateIpAddresses", eni]),
+    ]);
+    expect(calls.filter((c) => c.action === "AssignPrivateIpAddresses").map((c) => c.what)).toEqual(
+      [1, 2, 3, 4].map((k) => `eni-${k} prefixes 198.51.100.${32 * k}/28 198.51.100.${32 * k + 16}/28`),
+    );
+    expect(perNode(calls)).toEqual({ mutatingPerEni: 5, reads: 3 });
+  });
+
+  it("slices carried by CreateNetworkInterface: no assign, one call fewer per ENI", () => {
+    const calls = nodeAttachCalls({ networks: 4, sourceDestCheckDiffers: true, prefixes: "at-create" });
+    expect(calls.map((c) => [c.action, c.eni])).toEqual([
+      ...reads,
+      ...[1, 2, 3, 4].flatMap((eni) => perEni(eni, true)),
+    ]);
+    expect(calls[3]?.what).toBe("create ENI 1 with the slice's prefixes");
+    expect(perNode(calls)).toEqual({ mutatingPerEni: 4, reads: 3 });
+  });
+
+  it("SourceDestCheck at EC2's default: no second ModifyNetworkInterfaceAttribute", () => {
+    const calls = nodeAttachCalls({ networks: 2, sourceDestCheckDiffers: false, prefixes: "at-create" });
+    expect(calls.map((c) => [c.action, c.eni])).toEqual([...reads, ...perEni(1, false), ...perEni(2, false)]);
+  });
+
+  it("counts Describe* as reads and every other action as mutating", () => {
+    expect(isMutating("DescribeNetworkInterfaces")).toBe(false);
+    expect(isMutating("DescribeInstanceTypes")).toBe(false);
+    expect(isMutating("CreateNetworkInterface")).toBe(true);
+    expect(isMutating("ModifyNetworkInterfaceAttribute")).toBe(true);
+  });
+
+  it("one node alone: every call accepted once, one after the other", () => {
+    const calls = nodeAttachCalls({ networks: 4, sourceDestCheckDiffers: true, prefixes: "after-attach" });
+    const queue = new EventQueue();
+    const account = new ModelAccount();
+    let done = 0;
+    const node = new ModelAttachNode(
+      calls,
+      { queue, account, random: () => 0.5, onDone: () => done++ },
+      ATTACH_SETTINGS,
+    );
+    node.start();
+    queue.run();
+    expect(done).toBe(1);
+    expect(account.total()).toEqual({ accepted: calls.length, throttled: 0 });
+    expect(node.doneAt).toBe(calls.length * 100);
+    expect(node.heldBack).toBe(0);
+  });
+
+  it("many nodes at once: throttled, held back and read again, yet each mutating call accepted exactly once", () => {
+    const calls = nodeAttachCalls({ networks: 4, sourceDestCheckDiffers: true, prefixes: "after-attach" });
+    const nodes = 60;
+    let seed = 1;
+    const run = attachJoin(
+      {
+        nodes,
+        bootSpreadMs: 10,
+        capMs: 6 * 3_600_000,
+        settings: ATTACH_SETTINGS,
+        random: () => {
+          seed = (seed * 48_271) % 2_147_483_647;
+          return seed / 2_147_483_647;
+        },
+      },
+      "after-attach",
+    );
+    expect(run.done).toBe(nodes);
+    expect(run.throttled).toBeGreaterThan(0);
+    expect(run.byAction.get("ModifyNetworkInterfaceAttribute")).toBe(nodes * 8);
+    for (const action of [
+      "CreateNetworkInterface",
+      "AttachNetworkInterface",
+      "AssignPrivateIpAddresses",
+    ] as const)
+      expect(run.byAction.get(action)).toBe(nodes * 4);
+    // Reads: at least the sequence's; more when a held-back pass read the instance's ENIs again.
+    expect(run.byAction.get("DescribeNetworkInterfaces")).toBeGreaterThanOrEqual(nodes * 2);
+    expect(run.byAction.get("DescribeInstanceTypes")).toBe(nodes);
+    // ModifyNetworkInterfaceAttribute's bucket (50, then 5 a second) carries 2 calls per ENI: it sets the time.
+    const modifies = nodes * 8;
+    expect(run.seconds).toBeGreaterThanOrEqual((modifies - 50) / 5);
+    expect(calls).toHaveLength(3 + 4 * 5);
   });
 });

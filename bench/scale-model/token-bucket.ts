@@ -9,6 +9,13 @@
  * 100 tokens, 5 a second; UnassignIpv6Addresses is in none of the lists, so "Mutating actions", 50 and 5;
  * DescribeNetworkInterfaces with a filter or paging: "Non-mutating actions", 100 and 20). Prefixes travel in
  * the same actions (`Ipv4Prefix.N`, `Ipv6Prefix.N`), so they draw from the same buckets.
+ *
+ * Attach mode's calls (bench/scale-model/attach-calls.ts), from the same section: CreateNetworkInterface and
+ * AttachNetworkInterface are in the "Uncategorized actions" table, 100 tokens and 5 a second each;
+ * ModifyNetworkInterfaceAttribute is in no list, so "Mutating actions", 50 and 5; DescribeInstanceTypes is
+ * "Non-mutating actions", 100 and 20. The page throttles "on a per-API basis": a category sets a bucket's
+ * size, and each action has a bucket of its own, so DeleteOnTermination and SourceDestCheck, two calls of
+ * ModifyNetworkInterfaceAttribute, share one.
  */
 
 export const EC2_THROTTLING_PAGE = "https://docs.aws.amazon.com/ec2/latest/devguide/ec2-api-throttling.html";
@@ -23,13 +30,17 @@ export interface BucketSpec {
   readonly refillPerSecond: number;
 }
 
-/** The EC2 actions the bridge calls for pod addresses, and the buckets they draw from. */
+/** The EC2 actions the bridge calls for pod addresses and, in attach mode, for its ENIs; the buckets they draw from. */
 export type ModelEc2Action =
   | "AssignPrivateIpAddresses"
   | "UnassignPrivateIpAddresses"
   | "AssignIpv6Addresses"
   | "UnassignIpv6Addresses"
-  | "DescribeNetworkInterfaces";
+  | "DescribeNetworkInterfaces"
+  | "CreateNetworkInterface"
+  | "AttachNetworkInterface"
+  | "ModifyNetworkInterfaceAttribute"
+  | "DescribeInstanceTypes";
 
 export const DOCUMENTED_BUCKETS: Readonly<Record<ModelEc2Action, BucketSpec>> = {
   AssignPrivateIpAddresses: { name: "AssignPrivateIpAddresses", capacity: 100, refillPerSecond: 5 },
@@ -42,6 +53,18 @@ export const DOCUMENTED_BUCKETS: Readonly<Record<ModelEc2Action, BucketSpec>> = 
   },
   DescribeNetworkInterfaces: {
     name: "Non-mutating actions (DescribeNetworkInterfaces, filtered)",
+    capacity: 100,
+    refillPerSecond: 20,
+  },
+  CreateNetworkInterface: { name: "CreateNetworkInterface", capacity: 100, refillPerSecond: 5 },
+  AttachNetworkInterface: { name: "AttachNetworkInterface", capacity: 100, refillPerSecond: 5 },
+  ModifyNetworkInterfaceAttribute: {
+    name: "Mutating actions (ModifyNetworkInterfaceAttribute)",
+    capacity: 50,
+    refillPerSecond: 5,
+  },
+  DescribeInstanceTypes: {
+    name: "Non-mutating actions (DescribeInstanceTypes)",
     capacity: 100,
     refillPerSecond: 20,
   },

@@ -12,7 +12,8 @@
 #     advertisements and link-local addressing off it: the interface is up without an address, ipvlan's
 #     children carry the pod addresses;
 #  4. attaches it as device index 1 and waits for the interface; an ENI it created and could not attach (or
-#     mark DeleteOnTermination) is deleted again, so a failed first boot leaves no ENI behind;
+#     mark DeleteOnTermination) is deleted again, also when the boot is stopped by a signal before that, so
+#     a failed first boot leaves no ENI behind;
 #  5. turns rp_filter off on it (and for all and default, as the AWS Multus guide's user data does), so
 #     that the kernel does not drop pod traffic whose source it would route through another interface.
 # Needs on the node role: ec2:DescribeSubnets, ec2:CreateNetworkInterface, ec2:CreateTags,
@@ -86,6 +87,12 @@ give_back_eni() {
   fi
 }
 trap give_back_eni EXIT
+# bash runs the EXIT trap when it exits, not when a signal kills it: a boot stopped between the create and
+# DeleteOnTermination (systemd's SIGTERM at a shutdown or a unit timeout, Ctrl-C) exits instead, and so gives
+# the ENI back too.
+trap 'exit 129' HUP
+trap 'exit 130' INT
+trap 'exit 143' TERM
 
 read -r ENI MAC <<<"$(aws ec2 create-network-interface --subnet-id "$SUBNET" --groups "$SECURITY_GROUP" \
   --description "multus $INSTANCE" \
@@ -123,7 +130,7 @@ ATTACHMENT="$(aws ec2 attach-network-interface --network-interface-id "$ENI" --i
   --device-index 1 --query AttachmentId --output text)"
 aws ec2 modify-network-interface-attribute --network-interface-id "$ENI" \
   --attachment "AttachmentId=$ATTACHMENT,DeleteOnTermination=true"
-trap - EXIT # from here the ENI goes with the instance
+trap - EXIT HUP INT TERM # from here the ENI goes with the instance
 
 for _ in $(seq 60); do [ -e "$ROOT/sys/class/net/$IFNAME" ] && break; sleep 1; done
 [ -e "$ROOT/sys/class/net/$IFNAME" ] || die "$ENI ($MAC) did not appear as $IFNAME"
