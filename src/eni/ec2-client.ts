@@ -17,7 +17,10 @@ import {
   AssignIpv6AddressesCommand,
   AssignPrivateIpAddressesCommand,
   AssociateAddressCommand,
+  AttachNetworkInterfaceCommand,
+  CreateNetworkInterfaceCommand,
   CreateSubnetCidrReservationCommand,
+  DeleteNetworkInterfaceCommand,
   DeleteSubnetCidrReservationCommand,
   DescribeAddressesCommand,
   DescribeInstanceTypesCommand,
@@ -30,6 +33,8 @@ import {
   type EC2ClientConfig,
   type Filter,
   GetSubnetCidrReservationsCommand,
+  ModifyNetworkInterfaceAttributeCommand,
+  type ModifyNetworkInterfaceAttributeCommandInput,
   type NetworkInterface,
   type SubnetCidrReservation as SdkReservation,
   type SecurityGroup,
@@ -46,6 +51,7 @@ import type {
   PermissionProbe,
   PermissionVerdict,
 } from "./ec2-api.js";
+import type { CreateNetworkInterfaceRequest, EniTagFilter } from "./ec2-eni-lifecycle-api.js";
 import { createInstrument, type Instrument } from "./ec2-instrumentation.js";
 import { Ec2Error } from "./errors/ec2-error.js";
 import { canonicalAddressText } from "./ip.js";
@@ -92,6 +98,7 @@ export interface Ec2ApiOptions {
 }
 
 const RESERVATION_GONE = "InvalidSubnetCidrReservationID.NotFound";
+const ENI_GONE = "InvalidNetworkInterfaceID.NotFound";
 /** EC2's answer to a DryRun call the caller is allowed to make. */
 const DRY_RUN_ALLOWED = "DryRunOperation";
 
@@ -133,7 +140,29 @@ function toNetworkInterface(eni: NetworkInterface): Ec2NetworkInterface {
     ),
     tags: tagsOf(eni.TagSet),
     securityGroupIds: (eni.Groups ?? []).flatMap((g) => (g.GroupId === undefined ? [] : [g.GroupId])),
+    ...(eni.Status === undefined ? {} : { status: eni.Status }),
+    ...(eni.Attachment?.AttachmentId === undefined
+      ? {}
+      : {
+          attachment: {
+            attachmentId: eni.Attachment.AttachmentId,
+            instanceId: eni.Attachment.InstanceId,
+            deviceIndex: eni.Attachment.DeviceIndex ?? 0,
+            networkCardIndex: eni.Attachment.NetworkCardIndex ?? 0,
+            status: eni.Attachment.Status ?? "",
+            deleteOnTermination: eni.Attachment.DeleteOnTermination ?? false,
+          },
+        }),
+    ...(eni.SourceDestCheck === undefined ? {} : { sourceDestCheck: eni.SourceDestCheck }),
+    ...(eni.AvailabilityZone === undefined ? {} : { availabilityZone: eni.AvailabilityZone }),
   };
+}
+
+/** `tag:KEY` filters, one per tag, in key order. */
+function tagFilters(tags: Readonly<Record<string, string>>): Filter[] {
+  return Object.keys(tags)
+    .sort()
+    .map((key) => ({ Name: `tag:${key}`, Values: [tags[key] ?? ""] }));
 }
 
 function toSecurityGroup(group: SecurityGroup): Ec2SecurityGroup {
@@ -250,6 +279,21 @@ function filtersOf(filter: NetworkInterfaceFilter): Filter[] | undefined {
     add("subnet-id", filter.subnetIds),
   ].every(Boolean);
   return ok ? filters : undefined;
+}
+
+/** A write EC2 answered without what it makes: reported as unavailable, with what to check. */
+function emptyAnswer(
+  operation: string,
+  eniId: string | undefined,
+  requestId: string | undefined,
+  target: string,
+  what: string,
+): Ec2Error {
+  return new Ec2Error(
+    { operation, code: "EmptyResponse", requestId, eniId, kind: "unavailable" },
+    `EC2 ${operation} on ${target} answered without ${what} (request id ${requestId ?? "none"}); ` +
+      "check the instance's ENIs before retrying.",
+  );
 }
 
 class Ec2ApiClient implements Ec2Api {
@@ -419,10 +463,22 @@ class Ec2ApiClient implements Ec2Api {
     }
     const found = (result.InstanceTypes ?? []).find((t) => t.InstanceType === instanceType);
     if (found === undefined) return undefined;
+    const network = found.NetworkInfo;
     return {
       instanceType,
       hypervisor: found.Hypervisor,
-      ipv4AddressesPerEni: found.NetworkInfo?.Ipv4AddressesPerInterface,
+      ipv4AddressesPerEni: network?.Ipv4AddressesPerInterface,
+      ...(network?.MaximumNetworkInterfaces === undefined
+        ? {}
+        : { maxNetworkInterfaces: network.MaximumNetworkInterfaces }),
+      ...(network?.NetworkCards === undefined
+        ? {}
+        : {
+            networkCards: network.NetworkCards.map((c) => ({
+              index: c.NetworkCardIndex ?? 0,
+              maxNetworkInterfaces: c.MaximumNetworkInterfaces ?? 0,
+            })),
+          }),
     };
   }
 
@@ -533,6 +589,166 @@ class Ec2ApiClient implements Ec2Api {
         "subnet CIDR reservation already gone; treating the delete as done",
       );
     }
+  }
+
+  async createNetworkInterface(request: CreateNetworkInterfaceRequest): Promise<Ec2NetworkInterface> {
+    const tagList = Object.entries(request.tags).map(([Key, Value]) => ({ Key, Value }));
+    const target = `subnet ${request.subnetId} (client token ${request.clientToken})`;
+    const result = await this.instrument("CreateNetworkInterface", { target }, (sendOptions) =>
+      this.client.send(
+        new CreateNetworkInterfaceCommand({
+          SubnetId: request.subnetId,
+          Groups: [...request.securityGroupIds],
+          Description: request.description,
+          ClientToken: request.clientToken,
+          ...(tagList.length > 0
+            ? { TagSpecifications: [{ ResourceType: "network-interface", Tags: tagList }] }
+            : {}),
+          ...(request.ipv4Prefixes === undefined || request.ipv4Prefixes.length === 0
+            ? {}
+            : { Ipv4Prefixes: request.ipv4Prefixes.map((p) => ({ Ipv4Prefix: p })) }),
+          ...(request.ipv6Prefixes === undefined || request.ipv6Prefixes.length === 0
+            ? {}
+            : { Ipv6Prefixes: request.ipv6Prefixes.map((p) => ({ Ipv6Prefix: p })) }),
+        }),
+        sendOptions,
+      ),
+    );
+    if (result.NetworkInterface?.NetworkInterfaceId === undefined) {
+      throw emptyAnswer("CreateNetworkInterface", undefined, result.$metadata.requestId, target, "an ENI");
+    }
+    return toNetworkInterface(result.NetworkInterface);
+  }
+
+  async attachNetworkInterface(
+    eniId: string,
+    instanceId: string,
+    deviceIndex: number,
+    networkCardIndex: number,
+  ): Promise<string> {
+    const target = `${instanceId} device ${deviceIndex} card ${networkCardIndex}`;
+    const result = await this.instrument(
+      "AttachNetworkInterface",
+      { eniId, target, retryNotFound: true },
+      (sendOptions) =>
+        this.client.send(
+          new AttachNetworkInterfaceCommand({
+            NetworkInterfaceId: eniId,
+            InstanceId: instanceId,
+            DeviceIndex: deviceIndex,
+            NetworkCardIndex: networkCardIndex,
+          }),
+          sendOptions,
+        ),
+    );
+    if (result.AttachmentId === undefined || result.AttachmentId === "") {
+      throw emptyAnswer(
+        "AttachNetworkInterface",
+        eniId,
+        result.$metadata.requestId,
+        target,
+        "an attachment id",
+      );
+    }
+    return result.AttachmentId;
+  }
+
+  async deleteNetworkInterface(eniId: string): Promise<void> {
+    try {
+      await this.instrument("DeleteNetworkInterface", { eniId }, (sendOptions) =>
+        this.client.send(new DeleteNetworkInterfaceCommand({ NetworkInterfaceId: eniId }), sendOptions),
+      );
+    } catch (err) {
+      if (!(err instanceof Ec2Error) || err.code !== ENI_GONE) throw err;
+      this.logger.info({ eniId }, "ENI already gone; treating the delete as done");
+    }
+  }
+
+  async setDeleteOnTermination(
+    eniId: string,
+    attachmentId: string,
+    deleteOnTermination: boolean,
+  ): Promise<void> {
+    await this.#modify(eniId, `DeleteOnTermination=${deleteOnTermination}`, {
+      Attachment: { AttachmentId: attachmentId, DeleteOnTermination: deleteOnTermination },
+    });
+  }
+
+  async setSourceDestCheck(eniId: string, sourceDestCheck: boolean): Promise<void> {
+    await this.#modify(eniId, `SourceDestCheck=${sourceDestCheck}`, {
+      SourceDestCheck: { Value: sourceDestCheck },
+    });
+  }
+
+  /** ModifyNetworkInterfaceAttribute with one attribute (EC2 takes one per call). */
+  async #modify(
+    eniId: string,
+    target: string,
+    attribute: Omit<ModifyNetworkInterfaceAttributeCommandInput, "NetworkInterfaceId">,
+  ): Promise<void> {
+    await this.instrument(
+      "ModifyNetworkInterfaceAttribute",
+      { eniId, target, retryNotFound: true },
+      (sendOptions) =>
+        this.client.send(
+          new ModifyNetworkInterfaceAttributeCommand({ NetworkInterfaceId: eniId, ...attribute }),
+          sendOptions,
+        ),
+    );
+  }
+
+  async describeInstanceEnis(instanceId: string): Promise<Ec2NetworkInterface[]> {
+    return this.describeNetworkInterfaces({ instanceId });
+  }
+
+  async describeEnisByTags(filter: EniTagFilter): Promise<Ec2NetworkInterface[]> {
+    const filters = [
+      ...tagFilters(filter.tags),
+      ...(filter.status === undefined ? [] : [{ Name: "status", Values: [filter.status] }]),
+      ...(filter.vpcId === undefined ? [] : [{ Name: "vpc-id", Values: [filter.vpcId] }]),
+    ];
+    return allPages(
+      (token) =>
+        this.instrument("DescribeNetworkInterfaces", { target: "ENIs by tags" }, (sendOptions) =>
+          this.client.send(
+            new DescribeNetworkInterfacesCommand({
+              ...(filters.length > 0 ? { Filters: filters } : {}),
+              MaxResults: this.pageSize,
+              ...pageToken(token),
+            }),
+            sendOptions,
+          ),
+        ),
+      (page) => (page.NetworkInterfaces ?? []).map(toNetworkInterface),
+    );
+  }
+
+  async describeSubnetsByTags(vpcId: string, tags: Readonly<Record<string, string>>): Promise<Ec2Subnet[]> {
+    return this.#subnets(
+      { Filters: [{ Name: "vpc-id", Values: [vpcId] }, ...tagFilters(tags)], MaxResults: this.pageSize },
+      `${vpcId} by tags`,
+    );
+  }
+
+  async describeSecurityGroupsByTags(
+    vpcId: string,
+    tags: Readonly<Record<string, string>>,
+  ): Promise<Ec2SecurityGroup[]> {
+    const filters = [{ Name: "vpc-id", Values: [vpcId] }, ...tagFilters(tags)];
+    return allPages(
+      (token) =>
+        this.instrument("DescribeSecurityGroups", { target: `${vpcId} by tags` }, (sendOptions) =>
+          this.client.send(
+            new DescribeSecurityGroupsCommand({
+              Filters: filters,
+              MaxResults: this.pageSize,
+              ...pageToken(token),
+            }),
+            sendOptions,
+          ),
+        ),
+      (page) => (page.SecurityGroups ?? []).map(toSecurityGroup),
+    );
   }
 
   async probePermission(probe: PermissionProbe): Promise<PermissionVerdict> {
