@@ -67,7 +67,7 @@ describe("discovery", () => {
     });
     expect(core.resources.find((r: { name: string }) => r.name === "nodes")).toMatchObject({
       namespaced: false,
-      verbs: ["get", "list", "watch"],
+      verbs: ["get", "list", "watch", "patch"],
     });
     const groups = (await kube(s, "GET", "/apis")).body;
     expect(groups.kind).toBe("APIGroupList");
@@ -617,6 +617,29 @@ describe("writes", () => {
         )
       ).status,
     ).toBe(422);
+  });
+
+  it("patches a node's taints (as kubectl taint and attach mode's startup taint do), seen by a watch", async () => {
+    const s = await start();
+    const path = `/api/v1/nodes/${NODE_A}`;
+    const w = await watch(s, "/api/v1/nodes?watch=true");
+    const taint = { key: "multus-ipmgr.io/enis-not-ready", effect: "NoSchedule" };
+    const added = await kube(s, "PATCH", path, { spec: { taints: [taint] } }, "application/merge-patch+json");
+    expect(added.status).toBe(200);
+    expect(added.body.spec.taints).toEqual([taint]);
+    await eventually(
+      () => w.events.some((e) => e.type === "MODIFIED" && e.object.spec?.taints?.[0]?.key === taint.key),
+      "a MODIFIED event with the taint",
+    );
+    const removed = await kube(
+      s,
+      "PATCH",
+      path,
+      [{ op: "remove", path: "/spec/taints/0" }],
+      "application/json-patch+json",
+    );
+    expect(removed.body.spec.taints).toEqual([]);
+    expect((await kube(s, "DELETE", path)).status).toBe(405);
   });
 
   it("deletes: Pods answer with the object, other kinds with a Success Status; preconditions are checked", async () => {

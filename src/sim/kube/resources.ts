@@ -112,7 +112,8 @@ export const resources: readonly ResourceDef[] = [
     kind: "Node",
     namespaced: false,
     shortNames: ["no"],
-    verbs: ["get", "list", "watch"],
+    // patch: taints (kubectl taint, attach mode's startup taint) and labels; nodes are made by the world.
+    verbs: ["get", "list", "watch", "patch"],
     fields: (o) => ({ "spec.unschedulable": at(o, "spec.unschedulable") === true ? "true" : "false" }),
   }),
   def({
