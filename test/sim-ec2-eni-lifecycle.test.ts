@@ -186,6 +186,7 @@ describe("CreateNetworkInterface", () => {
         "Arguments on this idempotent request are inconsistent with arguments used in previous request(s).",
       status: 400,
     });
+    expect((await ec2Failure(create({ ClientToken: "x".repeat(65) }))).code).toBe("InvalidParameterValue");
     // The token still answers its ENI once that ENI is gone: the caller learns it was deleted from a read.
     await ec2.send(new DeleteNetworkInterfaceCommand({ NetworkInterfaceId: first }));
     expect(await create(input)).toBe(first);

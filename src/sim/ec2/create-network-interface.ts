@@ -1,3 +1,4 @@
+import { Ec2ApiError } from "../errors/ec2-api-error.js";
 import type { Ec2Handler } from "./ec2-context.js";
 import { eniViewOf } from "./eni-view.js";
 import { createEni } from "./model/eni-create.js";
@@ -42,6 +43,13 @@ export const createNetworkInterface: Ec2Handler = (ctx) => {
     "Ipv6PrefixCount",
   );
   const clientToken = params.get("ClientToken");
+  // "Maximum 64 ASCII characters" (Ensuring idempotency in Amazon EC2 API requests).
+  if (clientToken !== undefined && (clientToken.length > 64 || !/^[\x20-\x7e]*$/.test(clientToken))) {
+    throw new Ec2ApiError(
+      "InvalidParameterValue",
+      `Value (${clientToken}) for parameter ClientToken is invalid. It must be at most 64 ASCII characters.`,
+    );
+  }
   const request = {
     subnetId,
     securityGroupIds: params.list("SecurityGroupId"),
