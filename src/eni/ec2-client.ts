@@ -1,5 +1,6 @@
 /**
- * The EC2 adapter: the only module that imports @aws-sdk/client-ec2. Load it with
+ * The EC2 adapter: the only module that sends EC2 calls and loads @aws-sdk/client-ec2 at run time (ec2-shapes.ts
+ * maps the SDK's answers to our types, importing only its types). Load it with
  * `await import("./ec2-client.js")` (see LazyEc2Api) so that runs without EC2 calls never parse the SDK.
  *
  * Idempotency: EC2's codes for "already assigned to this ENI" and "not assigned to this ENI" are not
@@ -13,7 +14,6 @@
  */
 import {
   type _InstanceType,
-  type Address,
   AssignIpv6AddressesCommand,
   AssignPrivateIpAddressesCommand,
   AssociateAddressCommand,
@@ -35,11 +35,6 @@ import {
   GetSubnetCidrReservationsCommand,
   ModifyNetworkInterfaceAttributeCommand,
   type ModifyNetworkInterfaceAttributeCommandInput,
-  type NetworkInterface,
-  type SubnetCidrReservation as SdkReservation,
-  type SecurityGroup,
-  type Subnet,
-  type Tag,
   UnassignIpv6AddressesCommand,
   UnassignPrivateIpAddressesCommand,
 } from "@aws-sdk/client-ec2";
@@ -53,6 +48,14 @@ import type {
 } from "./ec2-api.js";
 import type { CreateNetworkInterfaceRequest, EniTagFilter } from "./ec2-eni-lifecycle-api.js";
 import { createInstrument, type Instrument } from "./ec2-instrumentation.js";
+import {
+  tagFilters,
+  toElasticIp,
+  toNetworkInterface,
+  toReservation,
+  toSecurityGroup,
+  toSubnet,
+} from "./ec2-shapes.js";
 import { Ec2Error } from "./errors/ec2-error.js";
 import { canonicalAddressText } from "./ip.js";
 import type { Clock } from "./process/clock.js";
@@ -102,91 +105,6 @@ const ENI_GONE = "InvalidNetworkInterfaceID.NotFound";
 /** EC2's answer to a DryRun call the caller is allowed to make. */
 const DRY_RUN_ALLOWED = "DryRunOperation";
 
-function tagsOf(tags: readonly Tag[] | undefined): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const tag of tags ?? []) {
-    if (tag.Key !== undefined) out[tag.Key] = tag.Value ?? "";
-  }
-  return out;
-}
-
-function toNetworkInterface(eni: NetworkInterface): Ec2NetworkInterface {
-  const ipv4s = (eni.PrivateIpAddresses ?? []).flatMap((p) =>
-    p.PrivateIpAddress === undefined ? [] : [canonicalAddressText(p.PrivateIpAddress)],
-  );
-  const primary =
-    (eni.PrivateIpAddresses ?? []).find((p) => p.Primary === true)?.PrivateIpAddress ?? eni.PrivateIpAddress;
-  const primaryIpv4 = primary === undefined ? undefined : canonicalAddressText(primary);
-  // Primary first, like IMDS local-ipv4s.
-  const ordered =
-    primaryIpv4 === undefined ? ipv4s : [primaryIpv4, ...ipv4s.filter((a) => a !== primaryIpv4)];
-  return {
-    eniId: eni.NetworkInterfaceId ?? "",
-    mac: (eni.MacAddress ?? "").toLowerCase(),
-    subnetId: eni.SubnetId ?? "",
-    vpcId: eni.VpcId ?? "",
-    instanceId: eni.Attachment?.InstanceId,
-    deviceIndex: eni.Attachment?.DeviceIndex,
-    primaryIpv4,
-    ipv4s: ordered,
-    ipv6s: (eni.Ipv6Addresses ?? []).flatMap((a) =>
-      a.Ipv6Address === undefined ? [] : [canonicalAddressText(a.Ipv6Address)],
-    ),
-    ipv4Prefixes: (eni.Ipv4Prefixes ?? []).flatMap((p) =>
-      p.Ipv4Prefix === undefined ? [] : [canonicalAddressText(p.Ipv4Prefix)],
-    ),
-    ipv6Prefixes: (eni.Ipv6Prefixes ?? []).flatMap((p) =>
-      p.Ipv6Prefix === undefined ? [] : [canonicalAddressText(p.Ipv6Prefix)],
-    ),
-    tags: tagsOf(eni.TagSet),
-    securityGroupIds: (eni.Groups ?? []).flatMap((g) => (g.GroupId === undefined ? [] : [g.GroupId])),
-    ...(eni.Status === undefined ? {} : { status: eni.Status }),
-    ...(eni.Attachment?.AttachmentId === undefined
-      ? {}
-      : {
-          attachment: {
-            attachmentId: eni.Attachment.AttachmentId,
-            instanceId: eni.Attachment.InstanceId,
-            deviceIndex: eni.Attachment.DeviceIndex ?? 0,
-            networkCardIndex: eni.Attachment.NetworkCardIndex ?? 0,
-            status: eni.Attachment.Status ?? "",
-            deleteOnTermination: eni.Attachment.DeleteOnTermination ?? false,
-          },
-        }),
-    ...(eni.SourceDestCheck === undefined ? {} : { sourceDestCheck: eni.SourceDestCheck }),
-    ...(eni.AvailabilityZone === undefined ? {} : { availabilityZone: eni.AvailabilityZone }),
-  };
-}
-
-/** `tag:KEY` filters, one per tag, in key order. */
-function tagFilters(tags: Readonly<Record<string, string>>): Filter[] {
-  return Object.keys(tags)
-    .sort()
-    .map((key) => ({ Name: `tag:${key}`, Values: [tags[key] ?? ""] }));
-}
-
-function toSecurityGroup(group: SecurityGroup): Ec2SecurityGroup {
-  return {
-    groupId: group.GroupId ?? "",
-    groupName: group.GroupName ?? "",
-    ingress: (group.IpPermissions ?? []).map((p) => ({
-      protocol: p.IpProtocol ?? "-1",
-      fromPort: p.FromPort,
-      toPort: p.ToPort,
-      ipv4Cidrs: (p.IpRanges ?? []).flatMap((r) =>
-        r.CidrIp === undefined ? [] : [canonicalAddressText(r.CidrIp)],
-      ),
-      ipv6Cidrs: (p.Ipv6Ranges ?? []).flatMap((r) =>
-        r.CidrIpv6 === undefined ? [] : [canonicalAddressText(r.CidrIpv6)],
-      ),
-      groupIds: (p.UserIdGroupPairs ?? []).flatMap((g) => (g.GroupId === undefined ? [] : [g.GroupId])),
-      prefixListIds: (p.PrefixListIds ?? []).flatMap((l) =>
-        l.PrefixListId === undefined ? [] : [l.PrefixListId],
-      ),
-    })),
-  };
-}
-
 /** Follows NextToken to the end: `page` sends one request (with the token after the first), `items` maps it. */
 async function allPages<Page extends { NextToken?: string | undefined }, T>(
   page: (token: string | undefined) => Promise<Page>,
@@ -203,49 +121,6 @@ async function allPages<Page extends { NextToken?: string | undefined }, T>(
 }
 
 const pageToken = (token: string | undefined) => (token === undefined ? {} : { NextToken: token });
-
-function toSubnet(subnet: Subnet): Ec2Subnet {
-  return {
-    subnetId: subnet.SubnetId ?? "",
-    vpcId: subnet.VpcId ?? "",
-    availabilityZone: subnet.AvailabilityZone ?? "",
-    ipv4Cidr: canonicalAddressText(subnet.CidrBlock ?? ""),
-    ipv6Cidrs: (subnet.Ipv6CidrBlockAssociationSet ?? []).flatMap((a) =>
-      a.Ipv6CidrBlock === undefined ||
-      a.Ipv6CidrBlockState?.State === "disassociated" ||
-      a.Ipv6CidrBlockState?.State === "disassociating"
-        ? []
-        : [canonicalAddressText(a.Ipv6CidrBlock)],
-    ),
-  };
-}
-
-function toReservation(r: SdkReservation): SubnetCidrReservation {
-  return {
-    reservationId: r.SubnetCidrReservationId ?? "",
-    subnetId: r.SubnetId ?? "",
-    cidr: canonicalAddressText(r.Cidr ?? ""),
-    type: r.ReservationType === "prefix" ? "prefix" : "explicit",
-    description: r.Description,
-    tags: tagsOf(r.Tags),
-  };
-}
-
-function toElasticIp(address: Address): Ec2ElasticIp {
-  const associationId = address.AssociationId;
-  return {
-    allocationId: address.AllocationId ?? "",
-    publicIp: address.PublicIp ?? "",
-    association:
-      associationId === undefined || associationId === ""
-        ? undefined
-        : {
-            associationId,
-            eniId: address.NetworkInterfaceId ?? "",
-            privateIp: canonicalAddressText(address.PrivateIpAddress ?? ""),
-          },
-  };
-}
 
 const ALREADY_ASSOCIATED = "Resource.AlreadyAssociated";
 
