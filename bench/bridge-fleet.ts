@@ -172,7 +172,7 @@ export async function benchBridgeFleet(): Promise<BenchResult[]> {
     const total = NODES * PODS_PER_NODE;
     const held = async () =>
       (await control<SimState>(sim, "GET", "/state")).enis
-        .filter((e) => e.deviceIndex > 0)
+        .filter((e) => (e.deviceIndex ?? 0) > 0)
         .reduce((sum, e) => sum + e.ipv6s.length, 0);
     const pods = Array.from({ length: NODES * PODS_PER_NODE }, (_, k) =>
       pod(Math.floor(k / PODS_PER_NODE), k % PODS_PER_NODE),

@@ -104,7 +104,7 @@ function pod(i: number, extra: Record<string, unknown> = {}): Record<string, unk
 function held(sim: SimulatorHandle): number {
   return sim
     .state()
-    .enis.filter((e) => e.instanceId === INSTANCE && e.deviceIndex > 0)
+    .enis.filter((e) => e.instanceId === INSTANCE && (e.deviceIndex ?? 0) > 0)
     .reduce((n, e) => n + e.ipv4s.length - 1, 0);
 }
 

@@ -132,6 +132,17 @@ describe("createEc2Api against the simulator", () => {
         ipv6Prefixes: [],
         tags: { "node.k8s.amazonaws.com/no_manage": "true" },
         securityGroupIds: ["sg-1"],
+        status: "in-use",
+        attachment: {
+          attachmentId: "eni-attach-0b",
+          instanceId: "i-1",
+          deviceIndex: 1,
+          networkCardIndex: 0,
+          status: "attached",
+          deleteOnTermination: false,
+        },
+        sourceDestCheck: true,
+        availabilityZone: "us-east-1a",
       });
     });
 

@@ -35,8 +35,39 @@ describe("DescribeInstanceTypes through the real SDK", () => {
         InstanceType: "m5.xlarge",
         CurrentGeneration: true,
         Hypervisor: "nitro",
-        NetworkInfo: { Ipv4AddressesPerInterface: 15, Ipv6AddressesPerInterface: 15, Ipv6Supported: true },
+        NetworkInfo: {
+          MaximumNetworkInterfaces: 4,
+          MaximumNetworkCards: 1,
+          DefaultNetworkCardIndex: 0,
+          NetworkCards: [{ NetworkCardIndex: 0, MaximumNetworkInterfaces: 4 }],
+          Ipv4AddressesPerInterface: 15,
+          Ipv6AddressesPerInterface: 15,
+          Ipv6Supported: true,
+        },
       },
+    ]);
+  });
+
+  it("answers the ENIs per instance and per network card, two cards for c6in.32xlarge", async () => {
+    const out = await ec2.send(
+      new DescribeInstanceTypesCommand({ InstanceTypes: ["m5.large", "c6in.32xlarge" as _InstanceType] }),
+    );
+    expect(
+      out.InstanceTypes?.map((t) => [
+        t.InstanceType,
+        t.NetworkInfo?.MaximumNetworkInterfaces,
+        t.NetworkInfo?.NetworkCards?.map((c) => [c.NetworkCardIndex, c.MaximumNetworkInterfaces]),
+      ]),
+    ).toEqual([
+      ["m5.large", 3, [[0, 3]]],
+      [
+        "c6in.32xlarge",
+        16,
+        [
+          [0, 8],
+          [1, 8],
+        ],
+      ],
     ]);
   });
 

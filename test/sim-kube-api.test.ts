@@ -619,6 +619,29 @@ describe("writes", () => {
     ).toBe(422);
   });
 
+  it("patches a node's taints (as kubectl taint and attach mode's startup taint do), seen by a watch", async () => {
+    const s = await start();
+    const path = `/api/v1/nodes/${NODE_A}`;
+    const w = await watch(s, "/api/v1/nodes?watch=true");
+    const taint = { key: "multus-ipmgr.io/enis-not-ready", effect: "NoSchedule" };
+    const added = await kube(s, "PATCH", path, { spec: { taints: [taint] } }, "application/merge-patch+json");
+    expect(added.status).toBe(200);
+    expect(added.body.spec.taints).toEqual([taint]);
+    await eventually(
+      () => w.events.some((e) => e.type === "MODIFIED" && e.object.spec?.taints?.[0]?.key === taint.key),
+      "a MODIFIED event with the taint",
+    );
+    const removed = await kube(
+      s,
+      "PATCH",
+      path,
+      [{ op: "remove", path: "/spec/taints/0" }],
+      "application/json-patch+json",
+    );
+    expect(removed.body.spec.taints).toEqual([]);
+    expect((await kube(s, "DELETE", path)).status).toBe(405);
+  });
+
   it("deletes: Pods answer with the object, other kinds with a Success Status; preconditions are checked", async () => {
     const s = await start();
     const nad = "/apis/k8s.cni.cncf.io/v1/namespaces/cnf/network-attachment-definitions/multus-ipvlan";

@@ -2,8 +2,10 @@ import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { defaultZoneId, ipName, regionShortName, resourceName } from "../src/sim/aws-names.js";
+import { eniViewOf } from "../src/sim/ec2/eni-view.js";
 import { loadWorldFile, parseWorld, WorldError } from "../src/sim/index.js";
-import { topologyOf } from "../src/sim/topology.js";
+import { initialStateOf, topologyOf } from "../src/sim/topology.js";
+import type { World } from "../src/sim/world.js";
 import { makeTempDir, removeTempDir } from "./helpers/temp-dirs.js";
 
 const base = () => ({
@@ -302,11 +304,18 @@ describe("world validation", () => {
   });
 });
 
+/** The attributes of a world ENI as DescribeNetworkInterfaces renders them (fixed ones and state's ones). */
+function attrsOf(world: World, eniId: string): unknown {
+  const topology = topologyOf(world);
+  const eni = initialStateOf(world, (p) => `${p}-1`).enis.find((e) => e.eniId === eniId);
+  if (eni === undefined) throw new Error(`no ${eniId}`);
+  return eniViewOf(eni, topology).attrs;
+}
+
 describe("the attributes EC2 derives or defaults", () => {
   it("gives an ENI, its subnet and its instance EC2's defaults when the world is silent", () => {
     const topology = topologyOf(parseWorld(base()));
-    expect(topology.enis.get("eni-0w0")).toEqual({
-      id: "eni-0w0",
+    expect(attrsOf(parseWorld(base()), "eni-0w0")).toEqual({
       description: "",
       securityGroups: [{ id: "sg-0w", name: "default" }],
       sourceDestCheck: true,
@@ -351,8 +360,7 @@ describe("the attributes EC2 derives or defaults", () => {
       requesterManaged: true,
       deleteOnTermination: false,
     });
-    expect(topologyOf(parseWorld(w)).enis.get("eni-0w0")).toEqual({
-      id: "eni-0w0",
+    expect(attrsOf(parseWorld(w), "eni-0w0")).toEqual({
       description: "aws-K8S-i-0w",
       securityGroups: [
         { id: "sg-0nodes", name: "eks-nodes" },

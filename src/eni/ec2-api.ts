@@ -1,3 +1,4 @@
+import type { Ec2EniLifecycleApi } from "./ec2-eni-lifecycle-api.js";
 import type { Ec2Error } from "./errors/ec2-error.js";
 import type {
   Ec2ElasticIp,
@@ -50,9 +51,10 @@ export type PermissionVerdict =
 /**
  * The EC2 calls this tool makes, and only those. Implemented by the adapter in ec2-client.ts, the only file
  * that imports @aws-sdk/client-ec2. Every method fails with Ec2Error. Idempotent outcomes are success:
- * assigning an address the ENI already holds, unassigning one it no longer holds.
+ * assigning an address the ENI already holds, unassigning one it no longer holds. Attach mode's calls
+ * (Ec2EniLifecycleApi) are part of it.
  */
-export interface Ec2Api {
+export interface Ec2Api extends Ec2EniLifecycleApi {
   /** IAM: ec2:AssignPrivateIpAddresses. All or nothing. */
   assignPrivateIpv4(eniId: string, addresses: readonly string[], allowReassignment: boolean): Promise<void>;
   /** IAM: ec2:UnassignPrivateIpAddresses. Secondary addresses only. */

@@ -1,5 +1,6 @@
 /**
- * The EC2 adapter: the only module that imports @aws-sdk/client-ec2. Load it with
+ * The EC2 adapter: the only module that sends EC2 calls and loads @aws-sdk/client-ec2 at run time (ec2-shapes.ts
+ * maps the SDK's answers to our types, importing only its types). Load it with
  * `await import("./ec2-client.js")` (see LazyEc2Api) so that runs without EC2 calls never parse the SDK.
  *
  * Idempotency: EC2's codes for "already assigned to this ENI" and "not assigned to this ENI" are not
@@ -13,11 +14,13 @@
  */
 import {
   type _InstanceType,
-  type Address,
   AssignIpv6AddressesCommand,
   AssignPrivateIpAddressesCommand,
   AssociateAddressCommand,
+  AttachNetworkInterfaceCommand,
+  CreateNetworkInterfaceCommand,
   CreateSubnetCidrReservationCommand,
+  DeleteNetworkInterfaceCommand,
   DeleteSubnetCidrReservationCommand,
   DescribeAddressesCommand,
   DescribeInstanceTypesCommand,
@@ -30,11 +33,8 @@ import {
   type EC2ClientConfig,
   type Filter,
   GetSubnetCidrReservationsCommand,
-  type NetworkInterface,
-  type SubnetCidrReservation as SdkReservation,
-  type SecurityGroup,
-  type Subnet,
-  type Tag,
+  ModifyNetworkInterfaceAttributeCommand,
+  type ModifyNetworkInterfaceAttributeCommandInput,
   UnassignIpv6AddressesCommand,
   UnassignPrivateIpAddressesCommand,
 } from "@aws-sdk/client-ec2";
@@ -46,7 +46,16 @@ import type {
   PermissionProbe,
   PermissionVerdict,
 } from "./ec2-api.js";
+import type { CreateNetworkInterfaceRequest, EniTagFilter } from "./ec2-eni-lifecycle-api.js";
 import { createInstrument, type Instrument } from "./ec2-instrumentation.js";
+import {
+  tagFilters,
+  toElasticIp,
+  toNetworkInterface,
+  toReservation,
+  toSecurityGroup,
+  toSubnet,
+} from "./ec2-shapes.js";
 import { Ec2Error } from "./errors/ec2-error.js";
 import { canonicalAddressText } from "./ip.js";
 import type { Clock } from "./process/clock.js";
@@ -92,71 +101,9 @@ export interface Ec2ApiOptions {
 }
 
 const RESERVATION_GONE = "InvalidSubnetCidrReservationID.NotFound";
+const ENI_GONE = "InvalidNetworkInterfaceID.NotFound";
 /** EC2's answer to a DryRun call the caller is allowed to make. */
 const DRY_RUN_ALLOWED = "DryRunOperation";
-
-function tagsOf(tags: readonly Tag[] | undefined): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const tag of tags ?? []) {
-    if (tag.Key !== undefined) out[tag.Key] = tag.Value ?? "";
-  }
-  return out;
-}
-
-function toNetworkInterface(eni: NetworkInterface): Ec2NetworkInterface {
-  const ipv4s = (eni.PrivateIpAddresses ?? []).flatMap((p) =>
-    p.PrivateIpAddress === undefined ? [] : [canonicalAddressText(p.PrivateIpAddress)],
-  );
-  const primary =
-    (eni.PrivateIpAddresses ?? []).find((p) => p.Primary === true)?.PrivateIpAddress ?? eni.PrivateIpAddress;
-  const primaryIpv4 = primary === undefined ? undefined : canonicalAddressText(primary);
-  // Primary first, like IMDS local-ipv4s.
-  const ordered =
-    primaryIpv4 === undefined ? ipv4s : [primaryIpv4, ...ipv4s.filter((a) => a !== primaryIpv4)];
-  return {
-    eniId: eni.NetworkInterfaceId ?? "",
-    mac: (eni.MacAddress ?? "").toLowerCase(),
-    subnetId: eni.SubnetId ?? "",
-    vpcId: eni.VpcId ?? "",
-    instanceId: eni.Attachment?.InstanceId,
-    deviceIndex: eni.Attachment?.DeviceIndex,
-    primaryIpv4,
-    ipv4s: ordered,
-    ipv6s: (eni.Ipv6Addresses ?? []).flatMap((a) =>
-      a.Ipv6Address === undefined ? [] : [canonicalAddressText(a.Ipv6Address)],
-    ),
-    ipv4Prefixes: (eni.Ipv4Prefixes ?? []).flatMap((p) =>
-      p.Ipv4Prefix === undefined ? [] : [canonicalAddressText(p.Ipv4Prefix)],
-    ),
-    ipv6Prefixes: (eni.Ipv6Prefixes ?? []).flatMap((p) =>
-      p.Ipv6Prefix === undefined ? [] : [canonicalAddressText(p.Ipv6Prefix)],
-    ),
-    tags: tagsOf(eni.TagSet),
-    securityGroupIds: (eni.Groups ?? []).flatMap((g) => (g.GroupId === undefined ? [] : [g.GroupId])),
-  };
-}
-
-function toSecurityGroup(group: SecurityGroup): Ec2SecurityGroup {
-  return {
-    groupId: group.GroupId ?? "",
-    groupName: group.GroupName ?? "",
-    ingress: (group.IpPermissions ?? []).map((p) => ({
-      protocol: p.IpProtocol ?? "-1",
-      fromPort: p.FromPort,
-      toPort: p.ToPort,
-      ipv4Cidrs: (p.IpRanges ?? []).flatMap((r) =>
-        r.CidrIp === undefined ? [] : [canonicalAddressText(r.CidrIp)],
-      ),
-      ipv6Cidrs: (p.Ipv6Ranges ?? []).flatMap((r) =>
-        r.CidrIpv6 === undefined ? [] : [canonicalAddressText(r.CidrIpv6)],
-      ),
-      groupIds: (p.UserIdGroupPairs ?? []).flatMap((g) => (g.GroupId === undefined ? [] : [g.GroupId])),
-      prefixListIds: (p.PrefixListIds ?? []).flatMap((l) =>
-        l.PrefixListId === undefined ? [] : [l.PrefixListId],
-      ),
-    })),
-  };
-}
 
 /** Follows NextToken to the end: `page` sends one request (with the token after the first), `items` maps it. */
 async function allPages<Page extends { NextToken?: string | undefined }, T>(
@@ -174,49 +121,6 @@ async function allPages<Page extends { NextToken?: string | undefined }, T>(
 }
 
 const pageToken = (token: string | undefined) => (token === undefined ? {} : { NextToken: token });
-
-function toSubnet(subnet: Subnet): Ec2Subnet {
-  return {
-    subnetId: subnet.SubnetId ?? "",
-    vpcId: subnet.VpcId ?? "",
-    availabilityZone: subnet.AvailabilityZone ?? "",
-    ipv4Cidr: canonicalAddressText(subnet.CidrBlock ?? ""),
-    ipv6Cidrs: (subnet.Ipv6CidrBlockAssociationSet ?? []).flatMap((a) =>
-      a.Ipv6CidrBlock === undefined ||
-      a.Ipv6CidrBlockState?.State === "disassociated" ||
-      a.Ipv6CidrBlockState?.State === "disassociating"
-        ? []
-        : [canonicalAddressText(a.Ipv6CidrBlock)],
-    ),
-  };
-}
-
-function toReservation(r: SdkReservation): SubnetCidrReservation {
-  return {
-    reservationId: r.SubnetCidrReservationId ?? "",
-    subnetId: r.SubnetId ?? "",
-    cidr: canonicalAddressText(r.Cidr ?? ""),
-    type: r.ReservationType === "prefix" ? "prefix" : "explicit",
-    description: r.Description,
-    tags: tagsOf(r.Tags),
-  };
-}
-
-function toElasticIp(address: Address): Ec2ElasticIp {
-  const associationId = address.AssociationId;
-  return {
-    allocationId: address.AllocationId ?? "",
-    publicIp: address.PublicIp ?? "",
-    association:
-      associationId === undefined || associationId === ""
-        ? undefined
-        : {
-            associationId,
-            eniId: address.NetworkInterfaceId ?? "",
-            privateIp: canonicalAddressText(address.PrivateIpAddress ?? ""),
-          },
-  };
-}
 
 const ALREADY_ASSOCIATED = "Resource.AlreadyAssociated";
 
@@ -250,6 +154,21 @@ function filtersOf(filter: NetworkInterfaceFilter): Filter[] | undefined {
     add("subnet-id", filter.subnetIds),
   ].every(Boolean);
   return ok ? filters : undefined;
+}
+
+/** A write EC2 answered without what it makes: reported as unavailable, with what to check. */
+function emptyAnswer(
+  operation: string,
+  eniId: string | undefined,
+  requestId: string | undefined,
+  target: string,
+  what: string,
+): Ec2Error {
+  return new Ec2Error(
+    { operation, code: "EmptyResponse", requestId, eniId, kind: "unavailable" },
+    `EC2 ${operation} on ${target} answered without ${what} (request id ${requestId ?? "none"}); ` +
+      "check the instance's ENIs before retrying.",
+  );
 }
 
 class Ec2ApiClient implements Ec2Api {
@@ -419,10 +338,22 @@ class Ec2ApiClient implements Ec2Api {
     }
     const found = (result.InstanceTypes ?? []).find((t) => t.InstanceType === instanceType);
     if (found === undefined) return undefined;
+    const network = found.NetworkInfo;
     return {
       instanceType,
       hypervisor: found.Hypervisor,
-      ipv4AddressesPerEni: found.NetworkInfo?.Ipv4AddressesPerInterface,
+      ipv4AddressesPerEni: network?.Ipv4AddressesPerInterface,
+      ...(network?.MaximumNetworkInterfaces === undefined
+        ? {}
+        : { maxNetworkInterfaces: network.MaximumNetworkInterfaces }),
+      ...(network?.NetworkCards === undefined
+        ? {}
+        : {
+            networkCards: network.NetworkCards.map((c) => ({
+              index: c.NetworkCardIndex ?? 0,
+              maxNetworkInterfaces: c.MaximumNetworkInterfaces ?? 0,
+            })),
+          }),
     };
   }
 
@@ -533,6 +464,166 @@ class Ec2ApiClient implements Ec2Api {
         "subnet CIDR reservation already gone; treating the delete as done",
       );
     }
+  }
+
+  async createNetworkInterface(request: CreateNetworkInterfaceRequest): Promise<Ec2NetworkInterface> {
+    const tagList = Object.entries(request.tags).map(([Key, Value]) => ({ Key, Value }));
+    const target = `subnet ${request.subnetId} (client token ${request.clientToken})`;
+    const result = await this.instrument("CreateNetworkInterface", { target }, (sendOptions) =>
+      this.client.send(
+        new CreateNetworkInterfaceCommand({
+          SubnetId: request.subnetId,
+          Groups: [...request.securityGroupIds],
+          Description: request.description,
+          ClientToken: request.clientToken,
+          ...(tagList.length > 0
+            ? { TagSpecifications: [{ ResourceType: "network-interface", Tags: tagList }] }
+            : {}),
+          ...(request.ipv4Prefixes === undefined || request.ipv4Prefixes.length === 0
+            ? {}
+            : { Ipv4Prefixes: request.ipv4Prefixes.map((p) => ({ Ipv4Prefix: p })) }),
+          ...(request.ipv6Prefixes === undefined || request.ipv6Prefixes.length === 0
+            ? {}
+            : { Ipv6Prefixes: request.ipv6Prefixes.map((p) => ({ Ipv6Prefix: p })) }),
+        }),
+        sendOptions,
+      ),
+    );
+    if (result.NetworkInterface?.NetworkInterfaceId === undefined) {
+      throw emptyAnswer("CreateNetworkInterface", undefined, result.$metadata.requestId, target, "an ENI");
+    }
+    return toNetworkInterface(result.NetworkInterface);
+  }
+
+  async attachNetworkInterface(
+    eniId: string,
+    instanceId: string,
+    deviceIndex: number,
+    networkCardIndex: number,
+  ): Promise<string> {
+    const target = `${instanceId} device ${deviceIndex} card ${networkCardIndex}`;
+    const result = await this.instrument(
+      "AttachNetworkInterface",
+      { eniId, target, retryNotFound: true },
+      (sendOptions) =>
+        this.client.send(
+          new AttachNetworkInterfaceCommand({
+            NetworkInterfaceId: eniId,
+            InstanceId: instanceId,
+            DeviceIndex: deviceIndex,
+            NetworkCardIndex: networkCardIndex,
+          }),
+          sendOptions,
+        ),
+    );
+    if (result.AttachmentId === undefined || result.AttachmentId === "") {
+      throw emptyAnswer(
+        "AttachNetworkInterface",
+        eniId,
+        result.$metadata.requestId,
+        target,
+        "an attachment id",
+      );
+    }
+    return result.AttachmentId;
+  }
+
+  async deleteNetworkInterface(eniId: string): Promise<void> {
+    try {
+      await this.instrument("DeleteNetworkInterface", { eniId }, (sendOptions) =>
+        this.client.send(new DeleteNetworkInterfaceCommand({ NetworkInterfaceId: eniId }), sendOptions),
+      );
+    } catch (err) {
+      if (!(err instanceof Ec2Error) || err.code !== ENI_GONE) throw err;
+      this.logger.info({ eniId }, "ENI already gone; treating the delete as done");
+    }
+  }
+
+  async setDeleteOnTermination(
+    eniId: string,
+    attachmentId: string,
+    deleteOnTermination: boolean,
+  ): Promise<void> {
+    await this.#modify(eniId, `DeleteOnTermination=${deleteOnTermination}`, {
+      Attachment: { AttachmentId: attachmentId, DeleteOnTermination: deleteOnTermination },
+    });
+  }
+
+  async setSourceDestCheck(eniId: string, sourceDestCheck: boolean): Promise<void> {
+    await this.#modify(eniId, `SourceDestCheck=${sourceDestCheck}`, {
+      SourceDestCheck: { Value: sourceDestCheck },
+    });
+  }
+
+  /** ModifyNetworkInterfaceAttribute with one attribute (EC2 takes one per call). */
+  async #modify(
+    eniId: string,
+    target: string,
+    attribute: Omit<ModifyNetworkInterfaceAttributeCommandInput, "NetworkInterfaceId">,
+  ): Promise<void> {
+    await this.instrument(
+      "ModifyNetworkInterfaceAttribute",
+      { eniId, target, retryNotFound: true },
+      (sendOptions) =>
+        this.client.send(
+          new ModifyNetworkInterfaceAttributeCommand({ NetworkInterfaceId: eniId, ...attribute }),
+          sendOptions,
+        ),
+    );
+  }
+
+  async describeInstanceEnis(instanceId: string): Promise<Ec2NetworkInterface[]> {
+    return this.describeNetworkInterfaces({ instanceId });
+  }
+
+  async describeEnisByTags(filter: EniTagFilter): Promise<Ec2NetworkInterface[]> {
+    const filters = [
+      ...tagFilters(filter.tags),
+      ...(filter.status === undefined ? [] : [{ Name: "status", Values: [filter.status] }]),
+      ...(filter.vpcId === undefined ? [] : [{ Name: "vpc-id", Values: [filter.vpcId] }]),
+    ];
+    return allPages(
+      (token) =>
+        this.instrument("DescribeNetworkInterfaces", { target: "ENIs by tags" }, (sendOptions) =>
+          this.client.send(
+            new DescribeNetworkInterfacesCommand({
+              ...(filters.length > 0 ? { Filters: filters } : {}),
+              MaxResults: this.pageSize,
+              ...pageToken(token),
+            }),
+            sendOptions,
+          ),
+        ),
+      (page) => (page.NetworkInterfaces ?? []).map(toNetworkInterface),
+    );
+  }
+
+  async describeSubnetsByTags(vpcId: string, tags: Readonly<Record<string, string>>): Promise<Ec2Subnet[]> {
+    return this.#subnets(
+      { Filters: [{ Name: "vpc-id", Values: [vpcId] }, ...tagFilters(tags)], MaxResults: this.pageSize },
+      `${vpcId} by tags`,
+    );
+  }
+
+  async describeSecurityGroupsByTags(
+    vpcId: string,
+    tags: Readonly<Record<string, string>>,
+  ): Promise<Ec2SecurityGroup[]> {
+    const filters = [{ Name: "vpc-id", Values: [vpcId] }, ...tagFilters(tags)];
+    return allPages(
+      (token) =>
+        this.instrument("DescribeSecurityGroups", { target: `${vpcId} by tags` }, (sendOptions) =>
+          this.client.send(
+            new DescribeSecurityGroupsCommand({
+              Filters: filters,
+              MaxResults: this.pageSize,
+              ...pageToken(token),
+            }),
+            sendOptions,
+          ),
+        ),
+      (page) => (page.SecurityGroups ?? []).map(toSecurityGroup),
+    );
   }
 
   async probePermission(probe: PermissionProbe): Promise<PermissionVerdict> {

@@ -27,6 +27,11 @@ export interface Ec2CallContext {
   readonly addresses?: readonly string[];
   /** Names the target when it is not an ENI, e.g. `subnet subnet-1` or `reservation scr-1`. */
   readonly target?: string;
+  /**
+   * A write on an ENI this tool may have just made: `InvalidNetworkInterfaceID.NotFound` is then EC2's
+   * eventual consistency (a new ENI is not visible to every call at once) and is retried as for a read.
+   */
+  readonly retryNotFound?: boolean;
 }
 
 export interface Ec2InstrumentationOptions {
@@ -155,7 +160,7 @@ export function createInstrument(options: Ec2InstrumentationOptions): Instrument
           ...options.retry,
           clock,
           signal,
-          isRetryable: (err) => isRetryableEc2Failure(err, access),
+          isRetryable: (err) => isRetryableEc2Failure(err, context.retryNotFound === true ? "read" : access),
           onRetry: (err, failedAttempt, delayMs) =>
             logger.debug(
               {

@@ -5,6 +5,7 @@ import type {
   PermissionProbe,
   PermissionVerdict,
 } from "./ec2-api.js";
+import type { CreateNetworkInterfaceRequest, EniTagFilter } from "./ec2-eni-lifecycle-api.js";
 import type {
   Ec2ElasticIp,
   Ec2InstanceType,
@@ -136,5 +137,53 @@ export class LazyEc2Api implements Ec2Api {
     allowReassociation: boolean,
   ): Promise<string> {
     return (await this.api()).associateElasticIp(allocationId, eniId, privateIp, allowReassociation);
+  }
+
+  async createNetworkInterface(request: CreateNetworkInterfaceRequest): Promise<Ec2NetworkInterface> {
+    return (await this.api()).createNetworkInterface(request);
+  }
+
+  async attachNetworkInterface(
+    eniId: string,
+    instanceId: string,
+    deviceIndex: number,
+    networkCardIndex: number,
+  ): Promise<string> {
+    return (await this.api()).attachNetworkInterface(eniId, instanceId, deviceIndex, networkCardIndex);
+  }
+
+  async deleteNetworkInterface(eniId: string): Promise<void> {
+    return (await this.api()).deleteNetworkInterface(eniId);
+  }
+
+  async setDeleteOnTermination(
+    eniId: string,
+    attachmentId: string,
+    deleteOnTermination: boolean,
+  ): Promise<void> {
+    return (await this.api()).setDeleteOnTermination(eniId, attachmentId, deleteOnTermination);
+  }
+
+  async setSourceDestCheck(eniId: string, sourceDestCheck: boolean): Promise<void> {
+    return (await this.api()).setSourceDestCheck(eniId, sourceDestCheck);
+  }
+
+  async describeInstanceEnis(instanceId: string): Promise<Ec2NetworkInterface[]> {
+    return (await this.api()).describeInstanceEnis(instanceId);
+  }
+
+  async describeEnisByTags(filter: EniTagFilter): Promise<Ec2NetworkInterface[]> {
+    return (await this.api()).describeEnisByTags(filter);
+  }
+
+  async describeSubnetsByTags(vpcId: string, tags: Readonly<Record<string, string>>): Promise<Ec2Subnet[]> {
+    return (await this.api()).describeSubnetsByTags(vpcId, tags);
+  }
+
+  async describeSecurityGroupsByTags(
+    vpcId: string,
+    tags: Readonly<Record<string, string>>,
+  ): Promise<Ec2SecurityGroup[]> {
+    return (await this.api()).describeSecurityGroupsByTags(vpcId, tags);
   }
 }

@@ -7,8 +7,18 @@ export interface SimEni {
   eniId: string;
   /** Lowercase, colon-separated. */
   mac: string;
-  instanceId: string;
-  deviceIndex: number;
+  /** The instance it is attached to; null while detached (status `available`). */
+  instanceId: string | null;
+  /** Its device index on that instance; null while detached. */
+  deviceIndex: number | null;
+  /** Its network card on that instance; null while detached. */
+  networkCardIndex: number | null;
+  /** `eni-attach-...`; null while detached. A new attachment gets a new id. */
+  attachmentId: string | null;
+  /** ISO 8601 with milliseconds, UTC; null while detached. */
+  attachTime: string | null;
+  /** The attachment's DeleteOnTermination; false while detached. */
+  deleteOnTermination: boolean;
   subnetId: string;
   /** Null on an IPv6-only ENI. */
   primaryIpv4: string | null;
@@ -21,6 +31,25 @@ export interface SimEni {
   /** Delegated IPv6 prefixes (/80, canonical CIDR) in assignment order; each takes one address slot. */
   ipv6Prefixes: string[];
   tags: Record<string, string>;
+  description: string;
+  /** Security group ids, in the order given. */
+  securityGroupIds: string[];
+  sourceDestCheck: boolean;
+  /**
+   * Clock time (ms since the epoch) CreateNetworkInterface made it; null for the world's ENIs. Calls naming
+   * it by id answer NotFound until ec2ReadLagMs later (EC2's eventual consistency).
+   */
+  createdAt: number | null;
+}
+
+/** What a CreateNetworkInterface ClientToken answered: the same parameters answer the same ENI. */
+export interface SimClientToken {
+  token: string;
+  /** The request's parameters, canonical JSON (ClientToken and DryRun left out). */
+  fingerprint: string;
+  eniId: string;
+  /** The ENI as created, answered again (as it is now, while it exists). */
+  created: SimEni;
 }
 
 /** One subnet CIDR reservation. */
@@ -58,4 +87,6 @@ export interface SimState {
   kubernetes?: SimKubeState;
   /** Elastic IPs in allocation order. */
   addresses: SimAddress[];
+  /** CreateNetworkInterface's client tokens, oldest first. */
+  clientTokens: SimClientToken[];
 }

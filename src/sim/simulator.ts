@@ -6,6 +6,7 @@ import { createEc2Server } from "./ec2/ec2-server.js";
 import { TokenBuckets } from "./ec2/token-bucket.js";
 import { FaultState } from "./fault-state.js";
 import { defaultFaults, type Faults, mergeFaults } from "./faults.js";
+import { Hotplug } from "./hotplug.js";
 import { closeServer, listen, urlOf } from "./http-util.js";
 import { createImdsServer } from "./imds/imds-server.js";
 import { KubeCluster } from "./kube/kube-cluster.js";
@@ -100,6 +101,7 @@ export async function startSimulator(world: World, options: SimulatorOptions = {
   const calls = new CallLog();
   const errorLog =
     options.errorLog ?? ((line: string) => process.stderr.write(`multus-ipmgr sim: ${line}\n`));
+  const hotplug = new Hotplug(topology, errorLog);
   const kube =
     world.kubernetes === undefined
       ? undefined
@@ -125,6 +127,7 @@ export async function startSimulator(world: World, options: SimulatorOptions = {
     // Watches first: their streams would otherwise hold the Kubernetes server open.
     kube?.close();
     await Promise.all(servers.map(closeServer));
+    await hotplug.settled();
   };
   try {
     const ec2Endpoint = await start(
@@ -136,6 +139,7 @@ export async function startSimulator(world: World, options: SimulatorOptions = {
         buckets: new TokenBuckets(clock),
         clock,
         nextId,
+        attachments: hotplug.heard,
         log: options.log,
         errorLog,
       }),

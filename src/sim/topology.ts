@@ -1,4 +1,5 @@
 import { defaultSecurityGroupIdOf } from "./aws-names.js";
+import { type InstanceNetwork, networkOf } from "./instance-limits.js";
 import { type Cidr, mustParseCidr } from "./ip-math.js";
 import type { SimState } from "./sim-state.js";
 import { addressLimitOf, type IngressRule, publicIpPoolOf, type World, zoneIdsOf } from "./world.js";
@@ -20,12 +21,17 @@ export interface Topology {
   readonly publicIpPool: Cidr;
   /** The VPC's default group first, then the world's, by id. */
   readonly securityGroups: ReadonlyMap<string, TopologySecurityGroup>;
+  /** After CreateNetworkInterface, calls naming the new ENI answer NotFound this long (ms). */
+  readonly ec2ReadLagMs: number;
+  /** IMDS's macs/ tree follows attachments this long after them (ms). */
+  readonly imdsAttachmentLagMs: number;
 }
 
 export interface TopologySecurityGroup extends SecurityGroupRef {
   readonly description: string;
   /** Inbound rules, in world order; each rule's sources in world order. */
   readonly ingress: readonly IngressRule[];
+  readonly tags: Readonly<Record<string, string>>;
 }
 
 export interface SecurityGroupRef {
@@ -76,27 +82,33 @@ export interface TopologyInstance {
   /** The primary ENI's subnet options at launch. */
   readonly privateDnsNameOptions: PrivateDnsNameOptions;
   readonly tags: Readonly<Record<string, string>>;
+  /** The network namespace where attachments show as links (hotplug.ts); none by default. */
+  readonly netns: string | undefined;
+  /** DescribeInstanceTypes' NetworkInfo for its type: ENIs in all, and per network card. */
+  readonly network: InstanceNetwork;
 }
 
+/**
+ * The attributes of a world ENI that no simulated call changes. Those ModifyNetworkInterfaceAttribute and
+ * the attachment calls change (description, groups, SourceDestCheck, attachment) live in SimEni; an ENI
+ * CreateNetworkInterface made has no entry here and takes the defaults below.
+ */
 export interface TopologyEni {
   readonly id: string;
-  /** Default "" (EC2's for an ENI launched with its instance). */
-  readonly description: string;
-  /** Default: the VPC's `default` group. */
-  readonly securityGroups: readonly SecurityGroupRef[];
-  /** Default true. */
-  readonly sourceDestCheck: boolean;
   /** Default `interface`. */
   readonly interfaceType: string;
   /** Default none: EC2 shows requesterId only for ENIs created on your behalf. */
   readonly requesterId: string | undefined;
   /** Default false. */
   readonly requesterManaged: boolean;
-  /** Default true on device 0 only, as for ENIs launched with the instance. */
-  readonly deleteOnTermination: boolean;
-  /** The instance's launch time. */
-  readonly attachTime: string;
 }
+
+/** What an ENI made by CreateNetworkInterface has. */
+export const createdEniAttrs: Omit<TopologyEni, "id"> = {
+  interfaceType: "interface",
+  requesterId: undefined,
+  requesterManaged: false,
+};
 
 const defaultImageId = "ami-0123456789abcdef0";
 /** The same instant as IMDS's identity document `pendingTime`. */
@@ -137,6 +149,7 @@ export function topologyOf(world: World): Topology {
         ...defaultGroup,
         description: "default VPC security group",
         ingress: world.vpc.defaultSecurityGroupIngress ?? [selfRule],
+        tags: {},
       },
     ],
   ]);
@@ -146,6 +159,7 @@ export function topologyOf(world: World): Topology {
       name: group.name,
       description: group.description ?? group.name,
       ingress: group.ingress,
+      tags: { ...group.tags },
     });
   }
 
@@ -171,21 +185,15 @@ export function topologyOf(world: World): Topology {
         enableResourceNameDnsAAAARecord: false,
       },
       tags: { ...instance.tags },
+      netns: instance.netns,
+      network: networkOf(instance.instanceType),
     });
     for (const eni of instance.enis) {
       enis.set(eni.id, {
         id: eni.id,
-        description: eni.description ?? "",
-        securityGroups: (eni.securityGroups ?? [defaultGroup.id]).map((id) => {
-          const group = groups.get(id);
-          return { id, name: group?.name ?? "" };
-        }),
-        sourceDestCheck: eni.sourceDestCheck ?? true,
         interfaceType: eni.interfaceType ?? "interface",
         requesterId: eni.requesterId,
         requesterManaged: eni.requesterManaged ?? false,
-        deleteOnTermination: eni.deleteOnTermination ?? eni.deviceIndex === 0,
-        attachTime: launchTime,
       });
     }
   }
@@ -203,6 +211,8 @@ export function topologyOf(world: World): Topology {
     httpTokens: world.imds.httpTokens,
     publicIpPool: publicIpPoolOf(mustParseCidr(world.vpc.cidr)),
     securityGroups: groups,
+    ec2ReadLagMs: world.ec2ReadLagMs,
+    imdsAttachmentLagMs: world.imdsAttachmentLagMs,
   };
 }
 
@@ -211,6 +221,7 @@ export function topologyOf(world: World): Topology {
  * ids of the Elastic IPs the world associates.
  */
 export function initialStateOf(world: World, nextId: (prefix: string) => string): SimState {
+  const defaultGroup = world.vpc.defaultSecurityGroupId ?? defaultSecurityGroupIdOf(world.vpc.id);
   return {
     enis: world.instances.flatMap((instance) =>
       [...instance.enis]
@@ -220,6 +231,11 @@ export function initialStateOf(world: World, nextId: (prefix: string) => string)
           mac: eni.mac,
           instanceId: instance.id,
           deviceIndex: eni.deviceIndex,
+          networkCardIndex: 0,
+          attachmentId: `eni-attach-${eni.id.slice(4)}`,
+          // The instance's launch time, as for ENIs launched with it.
+          attachTime: instance.launchTime ?? defaultLaunchTime,
+          deleteOnTermination: eni.deleteOnTermination ?? eni.deviceIndex === 0,
           subnetId: eni.subnet,
           primaryIpv4: eni.primaryIpv4 ?? null,
           ipv4s: [...(eni.primaryIpv4 === undefined ? [] : [eni.primaryIpv4]), ...eni.secondaryIpv4s],
@@ -227,6 +243,10 @@ export function initialStateOf(world: World, nextId: (prefix: string) => string)
           ipv4Prefixes: [...(eni.ipv4Prefixes ?? [])],
           ipv6Prefixes: [...(eni.ipv6Prefixes ?? [])],
           tags: { ...eni.tags },
+          description: eni.description ?? "",
+          securityGroupIds: [...(eni.securityGroups ?? [defaultGroup])],
+          sourceDestCheck: eni.sourceDestCheck ?? true,
+          createdAt: null,
         })),
     ),
     reservations: world.reservations.map((r) => ({
@@ -247,5 +267,6 @@ export function initialStateOf(world: World, nextId: (prefix: string) => string)
       privateIp: eip.association?.privateIp ?? null,
       tags: { ...eip.tags },
     })),
+    clientTokens: [],
   };
 }

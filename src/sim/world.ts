@@ -170,6 +170,7 @@ const worldObjectSchema = z.strictObject({
         name: z.string().min(1).max(255),
         description: z.string().max(255).optional(),
         ingress: z.array(ingressRuleSchema).default([]),
+        tags: tags.optional(),
       }),
     )
     .optional(),
@@ -219,6 +220,14 @@ const worldObjectSchema = z.strictObject({
         /** Also the attach time of its ENIs. Default 2024-01-01T00:00:00.000Z, IMDS's pendingTime. */
         launchTime: isoTime.optional(),
         tags: tags.optional(),
+        /**
+         * An existing network namespace (made by the test) where an attach makes a link with the ENI's MAC,
+         * as the kernel shows a hot-plugged ENA device, and a detach removes it (src/sim/hotplug.ts).
+         */
+        netns: z
+          .string()
+          .regex(/^[A-Za-z0-9_.-]{1,64}$/, "must be a network namespace name (letters, digits, _ . -)")
+          .optional(),
         enis: z.array(eniSchema).min(1),
       }),
     )
@@ -245,6 +254,13 @@ const worldObjectSchema = z.strictObject({
       }),
     )
     .default([]),
+  /**
+   * EC2's eventual consistency: for this many milliseconds after CreateNetworkInterface, calls naming the new
+   * ENI by id answer InvalidNetworkInterfaceID.NotFound. Default 0.
+   */
+  ec2ReadLagMs: z.number().int().min(0).max(600_000).default(0),
+  /** IMDS's macs/ tree shows an attach or a detach only this many milliseconds later. Default 0. */
+  imdsAttachmentLagMs: z.number().int().min(0).max(600_000).default(0),
   imds: z.strictObject({ httpTokens: z.enum(["required", "optional"]).default("required") }).default({
     httpTokens: "required",
   }),

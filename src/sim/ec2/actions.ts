@@ -2,14 +2,19 @@ import { allocateAddress } from "./allocate-address.js";
 import { assignIpv6Addresses } from "./assign-ipv6-addresses.js";
 import { assignPrivateIpAddresses } from "./assign-private-ip-addresses.js";
 import { associateAddress } from "./associate-address.js";
+import { attachNetworkInterface } from "./attach-network-interface.js";
+import { createNetworkInterface } from "./create-network-interface.js";
+import { deleteNetworkInterface } from "./delete-network-interface.js";
 import { describeAddresses } from "./describe-addresses.js";
 import { describeInstanceTypes } from "./describe-instance-types.js";
 import { describeInstances } from "./describe-instances.js";
 import { describeNetworkInterfaces } from "./describe-network-interfaces.js";
 import { describeSecurityGroups } from "./describe-security-groups.js";
 import { describeSubnets } from "./describe-subnets.js";
+import { detachNetworkInterface } from "./detach-network-interface.js";
 import { disassociateAddress } from "./disassociate-address.js";
 import type { Ec2Handler } from "./ec2-context.js";
+import { modifyNetworkInterfaceAttribute } from "./modify-network-interface-attribute.js";
 import type { QueryParams } from "./query-params.js";
 import {
   createSubnetCidrReservation,
@@ -114,5 +119,31 @@ export const actions: Readonly<Record<string, ActionSpec>> = {
     handler: describeAddresses,
     dryRun: true,
     bucket: fixed("DescribeAddresses", 100, 20),
+  },
+  // The ENI lifecycle: "other mutating calls" (50 / 5), each with its own bucket.
+  CreateNetworkInterface: {
+    handler: createNetworkInterface,
+    dryRun: true,
+    bucket: fixed("CreateNetworkInterface", 50, 5),
+  },
+  AttachNetworkInterface: {
+    handler: attachNetworkInterface,
+    dryRun: true,
+    bucket: fixed("AttachNetworkInterface", 50, 5),
+  },
+  DetachNetworkInterface: {
+    handler: detachNetworkInterface,
+    dryRun: true,
+    bucket: fixed("DetachNetworkInterface", 50, 5),
+  },
+  DeleteNetworkInterface: {
+    handler: deleteNetworkInterface,
+    dryRun: true,
+    bucket: fixed("DeleteNetworkInterface", 50, 5),
+  },
+  ModifyNetworkInterfaceAttribute: {
+    handler: modifyNetworkInterfaceAttribute,
+    dryRun: true,
+    bucket: fixed("ModifyNetworkInterfaceAttribute", 50, 5),
   },
 };

@@ -10,7 +10,17 @@ function renderInstanceType(v: InstanceTypeView): string {
     leaf("hypervisor", v.hypervisor) +
     node(
       "networkInfo",
-      leaf("ipv4AddressesPerInterface", v.addressesPerEni) +
+      leaf("maximumNetworkInterfaces", v.network.maxNetworkInterfaces) +
+        leaf("maximumNetworkCards", v.network.networkCards.length) +
+        leaf("defaultNetworkCardIndex", 0) +
+        itemSet(
+          "networkCards",
+          v.network.networkCards.map(
+            (c) =>
+              leaf("networkCardIndex", c.index) + leaf("maximumNetworkInterfaces", c.maxNetworkInterfaces),
+          ),
+        ) +
+        leaf("ipv4AddressesPerInterface", v.addressesPerEni) +
         leaf("ipv6AddressesPerInterface", v.addressesPerEni) +
         leaf("ipv6Supported", true),
     )
@@ -19,7 +29,7 @@ function renderInstanceType(v: InstanceTypeView): string {
 
 /**
  * DescribeInstanceTypes: `InstanceType.N`, answered in one page. Only the members our commands read
- * (`hypervisor`, `networkInfo`'s addresses per interface). Filters are not modelled and are refused with
+ * (`hypervisor`, `networkInfo`'s addresses per interface, ENIs per instance and per network card). Filters are not modelled and are refused with
  * `UnsupportedOperation`, as the other Describe calls refuse a filter they do not model, so that a caller
  * relying on one learns it here rather than from an answer that ignored it.
  */

@@ -60,13 +60,12 @@ export const securityGroupFilters: FilterCatalogue<GroupView> = {
     "group-id": (v) => [v.group.id],
     "group-name": (v) => [v.group.name],
     "owner-id": (v) => [v.topology.accountId],
-    // World groups carry no tags.
-    "tag-key": () => [],
+    "tag-key": (v) => Object.keys(v.group.tags),
     "vpc-id": (v) => [v.topology.vpc.id],
     ...permissionFields("", ingress),
     ...permissionFields("egress.", egress),
   },
-  tags: () => ({}),
+  tags: (v) => v.group.tags,
 };
 
 /** One `item` of ipPermissions or ipPermissionsEgress, members in EC2's order. */
@@ -112,7 +111,7 @@ function renderGroup(v: GroupView): string {
     ) +
     leaf("vpcId", topology.vpc.id) +
     leaf("securityGroupArn", arnOf(v)) +
-    tagSet({})
+    tagSet(group.tags)
   );
 }
 

@@ -1,3 +1,4 @@
+import type { AttachmentEvent } from "../hotplug.js";
 import type { SimState } from "../sim-state.js";
 import type { StateStore } from "../state-store.js";
 import type { Topology } from "../topology.js";
@@ -13,6 +14,10 @@ export interface Ec2Context {
   readonly readState: () => SimState;
   /** A fresh id such as `scr-00000000000000001`, unique within this simulator. */
   readonly nextId: (prefix: string) => string;
+  /** Clock time, ms since the epoch. */
+  readonly now: () => number;
+  /** Told of each attach and detach once committed (the hot-plug stand-in, hotplug.ts). */
+  readonly attachments: (event: AttachmentEvent) => void;
 }
 
 /** Handles one action; returns the members of `<ActionResponse>` after `requestId`. Throws Ec2ApiError. */

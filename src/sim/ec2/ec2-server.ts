@@ -4,10 +4,12 @@ import type { Clock } from "../../eni/process/clock.js";
 import type { CallLog } from "../call-log.js";
 import { Ec2ApiError } from "../errors/ec2-api-error.js";
 import type { FaultState } from "../fault-state.js";
+import type { AttachmentEvent } from "../hotplug.js";
 import { BodyTooLargeError, readBody } from "../http-util.js";
 import type { StateStore } from "../state-store.js";
 import type { Topology } from "../topology.js";
 import { actions } from "./actions.js";
+import { hideFresh } from "./model/eni-create.js";
 import { QueryParams } from "./query-params.js";
 import type { TokenBuckets } from "./token-bucket.js";
 import { escapeXml, leaf } from "./xml.js";
@@ -20,6 +22,8 @@ export interface Ec2ServerDeps {
   readonly buckets: TokenBuckets;
   readonly clock: Clock;
   readonly nextId: (prefix: string) => string;
+  /** Told of each attach and detach once committed; default none. */
+  readonly attachments?: ((event: AttachmentEvent) => void) | undefined;
   /** Called with one line per request (for --verbose); default none. */
   readonly log?: ((line: string) => void) | undefined;
   /** Called with one line per request the server failed to answer (an internal error, with its stack). */
@@ -27,6 +31,9 @@ export interface Ec2ServerDeps {
 }
 
 const namespace = "http://ec2.amazonaws.com/doc/2016-11-15/";
+
+/** Without a hot-plug stand-in, attachments change nothing outside the state. */
+const ignoreAttachments = (_event: AttachmentEvent): void => undefined;
 
 function errorXml(error: Ec2ApiError, requestId: string): string {
   return (
@@ -39,7 +46,7 @@ function errorXml(error: Ec2ApiError, requestId: string): string {
 
 /**
  * The checks every call goes through, in this order: known action, scripted failure (failNext),
- * throttling, IAM (deny), DryRun, then the action itself.
+ * throttling, IAM (deny), DryRun, an ENI too new to be seen (ec2ReadLagMs), then the action itself.
  */
 function answer(deps: Ec2ServerDeps, action: string, params: QueryParams, requestId: string): string {
   const spec = actions[action];
@@ -73,12 +80,17 @@ function answer(deps: Ec2ServerDeps, action: string, params: QueryParams, reques
       throw new Ec2ApiError("DryRunOperation", "Request would have succeeded, but DryRun flag is set.", 412);
     }
   }
+  const single = params.get("NetworkInterfaceId");
+  const named = [...params.list("NetworkInterfaceId"), ...(single === undefined ? [] : [single])];
+  hideFresh(deps.store.current(), named, deps.clock.now(), deps.topology.ec2ReadLagMs);
   const body = spec.handler({
     topology: deps.topology,
     store: deps.store,
     params,
     readState: () => deps.store.asOf(deps.faults.get().staleReadsMs),
     nextId: deps.nextId,
+    now: () => deps.clock.now(),
+    attachments: deps.attachments ?? ignoreAttachments,
   });
   return (
     `<?xml version="1.0" encoding="UTF-8"?>\n<${action}Response xmlns="${escapeXml(namespace)}">` +

@@ -14,7 +14,7 @@ export interface AddressView {
 
 export function addressViewOf(eip: SimAddress, state: SimState, topology: Topology): AddressView {
   const instanceId =
-    eip.eniId === null ? undefined : state.enis.find((e) => e.eniId === eip.eniId)?.instanceId;
+    eip.eniId === null ? undefined : (state.enis.find((e) => e.eniId === eip.eniId)?.instanceId ?? undefined);
   return { eip, instanceId, topology };
 }
 

@@ -47,6 +47,11 @@ export class QueryParams {
     return this.#indexed(prefix).map(([, key]) => this.#values.get(key) as string);
   }
 
+  /** The member `member` of each structure of a list: `prefix.N.member`, in index order. */
+  members(prefix: string, member: string): string[] {
+    return this.#indexed(prefix, `.${member}`).map(([, key]) => this.#values.get(key) as string);
+  }
+
   /** True only for the literal `true` (the SDKs send `true`/`false`). */
   bool(name: string): boolean {
     return this.#values.get(name)?.toLowerCase() === "true";

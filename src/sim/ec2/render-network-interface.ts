@@ -1,6 +1,6 @@
 import { ipName } from "../aws-names.js";
 import type { SecurityGroupRef } from "../topology.js";
-import { attachmentIdOf, type EniView, privateDnsNameOf } from "./eni-view.js";
+import { type EniView, privateDnsNameOf, statusOf } from "./eni-view.js";
 import { itemSet, leaf, node, tagSet } from "./xml.js";
 
 /** `groupSet` of `{groupId, groupName}` items, as on ENIs and instances. */
@@ -66,23 +66,26 @@ export function renderNetworkInterface(view: EniView): string {
     leaf("availabilityZoneId", subnet.availabilityZoneId) +
     leaf("requesterId", attrs.requesterId) +
     leaf("requesterManaged", attrs.requesterManaged) +
-    leaf("status", "in-use") +
+    leaf("status", statusOf(eni)) +
     leaf("macAddress", eni.mac) +
     leaf("privateIpAddress", eni.primaryIpv4) +
     leaf("privateDnsName", privateDnsNameOf(view)) +
     leaf("sourceDestCheck", attrs.sourceDestCheck) +
     groupSet(attrs.securityGroups) +
-    node(
-      "attachment",
-      leaf("attachmentId", attachmentIdOf(eni)) +
-        leaf("instanceId", eni.instanceId) +
-        leaf("instanceOwnerId", topology.accountId) +
-        leaf("deviceIndex", eni.deviceIndex) +
-        leaf("networkCardIndex", 0) +
-        leaf("status", "attached") +
-        leaf("attachTime", attrs.attachTime) +
-        leaf("deleteOnTermination", attrs.deleteOnTermination),
-    ) +
+    // A detached ENI has no attachment element at all.
+    (eni.instanceId === null
+      ? ""
+      : node(
+          "attachment",
+          leaf("attachmentId", eni.attachmentId) +
+            leaf("instanceId", eni.instanceId) +
+            leaf("instanceOwnerId", topology.accountId) +
+            leaf("deviceIndex", eni.deviceIndex) +
+            leaf("networkCardIndex", eni.networkCardIndex) +
+            leaf("status", "attached") +
+            leaf("attachTime", attrs.attachTime) +
+            leaf("deleteOnTermination", attrs.deleteOnTermination),
+        )) +
     tagSet(eni.tags) +
     privateIpSet(view) +
     ipv6Set(view) +
@@ -97,7 +100,7 @@ export function renderInstanceNetworkInterface(view: EniView): string {
   const { eni, attrs } = view;
   return (
     common(view) +
-    leaf("status", "in-use") +
+    leaf("status", statusOf(eni)) +
     leaf("macAddress", eni.mac) +
     leaf("privateIpAddress", eni.primaryIpv4) +
     leaf("privateDnsName", privateDnsNameOf(view)) +
@@ -105,9 +108,9 @@ export function renderInstanceNetworkInterface(view: EniView): string {
     groupSet(attrs.securityGroups) +
     node(
       "attachment",
-      leaf("attachmentId", attachmentIdOf(eni)) +
+      leaf("attachmentId", eni.attachmentId) +
         leaf("deviceIndex", eni.deviceIndex) +
-        leaf("networkCardIndex", 0) +
+        leaf("networkCardIndex", eni.networkCardIndex) +
         leaf("status", "attached") +
         leaf("attachTime", attrs.attachTime) +
         leaf("deleteOnTermination", attrs.deleteOnTermination),

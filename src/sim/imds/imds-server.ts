@@ -3,6 +3,7 @@ import type { Clock } from "../../eni/process/clock.js";
 import type { FaultState } from "../fault-state.js";
 import { tokenHangs } from "../faults.js";
 import { sendText } from "../http-util.js";
+import type { SimEni } from "../sim-state.js";
 import type { StateStore } from "../state-store.js";
 import type { Topology, TopologyInstance } from "../topology.js";
 import { lookupMetadata, metadataTree } from "./metadata-tree.js";
@@ -25,6 +26,20 @@ const maxTtlSeconds = 21_600;
 function header(req: IncomingMessage, name: string): string | undefined {
   const value = req.headers[name];
   return Array.isArray(value) ? value[0] : value;
+}
+
+/**
+ * The instance's ENIs as IMDS shows them: which ones are attached as of imdsAttachmentLagMs ago (IMDS learns
+ * of an attach or a detach late), each with its addresses as of staleReadsMs ago (or as it was then, when it
+ * has left the instance since).
+ */
+function enisShown(deps: ImdsServerDeps, staleReadsMs: number): SimEni[] {
+  const id = deps.instance.id;
+  const contents = deps.store.asOf(staleReadsMs).enis;
+  const lagMs = deps.topology.imdsAttachmentLagMs;
+  if (lagMs <= 0) return contents.filter((e) => e.instanceId === id);
+  const then = deps.store.asOf(Math.max(staleReadsMs, lagMs)).enis.filter((e) => e.instanceId === id);
+  return then.map((old) => contents.find((e) => e.eniId === old.eniId && e.instanceId === id) ?? old);
 }
 
 /** Returns the status answered, or undefined when the request is left hanging. */
@@ -75,11 +90,7 @@ async function handle(
   }
   const value = path.startsWith("/latest/")
     ? lookupMetadata(
-        metadataTree(
-          deps.instance,
-          deps.store.asOf(faults.staleReadsMs).enis.filter((e) => e.instanceId === deps.instance.id),
-          deps.topology,
-        ),
+        metadataTree(deps.instance, enisShown(deps, faults.staleReadsMs), deps.topology),
         path.slice("/latest/".length),
       )
     : undefined;

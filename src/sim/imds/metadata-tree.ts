@@ -13,7 +13,7 @@ export function metadataTree(
 ): Map<string, string> {
   const tree = new Map<string, string>();
   const md = "meta-data";
-  const sorted = [...enis].sort((a, b) => a.deviceIndex - b.deviceIndex);
+  const sorted = [...enis].sort((a, b) => (a.deviceIndex ?? 0) - (b.deviceIndex ?? 0));
   const primary = sorted.find((e) => e.deviceIndex === 0);
   tree.set(`${md}/instance-id`, instance.id);
   tree.set(`${md}/instance-type`, instance.instanceType);
@@ -29,7 +29,7 @@ export function metadataTree(
     tree.set(`${base}/device-number`, String(eni.deviceIndex));
     tree.set(`${base}/interface-id`, eni.eniId);
     tree.set(`${base}/mac`, eni.mac);
-    tree.set(`${base}/network-card`, "0");
+    tree.set(`${base}/network-card`, String(eni.networkCardIndex ?? 0));
     tree.set(`${base}/owner-id`, topology.accountId);
     tree.set(`${base}/subnet-id`, eni.subnetId);
     tree.set(`${base}/vpc-id`, topology.vpc.id);

@@ -3,7 +3,7 @@ import { cidrContains, isAwsReserved } from "../../ip-math.js";
 import type { SimState } from "../../sim-state.js";
 import type { Topology } from "../../topology.js";
 import { dropAssociations, dropAssociationsWithin, followReassignment } from "./elastic-ip-associations.js";
-import { eniById, instanceOf, subnetOf } from "./enis.js";
+import { addressHostOf, eniById, subnetOf } from "./enis.js";
 import { pickFree, reservedBlocks, usedAddresses } from "./free-addresses.js";
 import {
   assignPrefixes,
@@ -56,7 +56,7 @@ export function assignPrivateIps(
 ): AssignResult {
   const eni = eniById(state, eniId);
   const subnet = subnetOf(topology, eni.subnetId);
-  const instance = instanceOf(topology, eni.instanceId);
+  const instance = addressHostOf(topology, eni);
   const limit = instance.addressLimit;
   const limitError = (): Ec2ModelError =>
     new Ec2ModelError(
@@ -172,7 +172,7 @@ export function assignIpv6s(
   if (block === undefined) {
     throw new Ec2ModelError("InvalidParameterValue", `Subnet ${subnet.id} has no IPv6 CIDR block`);
   }
-  const instance = instanceOf(topology, eni.instanceId);
+  const instance = addressHostOf(topology, eni);
   const limit = instance.addressLimit;
   const limitError = (): Ec2ModelError =>
     new Ec2ModelError(

@@ -38,6 +38,19 @@ export function subnetOf(topology: Topology, subnetId: string): TopologySubnet {
   return subnet;
 }
 
+/** What bounds an ENI's addresses and prefixes: its instance's type, or, while detached, the simulator's choice. */
+export type AddressHost = Pick<TopologyInstance, "instanceType" | "addressLimit" | "nitro">;
+
+/**
+ * EC2 takes addresses on a detached ENI and checks its instance's limit only when it is attached; the simulator
+ * bounds a detached ENI by 50 (the largest per-ENI limit EC2 documents) and takes prefixes on it (its choice).
+ */
+const detachedHost: AddressHost = { instanceType: "(detached)", addressLimit: 50, nitro: true };
+
+export function addressHostOf(topology: Topology, eni: SimEni): AddressHost {
+  return eni.instanceId === null ? detachedHost : instanceOf(topology, eni.instanceId);
+}
+
 export function instanceOf(topology: Topology, instanceId: string): TopologyInstance {
   const instance = topology.instances.get(instanceId);
   if (instance === undefined) throw new Error(`internal: unknown instance ${instanceId}`);

@@ -1,5 +1,11 @@
 import { Ec2ModelError } from "../../errors/ec2-model-error.js";
-import { addressesPerEniOf, knownInstanceTypes, nitroOf } from "../../instance-limits.js";
+import {
+  addressesPerEniOf,
+  type InstanceNetwork,
+  knownInstanceTypes,
+  networkOf,
+  nitroOf,
+} from "../../instance-limits.js";
 import type { Topology } from "../../topology.js";
 
 /** What DescribeInstanceTypes says of one type: the facts our commands read, nothing more. */
@@ -9,6 +15,8 @@ export interface InstanceTypeView {
   readonly hypervisor: "nitro" | "xen";
   /** Private IPv4 addresses per ENI, the primary counted; the same bound for IPv6. */
   readonly addressesPerEni: number;
+  /** NetworkInfo's MaximumNetworkInterfaces and NetworkCards. */
+  readonly network: InstanceNetwork;
 }
 
 /**
@@ -24,6 +32,7 @@ function knownTypes(topology: Topology): Map<string, InstanceTypeView> {
       instanceType: name,
       hypervisor: nitroOf(name) === false ? "xen" : "nitro",
       addressesPerEni: addressesPerEniOf(name) ?? 0,
+      network: networkOf(name),
     });
   }
   for (const instance of topology.instances.values()) {
@@ -31,6 +40,7 @@ function knownTypes(topology: Topology): Map<string, InstanceTypeView> {
       instanceType: instance.instanceType,
       hypervisor: instance.nitro ? "nitro" : "xen",
       addressesPerEni: instance.addressLimit,
+      network: instance.network,
     });
   }
   return types;

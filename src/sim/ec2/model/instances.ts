@@ -22,5 +22,7 @@ export function instancesNamed(topology: Topology, ids: readonly string[]): Topo
 
 /** The ENIs attached to an instance, by device index. */
 export function enisOfInstance(state: SimState, instanceId: string): SimEni[] {
-  return state.enis.filter((e) => e.instanceId === instanceId).sort((a, b) => a.deviceIndex - b.deviceIndex);
+  return state.enis
+    .filter((e) => e.instanceId === instanceId)
+    .sort((a, b) => (a.deviceIndex ?? 0) - (b.deviceIndex ?? 0));
 }

@@ -10,7 +10,8 @@ import {
   mustParseCidr,
 } from "../../ip-math.js";
 import type { SimEni, SimState } from "../../sim-state.js";
-import type { TopologyInstance, TopologySubnet } from "../../topology.js";
+import type { TopologySubnet } from "../../topology.js";
+import type { AddressHost } from "./enis.js";
 
 /**
  * EC2's rules for delegated prefixes (user guide "Assign prefixes to network interfaces"): an IPv4 prefix is a
@@ -46,7 +47,7 @@ export function prefixBlocks(state: SimState, family: Family): Cidr[] {
   return state.enis.flatMap((e) => prefixesOf(e, family).map(mustParseCidr));
 }
 
-export function requireNitro(instance: TopologyInstance): void {
+export function requireNitro(instance: AddressHost): void {
   if (!instance.nitro) {
     throw new Ec2ModelError(
       "InvalidParameterValue",
@@ -172,7 +173,7 @@ export type PrefixRequest = { readonly named: readonly Cidr[] } | { readonly cou
 export function assignPrefixes(
   state: SimState,
   eni: SimEni,
-  instance: TopologyInstance,
+  instance: AddressHost,
   subnet: TopologySubnet,
   family: Family,
   request: PrefixRequest,
