@@ -127,9 +127,10 @@ async function start() {
   const s = sim;
   const taints = async () => (await kube(s, "GET", `/api/v1/nodes/${NODE_A}`)).body.spec.taints;
   const nodeEvents = async () =>
-    ((await kube(s, "GET", "/api/v1/namespaces/default/events")).body.items as Json[]).filter(
-      (e) => e.involvedObject.kind === "Node",
-    );
+    ((await kube(s, "GET", "/api/v1/namespaces/default/events")).body.items as Json[])
+      .filter((e) => e.involvedObject.kind === "Node")
+      // In the order they were written (a list is ordered by name, and Event names are random).
+      .sort((a, b) => Number(a.metadata.resourceVersion) - Number(b.metadata.resourceVersion));
   return { s, controller, world, writeLinks, taints, nodeEvents, metrics, events, lines, clock };
 }
 
