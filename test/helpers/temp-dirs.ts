@@ -20,6 +20,7 @@ export const TEMP_DIR_PREFIXES = [
   "ipmgr-sa-",
   "ipmgr-sysnet-",
   "ipmgr-node-",
+  "ipmgr-cni-",
 ] as const;
 export type TempDirPrefix = (typeof TEMP_DIR_PREFIXES)[number];
 
