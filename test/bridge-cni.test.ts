@@ -15,7 +15,7 @@ import type { BridgeMetrics } from "../src/ipam-whereabouts-bridge/telemetry/met
 import type { SimulatorHandle, World } from "../src/sim/index.js";
 import { startBridgeOn, stopAll } from "./helpers/bridge-harness.js";
 import { callCni, cniRequest, ipvlanResult } from "./helpers/cni-socket-client.js";
-import { control, eventually, kubeWorld, MAC_A, multusPod, NODE_A } from "./helpers/kube-worlds.js";
+import { control, eventually, kube, kubeWorld, MAC_A, multusPod, NODE_A } from "./helpers/kube-worlds.js";
 import { SLICE_A, startPrefixBridge, stopPrefixBridges } from "./helpers/prefix-bridge.js";
 import { ec2ApiFor } from "./helpers/sim-fixtures.js";
 import { makeTempDir, removeTempDir } from "./helpers/temp-dirs.js";
@@ -124,6 +124,37 @@ describe("the bridge's CNI socket", () => {
     await eventually(() => !h.held("eni-0a1").includes(A(202)), "the address released");
     expect(await callCni(h.path, cniRequest("DEL", "upf-1", prev))).toEqual({ exitCode: 0, body: "" });
     expect(await callCni(h.path, cniRequest("DEL", "nobody", undefined))).toEqual({ exitCode: 0, body: "" });
+  });
+
+  it("a claim merges with its pod once the view shows it: one address counted, never released in between", async () => {
+    const h = await cniBridge(kubeWorld({ pods: [] }), { releaseGraceMs: 600_000 });
+    const prev = ipvlanResult(MAC_A, [A(207)]);
+    // No K8S_POD_UID: the claim's pod is told by its name alone.
+    const request = cniRequest("ADD", "upf-1", prev);
+    const add = { ...request, args: request.args.replace(/;K8S_POD_UID=[^;]*/, "") };
+    expect((await callCni(h.path, add)).exitCode).toBe(0);
+    const status = [{ name: "cnf/multus-ipvlan", interface: "net1", ips: [A(207)], mac: MAC_A }];
+    const created = await kube(h.sim, "POST", "/api/v1/namespaces/cnf/pods", {
+      apiVersion: "v1",
+      kind: "Pod",
+      metadata: {
+        name: "upf-1",
+        namespace: "cnf",
+        annotations: { "k8s.v1.cni.cncf.io/network-status": JSON.stringify(status) },
+      },
+      spec: { nodeName: NODE_A, containers: [{ name: "app", image: "registry.example/app:1" }] },
+    });
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    const uid: string = created.body.metadata.uid;
+    await eventually(
+      () => h.bridge.lastDesired?.managedPods.some((p) => p.uid === uid) === true,
+      "a wave that sees the pod",
+    );
+    expect(h.bridge.lastDesired?.managedPods).toEqual([{ namespace: "cnf", name: "upf-1", uid }]);
+    expect(h.bridge.lastDesired?.interfaces.map((i) => i.addresses)).toEqual([[A(207)]]);
+    expect(h.bridge.lastDesired?.conflicts).toEqual([]);
+    expect(h.bridge.report).toMatchObject({ wanted: 1, held: 1 });
+    expect(h.sim.calls().filter((c) => c.action === "UnassignPrivateIpAddresses")).toEqual([]);
   });
 
   it("DEL: keeps the address while another pod of the node carries it", async () => {
