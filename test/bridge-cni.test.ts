@@ -2,7 +2,7 @@
  * Plugin mode's socket against the real bridge and the simulator: the test speaks the plugin's wire
  * protocol (test/helpers/cni-socket-client.ts), the bridge runs in-process, EC2 is the simulator's.
  */
-import { statSync } from "node:fs";
+import { statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { systemClock } from "../src/eni/process/clock.js";
@@ -10,6 +10,7 @@ import { createLogger } from "../src/eni/process/logger.js";
 import type { BridgeOptions } from "../src/ipam-whereabouts-bridge/bridge.js";
 import { CniClaims } from "../src/ipam-whereabouts-bridge/cni/cni-claims.js";
 import { answerCniRequest } from "../src/ipam-whereabouts-bridge/cni/cni-handler.js";
+import { EMPTY_SUCCESS } from "../src/ipam-whereabouts-bridge/cni/cni-result.js";
 import { CniServer } from "../src/ipam-whereabouts-bridge/cni/cni-server.js";
 import type { BridgeMetrics } from "../src/ipam-whereabouts-bridge/telemetry/metrics.js";
 import type { SimulatorHandle, World } from "../src/sim/index.js";
@@ -67,6 +68,30 @@ describe("the bridge's CNI socket", () => {
     expect(statSync(h.path).mode & 0o777).toBe(0o600);
     await h.server.stop();
     expect(() => statSync(h.path)).toThrow(/ENOENT/);
+  });
+
+  it("replaces a socket an earlier bridge left, and refuses a path that is no socket", async () => {
+    const h = await cniBridge();
+    const next = new CniServer({
+      path: h.path,
+      answer: async () => EMPTY_SUCCESS,
+      stopping: () => undefined,
+      logger,
+    });
+    await next.start();
+    opened.push({ server: next, dir: h.dir });
+    expect(await callCni(h.path, cniRequest("DEL", "upf-1", undefined))).toEqual({ exitCode: 0, body: "" });
+    const file = join(h.dir, "plain");
+    writeFileSync(file, "");
+    const refused = new CniServer({
+      path: file,
+      answer: async () => EMPTY_SUCCESS,
+      stopping: () => undefined,
+      logger,
+    });
+    await expect(refused.start()).rejects.toThrow(
+      `IPMGR_BRIDGE_CNI_SOCKET="${file}": a file that is no socket is there; remove it, or name another path`,
+    );
   });
 
   it("ADD: answers prevResult unchanged once EC2 holds the address", async () => {

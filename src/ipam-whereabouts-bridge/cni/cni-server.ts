@@ -10,6 +10,7 @@
 import { chmod, lstat, mkdir, rm } from "node:fs/promises";
 import { createServer, type Server, type Socket } from "node:net";
 import { dirname } from "node:path";
+import { ConfigError } from "../../eni/errors/config-error.js";
 import type { Logger } from "../../eni/process/logger.js";
 import { type CniRequest, headerComplete, parseCniRequest } from "./cni-request.js";
 import { asCniError, type CniAnswer, CniCode, encodeAnswer, errorAnswer } from "./cni-result.js";
@@ -51,9 +52,10 @@ export class CniServer {
     });
     if (existing !== undefined) {
       if (!existing.isSocket()) {
-        throw new CniError(
-          CniCode.internal,
-          `IPMGR_BRIDGE_CNI_SOCKET ${path} exists and is no socket: remove it, or name another path`,
+        throw new ConfigError(
+          "IPMGR_BRIDGE_CNI_SOCKET",
+          path,
+          "a file that is no socket is there; remove it, or name another path",
         );
       }
       await rm(path);
