@@ -182,6 +182,22 @@ describe("the bridge's CNI socket", () => {
     expect(h.sim.calls().filter((c) => c.action === "UnassignPrivateIpAddresses")).toEqual([]);
   });
 
+  it("ADD for a pod the bridge leaves alone (opted out) answers prevResult after a wave, and holds nothing", async () => {
+    const optedOut = {
+      namespace: "cnf",
+      name: "upf-s",
+      nodeName: NODE_A,
+      annotations: { "multus-ipmgr.io/managed": "false" },
+    };
+    const h = await cniBridge(kubeWorld({ pods: [optedOut] }));
+    await eventually(() => h.bridge.lastDesired?.skippedPods.length === 1, "a wave that sees the pod");
+    const prev = ipvlanResult(MAC_A, [A(208)]);
+    const reply = await callCni(h.path, cniRequest("ADD", "upf-s", prev));
+    expect(reply).toEqual({ exitCode: 0, body: JSON.stringify(prev) });
+    expect(h.held("eni-0a1")).not.toContain(A(208));
+    expect(h.claims.all()).toEqual([]);
+  });
+
   it("DEL: keeps the address while another pod of the node carries it", async () => {
     const h = await cniBridge(kubeWorld({ pods: [multusPod("upf-7", NODE_A, [A(215)], MAC_A)] }), {
       releaseGraceMs: 600_000,

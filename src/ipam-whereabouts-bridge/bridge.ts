@@ -361,16 +361,8 @@ export class Bridge {
     });
     this.#unusedSince = unusedSince;
     // CNI DELs: released at once, unless another pod or claim carries the address; held as the guard holds.
-    const cniReleases =
-      this.deps.cni?.releasesNow(
-        collections.pods.list().filter((p) => p.nodeName === this.options.nodeName),
-        enis,
-        holds.size === 0,
-      ) ?? [];
-    const releasing = [
-      ...releases,
-      ...cniReleases.filter((r) => !releases.some((x) => x.eniId === r.eniId && x.address === r.address)),
-    ];
+    const nodeView = collections.pods.list().filter((p) => p.nodeName === this.options.nodeName);
+    const releasing = this.deps.cni?.withReleases(releases, nodeView, enis, holds.size === 0) ?? releases;
     this.#guard.hold(holds);
     this.#nextPendingAt = nextAt;
     this.#lastDesired = desired;
@@ -457,6 +449,7 @@ export class Bridge {
         multusEniIds,
         refusals: wave.refusals,
         failures,
+        skipped: desired.skippedPods.map((s) => s.pod),
       });
     // Remembered until the ENI holds the address or no pod wants it there.
     this.#refused.learn(failures, clock.now());

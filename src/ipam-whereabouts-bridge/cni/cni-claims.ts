@@ -29,6 +29,8 @@ export interface CniWaveEnd {
   readonly multusEniIds: ReadonlySet<string>;
   readonly refusals: readonly BridgeRefusal[];
   readonly failures: readonly FailedAction[];
+  /** Pods the bridge leaves alone (opted out, running the sidecar): their ADDs are not waited for. */
+  readonly skipped: readonly { readonly namespace: string; readonly name: string }[];
 }
 
 /** Whether the ENI holds the address, or a delegated prefix of the ENI covers it. */
@@ -103,6 +105,11 @@ export class CniClaims {
     this.#wake();
   }
 
+  /** Whether the last wave left the pod alone (opted out, or running the sidecar). */
+  skipped(pod: { readonly namespace: string; readonly name: string }): boolean {
+    return this.#last?.skipped.some((p) => p.namespace === pod.namespace && p.name === pod.name) === true;
+  }
+
   /** The claims of one (container id, ifname), if any. */
   get(key: string): readonly CniClaim[] | undefined {
     return this.#claims.get(key);
@@ -167,6 +174,18 @@ export class CniClaims {
       });
     }
     return out;
+  }
+
+  /** The wave's own releases and, after them, those of `releasesNow` it does not make already. */
+  withReleases(
+    releases: readonly Release[],
+    pods: readonly PodInfo[],
+    enis: readonly EniState[],
+    mayRelease: boolean,
+  ): Release[] {
+    const own = new Set(releases.map((r) => `${r.eniId} ${r.address}`));
+    const more = this.releasesNow(pods, enis, mayRelease).filter((r) => !own.has(`${r.eniId} ${r.address}`));
+    return [...releases, ...more];
   }
 
   /** A wave ended: what it held and why it did not hold the rest; the ADDs waiting look again. */

@@ -103,7 +103,8 @@ async function add(request: CniRequest, deps: CniHandlerDeps): Promise<CniAnswer
       network: conf.name,
     });
   }
-  claims.put(`${request.containerId} ${request.ifname}`, list);
+  const key = `${request.containerId} ${request.ifname}`;
+  claims.put(key, list);
   for (;;) {
     if (claims.stopping) throw stoppingError();
     const last = claims.last;
@@ -111,6 +112,11 @@ async function add(request: CniRequest, deps: CniHandlerDeps): Promise<CniAnswer
       (c) => last === undefined || heldBy(last.held, c.eniId, c.address) === undefined,
     );
     if (unheld === undefined) return passThrough(conf.rawPrevResult);
+    // A pod the bridge leaves alone is not waited for: its sidecar, which starts only after ADD, places it.
+    if (claims.skipped(pod)) {
+      claims.drop(key);
+      return passThrough(conf.rawPrevResult);
+    }
     if (!(await untilNextWave(deadlineAt, deps))) {
       if (claims.stopping) throw stoppingError();
       throw new CniError(
