@@ -128,6 +128,11 @@ export class CniClaims {
     return claims;
   }
 
+  /** Takes the claims out with no release and no tombstone: the pod is not the bridge's to place. */
+  forget(key: string): void {
+    this.#claims.delete(key);
+  }
+
   /** Every claim. */
   all(): CniClaim[] {
     return [...this.#claims.values()].flat();

@@ -114,7 +114,7 @@ async function add(request: CniRequest, deps: CniHandlerDeps): Promise<CniAnswer
     if (unheld === undefined) return passThrough(conf.rawPrevResult);
     // A pod the bridge leaves alone is not waited for: its sidecar, which starts only after ADD, places it.
     if (claims.skipped(pod)) {
-      claims.drop(key);
+      claims.forget(key);
       return passThrough(conf.rawPrevResult);
     }
     if (!(await untilNextWave(deadlineAt, deps))) {
