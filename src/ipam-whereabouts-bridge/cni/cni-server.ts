@@ -18,6 +18,12 @@ import { CniError } from "./errors/cni-error.js";
 
 /** A request not complete (its write side shut) this long after the connection opened gets code 6, ms. */
 export const CNI_REQUEST_READ_MS = 5_000;
+/**
+ * At stop, how long the answers in flight may take before their connections are closed under them, ms: the
+ * ADDs waiting answer code 11 at once, a CHECK waits for its EC2 read; the plugin turns a closed connection
+ * into code 11 itself.
+ */
+export const CNI_STOP_WAIT_MS = 2_000;
 /** A request larger than this gets code 6: a netconf is a few kB. */
 export const CNI_REQUEST_MAX_BYTES = 1 << 20;
 
@@ -75,7 +81,10 @@ export class CniServer {
     logger.info({ path }, "the CNI socket listens");
   }
 
-  /** Answers code 11 from now on, wakes the ADDs waiting, waits for the answers in flight, removes the socket. */
+  /**
+   * Answers code 11 from now on, wakes the ADDs waiting, waits for the answers in flight (at most
+   * CNI_STOP_WAIT_MS), closes what is left and removes the socket.
+   */
   async stop(): Promise<void> {
     if (this.#stopping) return;
     this.#stopping = true;
@@ -85,7 +94,14 @@ export class CniServer {
       server === undefined
         ? Promise.resolve()
         : new Promise<void>((resolve) => server.close(() => resolve()));
-    await Promise.all([...this.#inFlight]);
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      Promise.all([...this.#inFlight]),
+      new Promise<void>((resolve) => {
+        timer = setTimeout(resolve, CNI_STOP_WAIT_MS);
+      }),
+    ]);
+    clearTimeout(timer);
     for (const socket of this.#sockets) socket.destroy();
     await closed;
     await rm(this.#o.path, { force: true });
