@@ -10,6 +10,7 @@ import { join, resolve } from "node:path";
 import { createInterface } from "node:readline";
 import { afterEach, describe, expect, it } from "vitest";
 import { closedPortUrl } from "./helpers/closed-port.js";
+import { callCni, cniRequest, ipvlanResult } from "./helpers/cni-socket-client.js";
 import { eventually } from "./helpers/kube-worlds.js";
 import { type SimReady, startSimProcess } from "./helpers/sim-process.js";
 import { makeTempDir, removeTempDir } from "./helpers/temp-dirs.js";
@@ -238,6 +239,25 @@ describe.skipIf(unbuilt)("multus-ipmgr bridge, the built binary, against multus-
     bridge.child.kill("SIGTERM");
     expect(await bridge.exited).toEqual({ code: 0, signal: null });
     expect(bridge.logs.at(-1)).toMatchObject({ msg: "stopped" });
+    expect(bridge.stderr).toBe("");
+  });
+
+  it("plugin mode: IPMGR_BRIDGE_CNI_SOCKET answers an ADD once EC2 holds the address; SIGTERM removes the socket", async () => {
+    const { ready, kubeconfig } = await startSim();
+    const dir = makeTempDir("ipmgr-cni-");
+    cleanups.push(async () => removeTempDir(dir));
+    const socket = join(dir, "cni", "cni.sock");
+    const bridge = await startBridge(ready, kubeconfig, { IPMGR_BRIDGE_CNI_SOCKET: socket });
+    await eventually(() => existsSync(socket), "the CNI socket");
+    const prev = ipvlanResult(MAC, [ipv4(210)]);
+    expect(await callCni(socket, cniRequest("ADD", "upf-9", prev))).toEqual({
+      exitCode: 0,
+      body: JSON.stringify(prev),
+    });
+    expect((await held(ready)).ipv4s).toContain(ipv4(210));
+    bridge.child.kill("SIGTERM");
+    expect(await bridge.exited).toEqual({ code: 0, signal: null });
+    expect(existsSync(socket)).toBe(false);
     expect(bridge.stderr).toBe("");
   });
 

@@ -63,7 +63,13 @@ afterEach(async () => {
 });
 
 function lifecycle(
-  options: { waves?: OnStop; reservations?: OnStop | "off"; eventsHang?: boolean; http?: boolean } = {},
+  options: {
+    waves?: OnStop;
+    reservations?: OnStop | "off";
+    eventsHang?: boolean;
+    http?: boolean;
+    cni?: { start: () => Promise<void>; stop: () => Promise<void> };
+  } = {},
 ) {
   const clock = new ManualClock();
   const { logger, lines } = captureLogger();
@@ -97,6 +103,7 @@ function lifecycle(
     clock,
     logger,
     inflight,
+    cni: options.cni,
     http: options.http === true ? { host: "127.0.0.1", port: 0 } : undefined,
   });
   open.push(bridge);
@@ -146,6 +153,25 @@ describe("BridgeLifecycle", () => {
     expect(kube.closed).toBe(1);
     expect(inflight.signal.aborted).toBe(false);
     expect(clock.now()).toBe(1_700_000_000_000);
+  });
+
+  it("plugin mode: starts the CNI socket after the watches, and stops it first at shutdown, before the last wave", async () => {
+    const order: string[] = [];
+    let waves: FakeLoop | undefined;
+    const cni = {
+      start: async () => {
+        order.push(`cni start after ${waves?.started ?? 0} watch starts`);
+      },
+      stop: async () => {
+        order.push(`cni stop, loops stopped: ${waves?.signal?.aborted}`);
+      },
+    };
+    const made = lifecycle({ cni });
+    waves = made.waves;
+    await made.bridge.start();
+    void made.bridge.run();
+    expect(await made.bridge.shutdown(30_000)).toBe("ok");
+    expect(order).toEqual(["cni start after 1 watch starts", "cni stop, loops stopped: false"]);
   });
 
   it("runs without reservations (IPMGR_BRIDGE_RESERVATIONS=off)", async () => {

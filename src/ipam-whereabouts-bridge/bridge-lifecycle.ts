@@ -2,6 +2,7 @@ import { type Clock, withinDeadline } from "../eni/process/clock.js";
 import type { Logger } from "../eni/process/logger.js";
 import { type MetricsSource, type RunningHttpServer, startHttpServer } from "../eni/process/probe-server.js";
 import type { Bridge } from "./bridge.js";
+import type { CniServer } from "./cni/cni-server.js";
 import type { KubeApi } from "./kube/kube-api.js";
 import type { ReservationsLoop } from "./reservations/reservations-loop.js";
 import type { PodEventReporter } from "./telemetry/pod-events.js";
@@ -29,6 +30,8 @@ export interface BridgeLifecycleOptions {
    * that the calls in flight, and their retries, are cut.
    */
   readonly inflight: AbortController;
+  /** Plugin mode's socket (IPMGR_BRIDGE_CNI_SOCKET); undefined when off. */
+  readonly cni?: Pick<CniServer, "start" | "stop"> | undefined;
   /** The HTTP server (/healthz, /readyz, /metrics); undefined runs none (tests). */
   readonly http: { readonly host: string; readonly port: number } | undefined;
 }
@@ -73,6 +76,7 @@ export class BridgeLifecycle {
       });
     }
     await waves.start();
+    await this.#o.cni?.start();
   }
 
   /**
@@ -94,6 +98,8 @@ export class BridgeLifecycle {
    */
   async shutdown(graceMs: number): Promise<ShutdownOutcome> {
     const { clock, logger, inflight, events } = this.#o;
+    // First, before the last wave: new requests get code 11, the ADDs waiting answer it, the socket goes.
+    await this.#o.cni?.stop();
     this.#stop.abort();
     const loops = Promise.all([this.#waves, this.#reservations]).then(() => true);
     const finished = await withinDeadline(loops, clock.now() + graceMs, clock);
@@ -132,7 +138,8 @@ export class BridgeLifecycle {
     this.#closed = true;
     const { kube, logger } = this.#o;
     const http = this.#http;
-    for (const step of [() => kube.close(), () => http?.close()]) {
+    const cni = this.#o.cni;
+    for (const step of [() => cni?.stop(), () => kube.close(), () => http?.close()]) {
       await step()?.catch((error: unknown) => logger.warn({ err: error }, "cleanup after failure failed"));
     }
   }

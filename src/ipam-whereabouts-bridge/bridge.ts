@@ -17,6 +17,7 @@ import type { Logger } from "../eni/process/logger.js";
 import type { ProbeResult } from "../eni/process/probe-server.js";
 import { planFor } from "../eni/reconcile.js";
 import type { Plan } from "../eni/types.js";
+import type { CniClaims } from "./cni/cni-claims.js";
 import { BridgeWatches } from "./kube/bridge-watches.js";
 import {
   CONFIRM_TIMEOUT_MS,
@@ -61,6 +62,8 @@ export interface BridgeDeps {
   readonly events: PodEventReporter;
   /** Prefix mode (IPMGR_BRIDGE_PREFIX_MODE); undefined when off. */
   readonly prefixes?: PrefixMode;
+  /** Plugin mode (IPMGR_BRIDGE_CNI_SOCKET): the chained plugin's claims, in every wave; undefined when off. */
+  readonly cni?: CniClaims;
 }
 
 export interface BridgeOptions {
@@ -143,6 +146,7 @@ export class Bridge {
     this.#multusEnis = new MultusEnis(deps.ec2, options.deviceIndexes);
     this.#schedule = new LoopSchedule({ clock: deps.clock, backoff: options.retry });
     this.#confirmTimeoutMs = options.confirmTimeoutMs ?? CONFIRM_TIMEOUT_MS;
+    deps.cni?.onChange(() => this.changed());
   }
 
   /** Starts the four watches; resolves once each has listed once (or failed and is being retried). */
@@ -243,6 +247,7 @@ export class Bridge {
       metrics.wave("error", clock.now() - started);
       const message = error instanceof Error ? error.message : String(error);
       const { failures, retryInMs } = this.#schedule.failed(message, message);
+      this.deps.cni?.waveFailed(message);
       if (!(error instanceof IpmgrError)) logger.error({ err: error }, "a wave failed unexpectedly");
       // The first failure and every tenth: a wave that keeps failing stays visible in the log.
       if (failures === 1 || failures % 10 === 0) {
@@ -308,8 +313,11 @@ export class Bridge {
         signal,
       )) ?? overlay.enis;
 
-    const nodePods = (all: readonly PodInfo[]): PodInfo[] =>
-      all.filter((p) => p.nodeName === this.options.nodeName);
+    // The plugin's claims count as their pods carrying the addresses (cni/cni-pods.ts).
+    const nodePods = (all: readonly PodInfo[]): PodInfo[] => {
+      const mine = all.filter((p) => p.nodeName === this.options.nodeName);
+      return this.deps.cni?.podsWith(mine) ?? mine;
+    };
     const lastGoodRanges = this.#lastGoodRanges;
     const unusedBefore = this.#unusedSince;
     const desiredFrom: DesiredFrom = (pods, ipPools, reservations) =>
@@ -352,6 +360,9 @@ export class Bridge {
         }),
     });
     this.#unusedSince = unusedSince;
+    // CNI DELs: released at once, unless another pod or claim carries the address; held as the guard holds.
+    const nodeView = collections.pods.list().filter((p) => p.nodeName === this.options.nodeName);
+    const releasing = this.deps.cni?.withReleases(releases, nodeView, enis, holds.size === 0) ?? releases;
     this.#guard.hold(holds);
     this.#nextPendingAt = nextAt;
     this.#lastDesired = desired;
@@ -381,14 +392,14 @@ export class Bridge {
     const wave = this.#refused.holdBack(
       planWave({
         plan,
-        releases: this.options.releaseDryRun ? [] : releases,
+        releases: this.options.releaseDryRun ? [] : releasing,
         enis,
         multusEniIds,
         addressesPerEni: this.options.addressesPerEni,
       }),
       now,
     );
-    announceReleases(releases, this.options.releaseDryRun ? this.#dryRunLogged : undefined, this.deps);
+    announceReleases(releasing, this.options.releaseDryRun ? this.#dryRunLogged : undefined, this.deps);
     const { done, failures, notHeld, calls } = await applyWave(plan, wave, { ec2, logger }, signal);
     const prefixCalls = this.deps.prefixes?.lastWave ?? { calls: 0, changed: 0 };
     const mutatingCalls = calls + prefixCalls.calls;
@@ -432,6 +443,14 @@ export class Bridge {
       at: now,
       heldReleases,
     });
+    if (this.#report !== undefined)
+      this.deps.cni?.waveEnded({
+        held: this.#report.heldAfter,
+        multusEniIds,
+        refusals: wave.refusals,
+        failures,
+        skipped: desired.skippedPods.map((s) => s.pod),
+      });
     // Remembered until the ENI holds the address or no pod wants it there.
     this.#refused.learn(failures, clock.now());
     const wanted = new Set(plan.placements.map((p) => `${p.eniId} ${p.address}`));

@@ -9,6 +9,9 @@ import { untilFirstSignal } from "../eni/process/shutdown-signals.js";
 import { Bridge } from "./bridge.js";
 import { BridgeLifecycle } from "./bridge-lifecycle.js";
 import { bridgeOptionsOf, prefixModeOptionsOf } from "./bridge-options.js";
+import { CniClaims } from "./cni/cni-claims.js";
+import { answerCniRequest } from "./cni/cni-handler.js";
+import { CniServer } from "./cni/cni-server.js";
 import type { KubeApi } from "./kube/kube-api.js";
 import { addressesPerEni, instanceTypeOf, vpcIdOf } from "./node/node-facts.js";
 import { PrefixMode } from "./prefixes/prefix-mode.js";
@@ -85,6 +88,8 @@ export async function main(argv: readonly string[]): Promise<number> {
               ...(instanceType === undefined ? {} : { instanceType }),
             },
           );
+    const cni =
+      config.cniSocket === "" ? undefined : new CniClaims({ clock, logger: log, nodeName: config.nodeName });
     const waves = new Bridge(
       {
         kube: kubeApi,
@@ -95,6 +100,7 @@ export async function main(argv: readonly string[]): Promise<number> {
         metrics,
         events,
         ...(prefixes === undefined ? {} : { prefixes }),
+        ...(cni === undefined ? {} : { cni }),
       },
       bridgeOptionsOf(config, perEni),
     );
@@ -129,6 +135,16 @@ export async function main(argv: readonly string[]): Promise<number> {
       clock,
       logger: log,
       inflight,
+      cni:
+        cni === undefined
+          ? undefined
+          : new CniServer({
+              path: config.cniSocket,
+              answer: (request) =>
+                answerCniRequest(request, { claims: cni, ec2, clock, logger: log, metrics }),
+              stopping: () => cni.stop(),
+              logger: log,
+            }),
       http: { host: config.httpHost, port: config.httpPort },
     });
     await bridge.start();

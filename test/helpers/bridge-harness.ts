@@ -7,6 +7,7 @@ import type { Ec2CallRecord } from "../../src/eni/ec2-api.js";
 import { systemClock } from "../../src/eni/process/clock.js";
 import { createLogger } from "../../src/eni/process/logger.js";
 import { Bridge, type BridgeOptions } from "../../src/ipam-whereabouts-bridge/bridge.js";
+import type { CniClaims } from "../../src/ipam-whereabouts-bridge/cni/cni-claims.js";
 import type { KubeApi } from "../../src/ipam-whereabouts-bridge/kube/kube-api.js";
 import { createKubeApi } from "../../src/ipam-whereabouts-bridge/kube/kube-client.js";
 import { BridgeMetrics } from "../../src/ipam-whereabouts-bridge/telemetry/metrics.js";
@@ -39,6 +40,8 @@ export interface HarnessSetup {
   readonly kubeServer?: (sim: SimulatorHandle) => string;
   /** Start the watches only: the test runs each wave itself (`bridge.runWave`). Default false. */
   readonly manualWaves?: boolean;
+  /** Plugin mode's claims, given to the bridge (test/bridge-cni.test.ts). */
+  readonly cni?: CniClaims;
 }
 
 const running: { stop: () => Promise<void> }[] = [];
@@ -84,7 +87,16 @@ export async function startBridgeOn(
     burst: 100,
   });
   const bridge = new Bridge(
-    { kube, imds, ec2, clock: systemClock, logger, metrics, events },
+    {
+      kube,
+      imds,
+      ec2,
+      clock: systemClock,
+      logger,
+      metrics,
+      events,
+      ...(setup.cni === undefined ? {} : { cni: setup.cni }),
+    },
     {
       nodeName,
       allowedCidrs: ["198.51.100.192/26", "2001:db8:100:2::/64"],

@@ -7,6 +7,7 @@ import type { Ec2Api } from "../../src/eni/ec2-api.js";
 import { systemClock } from "../../src/eni/process/clock.js";
 import { createLogger, type Logger } from "../../src/eni/process/logger.js";
 import { Bridge } from "../../src/ipam-whereabouts-bridge/bridge.js";
+import type { CniClaims } from "../../src/ipam-whereabouts-bridge/cni/cni-claims.js";
 import { createKubeApi } from "../../src/ipam-whereabouts-bridge/kube/kube-client.js";
 import { PrefixMode } from "../../src/ipam-whereabouts-bridge/prefixes/prefix-mode.js";
 import type { PrefixOverlapMode } from "../../src/ipam-whereabouts-bridge/prefixes/prefix-plan.js";
@@ -64,6 +65,8 @@ export interface PrefixBridgeOptions {
   readonly ec2Signal?: AbortSignal;
   /** Wraps the bridge's EC2 adapter (a pass-through that watches the calls). */
   readonly wrapEc2?: (ec2: Ec2Api) => Ec2Api;
+  /** Plugin mode's claims, given to the bridge (test/bridge-cni.test.ts). */
+  readonly cni?: CniClaims;
   /** Whether the helper runs the wave loop (default); false: the test runs it (a BridgeLifecycle). */
   readonly run?: boolean;
 }
@@ -131,7 +134,17 @@ export async function startPrefixBridge(overlap: PrefixOverlapMode, options: Pre
     },
   );
   const bridge = new Bridge(
-    { kube: kubeApi, imds, ec2, clock: systemClock, logger, metrics, events, prefixes },
+    {
+      kube: kubeApi,
+      imds,
+      ec2,
+      clock: systemClock,
+      logger,
+      metrics,
+      events,
+      prefixes,
+      ...(options.cni === undefined ? {} : { cni: options.cni }),
+    },
     {
       nodeName: NODE_A,
       allowedCidrs,

@@ -49,6 +49,8 @@ export class BridgeMetrics {
   readonly #orphanDeletions: Counter<"outcome">;
   readonly #startupTaint: Gauge;
   readonly #startupTaintChanges: Counter<"action">;
+  readonly #cniRequests: Counter<"command" | "outcome">;
+  readonly #cniAdd: Histogram;
 
   constructor() {
     const registers = [this.registry];
@@ -212,6 +214,18 @@ export class BridgeMetrics {
       registers,
     });
     for (const action of ["removed", "added"] as const) this.#startupTaintChanges.inc({ action }, 0);
+    this.#cniRequests = new Counter({
+      name: `${PREFIX}cni_requests_total`,
+      help: "Plugin mode: requests of the chained CNI plugin on the bridge's socket, by command (ADD, DEL, CHECK) and outcome: ok, try-again (CNI error 11: the deadline passed or the bridge is stopping), error (any other CNI error).",
+      labelNames: ["command", "outcome"],
+      registers,
+    });
+    this.#cniAdd = new Histogram({
+      name: `${PREFIX}cni_add_seconds`,
+      help: "Plugin mode: from an ADD's request to its successful answer (EC2 holds the pod's addresses, or a prefix of their ENI covers them), in seconds.",
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+      registers,
+    });
     for (const mode of ["released", "dry-run"] as const) this.#prefixReleases.inc({ mode }, 0);
     for (const reason of HELD_REASONS) this.#releasesHeld.set({ reason }, 0);
     for (const kind of ["Pod", "NetworkAttachmentDefinition", "IPPool"]) this.#inputProblems.set({ kind }, 0);
@@ -283,6 +297,14 @@ export class BridgeMetrics {
   }
 
   /** The time single addresses were unassigned before the prefix over them was assigned, ms. */
+  cniRequest(command: string, outcome: "ok" | "try-again" | "error"): void {
+    this.#cniRequests.inc({ command, outcome });
+  }
+
+  cniAdd(ms: number): void {
+    this.#cniAdd.observe(Math.max(0, ms) / 1000);
+  }
+
   prefixSwapGap(ms: number): void {
     this.#prefixSwapGap.observe(Math.max(0, ms) / 1000);
   }
