@@ -356,6 +356,22 @@ describe.skipIf(unavailable !== undefined)("helm test (templates/tests/doctor-no
     expect(installNotes("tests: { enabled: false }")).not.toContain("helm test");
     expect(renderChart("bridge: { enabled: false }").filter(isHook)).toEqual([]);
   });
+
+  it("with bridge.attach.enabled, doctor gets the bridge's attach settings (it probes attach mode's calls); without, none", () => {
+    const values =
+      "bridge: { attach: { enabled: true, clusterName: prod-1, networks: [{ name: eth1, deviceIndex: 1, subnet: { byZone: { us-east-1a: subnet-0123 } }, securityGroups: { ids: [sg-0123] } }] } }";
+    const objects = renderChart(values);
+    const bridgeEnv = envOf(ipmgrContainers(find(objects, "DaemonSet", "multus-ipmgr-bridge"))[0]);
+    const doctorEnv = envOf(
+      (find(objects, "Pod", "multus-ipmgr-bridge-doctor-node").spec as TestPodSpec).containers[0],
+    );
+    for (const name of ["IPMGR_BRIDGE_ATTACH", "IPMGR_BRIDGE_ATTACH_NETWORKS", "IPMGR_CLUSTER_NAME"]) {
+      expect({ name, value: doctorEnv[name] }).toEqual({ name, value: bridgeEnv[name] });
+    }
+    expect(doctorEnv.IPMGR_BRIDGE_ATTACH).toBe("on");
+    const off = envOf((testPod().spec as TestPodSpec).containers[0]);
+    expect(off.IPMGR_BRIDGE_ATTACH).toBeUndefined();
+  });
 });
 
 describe.skipIf(unavailable !== undefined)("the bridge's listen address (bridge.httpHost)", () => {

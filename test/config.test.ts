@@ -516,7 +516,9 @@ describe("configuration from environment and flags", () => {
   // The table's cells are the generated block's (test/readme-config.test.ts keeps it in step with the code);
   // this checks where it stands, and that no second copy of it comes back elsewhere in the docs.
   it("docs/configuration.md lists each of the bridge's own settings in one table row, in its bridge section", () => {
+    // docs/attach-mode.md opens with a table of attach mode's three variables, that page's own summary.
     const readme = ["README.md", ...readdirSync("docs").map((f) => `docs/${f}`)]
+      .filter((f) => f !== "docs/attach-mode.md")
       .map((f) => readFileSync(f, "utf8"))
       .join("\n");
     const page = readFileSync("docs/configuration.md", "utf8");
@@ -532,8 +534,8 @@ describe("configuration from environment and flags", () => {
     expect(own.length).toBeGreaterThan(10);
     const rows = (text: string, env: string): number =>
       text.split("\n").filter((line) => line.startsWith(`| \`${env}\` |`)).length;
-    // doctor reads two of them (NODE_NAME, IPMGR_KUBECONFIG) for its node-slice check: its own table's row says
-    // what doctor does with them.
+    // doctor reads some of them (NODE_NAME, IPMGR_KUBECONFIG for its node-slice check; attach mode's three for
+    // its attach checks): its own table's row says what doctor does with them.
     const doctorToo = new Set(Object.values(doctorSettings).map((s) => s.env));
     expect(own.map((env) => [env, rows(readme, env), rows(configuration, env)])).toEqual(
       own.map((env) => [env, doctorToo.has(env) ? 2 : 1, 1]),

@@ -249,6 +249,11 @@ function sendsOf(methods: Iterable<string>): Sends {
   return out;
 }
 
+/** The operations a method sends with DryRun only (permission probes: they need no grant). */
+function probesOf(method: string): Set<string> {
+  return new Set(adapters.flatMap((a) => [...(a.methodProbedOperations.get(method) ?? [])]));
+}
+
 /** The IAM actions a set of methods needs: the operations, plus CreateTags for tags at creation. */
 function actionsOf(sends: Sends): Set<string> {
   const actions = new Set(sends.operations);
@@ -295,6 +300,22 @@ describe("the EC2 call graph (test helper), on small modules", () => {
     expect(sorted(adapter.methodOperations.get("gamma") ?? [])).toEqual(["Gamma"]);
     expect(sorted(adapter.methodTaggedOperations.get("gamma") ?? [])).toEqual(["Gamma"]);
     expect(adapter.methodOperations.has("check")).toBe(false);
+  });
+
+  it("records a command sent with DryRun: true as a probe, not as an operation needing a grant", () => {
+    const probe = analyzeAdapter(
+      "probe.ts",
+      `import { AlphaCommand, GammaCommand } from "@aws-sdk/client-ec2";
+       class Adapter implements Api {
+         async probe() { await this.client.send(new GammaCommand({ DryRun: true, TagSpecifications: [] })); }
+         async alpha() { await this.client.send(new AlphaCommand({ DryRun: false })); }
+       }`,
+    );
+    expect(sorted(probe.methodOperations.get("probe") ?? [])).toEqual([]);
+    expect(sorted(probe.methodTaggedOperations.get("probe") ?? [])).toEqual([]);
+    expect(sorted(probe.methodProbedOperations.get("probe") ?? [])).toEqual(["Gamma"]);
+    expect(sorted(probe.methodOperations.get("alpha") ?? [])).toEqual(["Alpha"]);
+    expect(probe.unreachedOperations.size).toBe(0);
   });
 
   it("counts value imports of XCommand only, and names a command no public method sends", () => {
@@ -353,8 +374,9 @@ describe("the EC2 adapters", () => {
     for (const name of adapterInterfaces) {
       for (const text of interfaceTexts) {
         for (const [method, documented] of documentedActions(text, name)) {
-          // A method may send more than its own action: a refused assign re-reads the ENI.
-          const sent = sendsOf([method]).operations;
+          // A method may send more than its own action: a refused assign re-reads the ENI. A probe
+          // (DryRun) documents the actions it probes.
+          const sent = new Set([...sendsOf([method]).operations, ...probesOf(method)]);
           expect({ method, documented: sorted(documented) }).toEqual({
             method,
             documented: sorted([...documented].filter((a) => sent.has(a))),

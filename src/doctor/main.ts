@@ -33,7 +33,8 @@ node's whereabouts slices held as prefixes, read from the Kubernetes API, in the
 command. Run in the node's network namespace (the bridge's host-network pod), it also checks that each
 Multus ENI's link is up and that rp_filter is not strict on it. --profile node (the chart's helm test)
 runs the node's checks only: IMDS, the bridge's IAM, the Multus ENIs (tag, link, rp_filter, no pod
-address on the host), the allowed CIDRs, reservations and this node's slices. Changes nothing. Prints ok, warn, PROBLEM or skipped per
+address on the host), the allowed CIDRs, reservations and this node's slices, and with IPMGR_BRIDGE_ATTACH=on
+attach mode's subnets, ENI limits and EC2 permissions (DryRun). Changes nothing. Prints ok, warn, PROBLEM or skipped per
 check, with the fix; exits 10 when a check found a problem, 0 otherwise.`,
     doctorSettings,
   );
@@ -116,6 +117,11 @@ export async function main(argv: readonly string[]): Promise<number> {
             allowedCidrs: config.allowedCidrs,
             region: config.region,
             unknownVariables: unknownVariables(process.env),
+            attach: {
+              attach: config.attach,
+              networks: config.attachNetworks ?? "",
+              clusterName: config.clusterName ?? "",
+            },
           })
         : await runDoctor(deps, {
             allowedCidrs: config.allowedCidrs,

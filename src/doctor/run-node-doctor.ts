@@ -1,7 +1,7 @@
 /**
  * `multus-ipmgr doctor --profile node`: the checks that matter in the bridge's pod, in the node's network
  * namespace (the chart's `helm test`). What the bridge needs of the node: IMDS from the host network, its IAM
- * (DryRun where EC2 offers it), the node's Multus ENIs (tagged no_manage, their links up, rp_filter not
+ * (DryRun where EC2 offers it; in attach mode also what making the node's Multus ENIs needs), the node's Multus ENIs (tagged no_manage, their links up, rp_filter not
  * strict, no pod address on the host), the allowed CIDRs against their subnets, the reservations over them,
  * and this node's whereabouts slices held as prefixes. No pod check: the bridge's pod has no pod interface.
  */
@@ -10,6 +10,7 @@ import type { PermissionVerdict } from "../eni/ec2-api.js";
 import type { InterfaceSource } from "../eni/interface-source.js";
 import type { UnknownVariable } from "../eni/process/known-variables.js";
 import type { Ec2NetworkInterface, EniState } from "../eni/types.js";
+import { type AttachDoctorOptions, attachResults } from "./attach-results.js";
 import { type CheckResult, listText, problem, skipped } from "./check.js";
 import {
   allowedCidrChecks,
@@ -49,6 +50,8 @@ export interface NodeDoctorOptions {
   /** AWS_REGION as configured; undefined: EC2 is asked in the instance's region. */
   readonly region: string | undefined;
   readonly unknownVariables?: readonly UnknownVariable[];
+  /** The bridge's attach settings; undefined or off: no attach row. */
+  readonly attach?: AttachDoctorOptions;
 }
 
 /** The pod profile's checks this one leaves out, said once so that nobody looks for them. */
@@ -79,6 +82,7 @@ export async function runNodeDoctor(
   add(...configChecks(options));
   const node = await instanceResults(deps, options, add);
   const access = await permissionResults(deps, options, node, add);
+  await attachResults(deps.ec2, options.attach, node.identity, access.noEc2, add);
   const multus = await multusResults(deps, options.allowedCidrs, node, access, add);
   await rangeResults(deps, options.allowedCidrs, multus, access, add);
   // Prefix mode: this node's whereabouts slices, held as delegated prefixes by its Multus ENIs.

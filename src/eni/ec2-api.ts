@@ -1,4 +1,4 @@
-import type { Ec2EniLifecycleApi } from "./ec2-eni-lifecycle-api.js";
+import type { CreateNetworkInterfaceRequest, Ec2EniLifecycleApi } from "./ec2-eni-lifecycle-api.js";
 import type { Ec2Error } from "./errors/ec2-error.js";
 import type {
   Ec2ElasticIp,
@@ -37,11 +37,35 @@ export interface ElasticIpFilter {
 
 /**
  * A permission to probe with DryRun (EC2 then checks the caller's IAM permission and does nothing else).
- * Only these two: the four assign/unassign calls take no DryRun parameter.
+ * The four assign/unassign calls take no DryRun parameter. Attach mode's calls are probed with the request
+ * the bridge would send, so that EC2 evaluates the policy's conditions: the create with the network's subnet,
+ * security groups and tags at creation (aws:RequestTag, and ec2:CreateTags with ec2:CreateAction); attach,
+ * delete and modify on an ENI that exists and carries the cluster's tag (aws:ResourceTag).
  */
 export type PermissionProbe =
   | { readonly action: "DescribeNetworkInterfaces" }
-  | { readonly action: "GetSubnetCidrReservations"; readonly subnetId: string };
+  | { readonly action: "GetSubnetCidrReservations"; readonly subnetId: string }
+  | {
+      readonly action: "CreateNetworkInterface";
+      /**
+       * No ClientToken of ours (the SDK fills a random one): it takes no part in the authorization, and a
+       * probe must never send one of the bridge's.
+       */
+      readonly request: Omit<CreateNetworkInterfaceRequest, "clientToken" | "ipv4Prefixes" | "ipv6Prefixes">;
+    }
+  | {
+      readonly action: "AttachNetworkInterface";
+      readonly eniId: string;
+      readonly instanceId: string;
+      readonly deviceIndex: number;
+      readonly networkCardIndex: number;
+    }
+  | { readonly action: "DeleteNetworkInterface"; readonly eniId: string }
+  | {
+      readonly action: "ModifyNetworkInterfaceAttribute";
+      readonly eniId: string;
+      readonly sourceDestCheck: boolean;
+    };
 
 /** What a DryRun probe learned: allowed, or denied with EC2's refusal (its message names the action). */
 export type PermissionVerdict =
@@ -101,8 +125,10 @@ export interface Ec2Api extends Ec2EniLifecycleApi {
   /** IAM: ec2:DeleteSubnetCidrReservation. */
   deleteSubnetCidrReservation(reservationId: string): Promise<void>;
   /**
-   * IAM: ec2:DescribeNetworkInterfaces, ec2:GetSubnetCidrReservations (the probed one), called with
-   * DryRun: nothing is read or changed. Resolves with the verdict (EC2 answers `DryRunOperation` when the
+   * IAM: ec2:DescribeNetworkInterfaces, ec2:GetSubnetCidrReservations, ec2:CreateNetworkInterface (the
+   * probed one; or attach mode's AttachNetworkInterface, DeleteNetworkInterface and
+   * ModifyNetworkInterfaceAttribute), called with DryRun: nothing is read or changed, and no grant is
+   * needed to learn a denial. Resolves with the verdict (EC2 answers `DryRunOperation` when the
    * caller may, `UnauthorizedOperation` when not); any other failure rejects with Ec2Error.
    */
   probePermission(probe: PermissionProbe): Promise<PermissionVerdict>;

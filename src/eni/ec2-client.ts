@@ -628,21 +628,7 @@ class Ec2ApiClient implements Ec2Api {
 
   async probePermission(probe: PermissionProbe): Promise<PermissionVerdict> {
     try {
-      if (probe.action === "DescribeNetworkInterfaces") {
-        await this.instrument("DescribeNetworkInterfaces", {}, (sendOptions) =>
-          this.client.send(
-            new DescribeNetworkInterfacesCommand({ DryRun: true, MaxResults: 5 }),
-            sendOptions,
-          ),
-        );
-      } else {
-        await this.instrument("GetSubnetCidrReservations", { target: probe.subnetId }, (sendOptions) =>
-          this.client.send(
-            new GetSubnetCidrReservationsCommand({ SubnetId: probe.subnetId, DryRun: true, MaxResults: 5 }),
-            sendOptions,
-          ),
-        );
-      }
+      await this.#dryRun(probe);
     } catch (err) {
       if (err instanceof Ec2Error && err.code === DRY_RUN_ALLOWED) return { allowed: true };
       if (err instanceof Ec2Error && err.kind === "permission" && err.code !== "CredentialsProviderError") {
@@ -662,6 +648,76 @@ class Ec2ApiClient implements Ec2Api {
       `EC2 ${probe.action} with DryRun succeeded instead of answering DryRunOperation: the endpoint ` +
         "does not honour DryRun, so the permission could not be probed.",
     );
+  }
+
+  /** Sends the probe's request with DryRun=true; every request is the one the real call would send. */
+  async #dryRun(probe: PermissionProbe): Promise<void> {
+    switch (probe.action) {
+      case "DescribeNetworkInterfaces":
+        await this.instrument(probe.action, {}, (o) =>
+          this.client.send(new DescribeNetworkInterfacesCommand({ DryRun: true, MaxResults: 5 }), o),
+        );
+        return;
+      case "GetSubnetCidrReservations":
+        await this.instrument(probe.action, { target: probe.subnetId }, (o) =>
+          this.client.send(
+            new GetSubnetCidrReservationsCommand({ SubnetId: probe.subnetId, DryRun: true, MaxResults: 5 }),
+            o,
+          ),
+        );
+        return;
+      case "CreateNetworkInterface": {
+        const { request } = probe;
+        const Tags = Object.entries(request.tags).map(([Key, Value]) => ({ Key, Value }));
+        await this.instrument(probe.action, { target: `subnet ${request.subnetId}` }, (o) =>
+          this.client.send(
+            new CreateNetworkInterfaceCommand({
+              DryRun: true,
+              SubnetId: request.subnetId,
+              Groups: [...request.securityGroupIds],
+              Description: request.description,
+              TagSpecifications: [{ ResourceType: "network-interface", Tags }],
+            }),
+            o,
+          ),
+        );
+        return;
+      }
+      case "AttachNetworkInterface":
+        await this.instrument(probe.action, { eniId: probe.eniId, target: probe.instanceId }, (o) =>
+          this.client.send(
+            new AttachNetworkInterfaceCommand({
+              DryRun: true,
+              NetworkInterfaceId: probe.eniId,
+              InstanceId: probe.instanceId,
+              DeviceIndex: probe.deviceIndex,
+              NetworkCardIndex: probe.networkCardIndex,
+            }),
+            o,
+          ),
+        );
+        return;
+      case "DeleteNetworkInterface":
+        await this.instrument(probe.action, { eniId: probe.eniId }, (o) =>
+          this.client.send(
+            new DeleteNetworkInterfaceCommand({ DryRun: true, NetworkInterfaceId: probe.eniId }),
+            o,
+          ),
+        );
+        return;
+      case "ModifyNetworkInterfaceAttribute":
+        await this.instrument(probe.action, { eniId: probe.eniId }, (o) =>
+          this.client.send(
+            new ModifyNetworkInterfaceAttributeCommand({
+              DryRun: true,
+              NetworkInterfaceId: probe.eniId,
+              SourceDestCheck: { Value: probe.sourceDestCheck },
+            }),
+            o,
+          ),
+        );
+        return;
+    }
   }
 
   async describeElasticIps(filter: ElasticIpFilter): Promise<Ec2ElasticIp[]> {

@@ -5,7 +5,9 @@
  *    @aws-sdk/client-ec2. In each class that `implements` an interface, a method sends the commands it
  *    constructs (`new XCommand(...)`) and those of the methods and module functions it calls, transitively.
  *    A command constructed with `TagSpecifications` also needs `ec2:CreateTags`: EC2 authorizes tags given
- *    at creation as that action (Service Authorization Reference, "dependent actions").
+ *    at creation as that action (Service Authorization Reference, "dependent actions"). A command
+ *    constructed with `DryRun: true` is a permission probe (doctor's): EC2 answers the verdict and does
+ *    nothing, so it is recorded apart (`methodProbedOperations`) and needs no grant of its own.
  * 2. A command's modules: the string-literal `import("...")` calls in its entry of the `commands` table of
  *    src/cli/dispatch.ts, then every module they import (static and dynamic imports, re-exports), transitively.
  * 3. The interface methods a command can reach: any use of a method's name in those modules, outside the
@@ -33,6 +35,8 @@ export interface AdapterModel {
   readonly methodOperations: ReadonlyMap<string, ReadonlySet<string>>;
   /** Operations each public method can send with `TagSpecifications`. */
   readonly methodTaggedOperations: ReadonlyMap<string, ReadonlySet<string>>;
+  /** Operations each public method sends with `DryRun: true` (probes: not in methodOperations). */
+  readonly methodProbedOperations: ReadonlyMap<string, ReadonlySet<string>>;
   /** The `XCommand` classes it imports, as operation names. */
   readonly importedOperations: ReadonlySet<string>;
   /** Operations constructed somewhere no interface method reaches (must be empty). */
@@ -42,6 +46,7 @@ export interface AdapterModel {
 interface FunctionFacts {
   readonly operations: Set<string>;
   readonly tagged: Set<string>;
+  readonly probed: Set<string>;
   /** Names of class methods (`this.x(...)`) and module functions (`x(...)`) it calls. */
   readonly calls: Set<string>;
 }
@@ -91,15 +96,35 @@ function setsProperty(node: ts.Node | undefined, property: string): boolean {
   return ts.forEachChild(node, (child) => setsProperty(child, property) || undefined) ?? false;
 }
 
+/** Whether the command's input is an object literal that sets `DryRun: true` itself. */
+function isDryRun(node: ts.Node | undefined): boolean {
+  if (node === undefined || !ts.isObjectLiteralExpression(node)) return false;
+  return node.properties.some(
+    (p) =>
+      ts.isPropertyAssignment(p) &&
+      nameText(p.name) === "DryRun" &&
+      p.initializer.kind === ts.SyntaxKind.TrueKeyword,
+  );
+}
+
+const noFacts = (): FunctionFacts => ({
+  operations: new Set(),
+  tagged: new Set(),
+  probed: new Set(),
+  calls: new Set(),
+});
+
 /** What one function body sends and calls; `commands` maps an imported class name to its operation. */
 function factsOf(body: ts.Node, commands: ReadonlyMap<string, string>): FunctionFacts {
-  const facts: FunctionFacts = { operations: new Set(), tagged: new Set(), calls: new Set() };
+  const facts = noFacts();
   const visit = (node: ts.Node): void => {
     if (ts.isNewExpression(node) && ts.isIdentifier(node.expression)) {
       const operation = commands.get(node.expression.text);
-      if (operation !== undefined) {
+      const input = node.arguments?.[0];
+      if (operation !== undefined && isDryRun(input)) facts.probed.add(operation);
+      else if (operation !== undefined) {
         facts.operations.add(operation);
-        if (setsProperty(node.arguments?.[0], "TagSpecifications")) facts.tagged.add(operation);
+        if (setsProperty(input, "TagSpecifications")) facts.tagged.add(operation);
       }
     }
     if (ts.isCallExpression(node)) {
@@ -117,7 +142,7 @@ function factsOf(body: ts.Node, commands: ReadonlyMap<string, string>): Function
 }
 
 function closure(start: string, graph: ReadonlyMap<string, FunctionFacts>): FunctionFacts {
-  const out: FunctionFacts = { operations: new Set(), tagged: new Set(), calls: new Set() };
+  const out = noFacts();
   const seen = new Set<string>();
   const stack = [start];
   for (let name = stack.pop(); name !== undefined; name = stack.pop()) {
@@ -127,6 +152,7 @@ function closure(start: string, graph: ReadonlyMap<string, FunctionFacts>): Func
     if (facts === undefined) continue;
     for (const op of facts.operations) out.operations.add(op);
     for (const op of facts.tagged) out.tagged.add(op);
+    for (const op of facts.probed) out.probed.add(op);
     for (const callee of facts.calls) {
       out.calls.add(callee);
       stack.push(callee);
@@ -148,6 +174,7 @@ export function analyzeAdapter(file: string, text: string): AdapterModel {
   const interfaces: string[] = [];
   const methodOperations = new Map<string, Set<string>>();
   const methodTaggedOperations = new Map<string, Set<string>>();
+  const methodProbedOperations = new Map<string, Set<string>>();
   const reached = new Set<string>();
   const classes: { methods: Map<string, FunctionFacts>; publicMethods: string[] }[] = [];
 
@@ -188,7 +215,8 @@ export function analyzeAdapter(file: string, text: string): AdapterModel {
       const facts = closure(method, graph);
       methodOperations.set(method, facts.operations);
       methodTaggedOperations.set(method, facts.tagged);
-      for (const op of facts.operations) reached.add(op);
+      methodProbedOperations.set(method, facts.probed);
+      for (const op of [...facts.operations, ...facts.probed]) reached.add(op);
     }
   }
   const importedOperations = new Set(commands.values());
@@ -197,6 +225,7 @@ export function analyzeAdapter(file: string, text: string): AdapterModel {
     interfaces,
     methodOperations,
     methodTaggedOperations,
+    methodProbedOperations,
     importedOperations,
     unreachedOperations: new Set([...importedOperations].filter((op) => !reached.has(op))),
   };
