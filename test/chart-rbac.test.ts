@@ -83,7 +83,9 @@ describe.skipIf(unavailable !== undefined)("the chart's RBAC for the bridge", ()
         .filter((g) => g.resource !== "leases" && g.resource !== "nodes")
         .map(grantLine),
     );
-    const attach = renderChart("bridge: { attach: { enabled: true } }").find((o) => o.kind === "ClusterRole");
+    const attach = renderChart(
+      "bridge: { attach: { enabled: true, clusterName: lab, networks: [{ name: multus1, deviceIndex: 1, subnet: { tags: { multus: net1 } }, securityGroups: { tags: { multus: net1 } } }] } }",
+    ).find((o) => o.kind === "ClusterRole");
     expect(grantsOf(attach, true)).toEqual(
       bridgeKubeGrants(ROOT)
         .filter((g) => g.resource !== "leases")

@@ -44,19 +44,23 @@ describe.skipIf(unavailable !== undefined)("the chart's startup taint", () => {
 
   it("in attach mode: the bridge tolerates the taint (narrowed tolerations too) and is told its key", () => {
     const objects = renderChart(
-      "bridge: { attach: { enabled: true }, tolerations: [{ key: dedicated, operator: Equal, value: cnf, effect: NoSchedule }] }",
+      "bridge: { attach: { enabled: true, clusterName: lab, networks: [{ name: multus1, deviceIndex: 1, subnet: { tags: { multus: net1 } }, securityGroups: { tags: { multus: net1 } } }] }, tolerations: [{ key: dedicated, operator: Equal, value: cnf, effect: NoSchedule }] }",
     );
     expect(bridgePod(objects).tolerations).toEqual([
       { key: "dedicated", operator: "Equal", value: "cnf", effect: "NoSchedule" },
       { key: KEY, operator: "Exists", effect: "NoSchedule" },
     ]);
     expect(envOf(bridgePod(objects)).IPMGR_BRIDGE_STARTUP_TAINT).toBe(KEY);
-    const none = renderChart("bridge: { attach: { enabled: true }, tolerations: [] }");
+    const none = renderChart(
+      "bridge: { attach: { enabled: true, clusterName: lab, networks: [{ name: multus1, deviceIndex: 1, subnet: { tags: { multus: net1 } }, securityGroups: { tags: { multus: net1 } } }] }, tolerations: [] }",
+    );
     expect(bridgePod(none).tolerations).toEqual([{ key: KEY, operator: "Exists", effect: "NoSchedule" }]);
   });
 
   it("in attach mode: a policy bound with Deny, for the bridge's ServiceAccount's node updates only", () => {
-    const objects = renderChart("bridge: { attach: { enabled: true } }");
+    const objects = renderChart(
+      "bridge: { attach: { enabled: true, clusterName: lab, networks: [{ name: multus1, deviceIndex: 1, subnet: { tags: { multus: net1 } }, securityGroups: { tags: { multus: net1 } } }] } }",
+    );
     expect(policies(objects)).toEqual([
       "ValidatingAdmissionPolicy multus-ipmgr-bridge-startup-taint",
       "ValidatingAdmissionPolicyBinding multus-ipmgr-bridge-startup-taint",
@@ -105,7 +109,7 @@ describe.skipIf(unavailable !== undefined)("the chart's startup taint", () => {
 
   it("another key reaches the toleration, the setting and the policy; restrictToOwnNode: false renders no policy", () => {
     const objects = renderChart(
-      "bridge: { attach: { enabled: true }, startupTaint: { key: startup-taint.cluster-autoscaler.kubernetes.io/multus-enis } }",
+      "bridge: { attach: { enabled: true, clusterName: lab, networks: [{ name: multus1, deviceIndex: 1, subnet: { tags: { multus: net1 } }, securityGroups: { tags: { multus: net1 } } }] }, startupTaint: { key: startup-taint.cluster-autoscaler.kubernetes.io/multus-enis } }",
       ["--namespace", "multus-system"],
     );
     const key = "startup-taint.cluster-autoscaler.kubernetes.io/multus-enis";
@@ -116,7 +120,9 @@ describe.skipIf(unavailable !== undefined)("the chart's startup taint", () => {
     expect(JSON.stringify(policy?.spec)).toContain("system:serviceaccount:multus-system:multus-ipmgr-bridge");
     expect(
       policies(
-        renderChart("bridge: { attach: { enabled: true }, startupTaint: { restrictToOwnNode: false } }"),
+        renderChart(
+          "bridge: { attach: { enabled: true, clusterName: lab, networks: [{ name: multus1, deviceIndex: 1, subnet: { tags: { multus: net1 } }, securityGroups: { tags: { multus: net1 } } }] }, startupTaint: { restrictToOwnNode: false } }",
+        ),
       ),
     ).toEqual([]);
   });
