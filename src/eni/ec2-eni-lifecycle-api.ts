@@ -3,7 +3,7 @@
  * planner and executor (src/ipam-whereabouts-bridge/attach/) are written against. Ec2Api (ec2-api.ts)
  * implements it in ec2-client.ts, the only importer of @aws-sdk/client-ec2. Every method fails with
  * Ec2Error; the IAM comment names the action and the condition the attach policy
- * (charts/multus-ipmgr/files/iam/attach-policy.json) puts on it.
+ * (charts/multus-ipmgr/files/iam/iam-policy-attach.json) puts on it.
  */
 import type { Ec2NetworkInterface, Ec2SecurityGroup, Ec2Subnet } from "./types.js";
 
