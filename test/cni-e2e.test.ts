@@ -197,7 +197,7 @@ describe.skipIf(unavailable !== undefined)(
       expect(second.okCalls("UnassignPrivateIpAddresses")).toBe(1);
     });
 
-    it("CHECK passes while the ENI holds the address, and fails with code 101 once another ENI took it", async () => {
+    it("CHECK passes while the ENI holds the address, and fails with code 101 once another ENI took it; DEL then releases nothing", async () => {
       const b = await startCniBridge(kubeWorld({ pods: [] }));
       const chain = await podChain("upf-k", A(213), { socket: b.socket });
       expect((await chain.add()).error).toBeUndefined();
@@ -216,7 +216,21 @@ describe.skipIf(unavailable !== undefined)(
         details:
           "another ENI took it (two pods with one address?); the bridge assigns it again at its next wave if the pod still carries it",
       });
+      // As a floating address a sidecar moved: another ENI holds it now, and DEL leaves it there.
       expect((await chain.del()).error).toBeUndefined();
+      const after = Date.now();
+      b.bridge.changed();
+      await eventually(() => (b.bridge.report?.at ?? 0) >= after, "a wave after the DEL");
+      // The release names this node's ENI, never the one holding the address now: the wave, working from its
+      // last view of the ENI, may still try it there, and EC2 refuses (the address is not that ENI's).
+      expect(b.okCalls("UnassignPrivateIpAddresses")).toBe(0);
+      expect(
+        b.sim
+          .calls()
+          .filter((c) => c.action.startsWith("Unassign"))
+          .map((c) => c.params.NetworkInterfaceId),
+      ).not.toContain("eni-0b1");
+      expect(b.held("eni-0b1")).toContain(A(213));
     });
 
     it("a NAD with whereabouts-style IPAM: the plugin passes the ipam block and prevResult through untouched", async () => {
