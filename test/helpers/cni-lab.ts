@@ -7,6 +7,7 @@
  */
 import { randomBytes } from "node:crypto";
 import { rmSync } from "node:fs";
+import { createConnection, createServer, type Server, type Socket } from "node:net";
 import { join } from "node:path";
 import { systemClock } from "../../src/eni/process/clock.js";
 import { createLogger } from "../../src/eni/process/logger.js";
@@ -174,4 +175,65 @@ export async function stopCniBridges(): Promise<void> {
   for (const stop of stops.splice(0).reverse()) await stop();
   await stopAll();
   for (const dir of dirs.splice(0)) removeTempDir(dir);
+}
+
+/**
+ * A unix socket in front of the bridge's that holds each plugin's connection until `count` have arrived
+ * (or `maxWaitMs` passed), then joins each to the bridge's socket: ADDs of pods that start together reach
+ * the bridge together, whatever the reference plugins before them took on a loaded machine. Byte for byte,
+ * half-close included (the plugin shuts its write side; the bridge answers, then closes).
+ */
+export class CniGate {
+  readonly #held: Socket[] = [];
+  #open = false;
+  #timer: NodeJS.Timeout | undefined;
+
+  private constructor(
+    private readonly server: Server,
+    readonly path: string,
+    private readonly target: string,
+  ) {}
+
+  static async listen(path: string, target: string, count: number, maxWaitMs = 20_000): Promise<CniGate> {
+    const server = createServer({ allowHalfOpen: true });
+    const gate = new CniGate(server, path, target);
+    server.on("connection", (socket) => {
+      if (gate.#open) return gate.#join(socket);
+      socket.pause();
+      gate.#held.push(socket);
+      if (gate.#held.length === 1) gate.#timer = setTimeout(() => gate.#release(), maxWaitMs);
+      if (gate.#held.length >= count) gate.#release();
+    });
+    await new Promise<void>((done, fail) => {
+      server.once("error", fail);
+      server.listen(path, done);
+    });
+    return gate;
+  }
+
+  /** How many connections went through together (0 until released). */
+  released = 0;
+
+  #release(): void {
+    clearTimeout(this.#timer);
+    if (this.#open) return;
+    this.#open = true;
+    this.released = this.#held.length;
+    for (const socket of this.#held.splice(0)) this.#join(socket);
+  }
+
+  #join(socket: Socket): void {
+    const up = createConnection({ path: this.target, allowHalfOpen: true });
+    up.on("error", () => socket.destroy());
+    socket.on("error", () => up.destroy());
+    socket.pipe(up);
+    up.pipe(socket);
+    socket.resume();
+  }
+
+  async close(): Promise<void> {
+    clearTimeout(this.#timer);
+    for (const socket of this.#held.splice(0)) socket.destroy();
+    await new Promise<void>((done) => this.server.close(() => done()));
+  }
 }
