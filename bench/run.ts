@@ -4,6 +4,7 @@
  */
 import { closeOpenLabs, labUnavailableReason } from "../test/helpers/netns.js";
 import { benchBridge } from "./bridge.js";
+import { benchCniPlugin } from "./cni-plugin.js";
 import { benchElasticIps } from "./elastic-ips.js";
 import { benchInit } from "./init.js";
 import type { BenchResult } from "./result.js";
@@ -73,6 +74,12 @@ if (only === undefined || only === "sidecar" || only === "elastic-ips") {
 if (only === undefined || only === "bridge") {
   process.stdout.write("# bridge\n");
   const results = await benchBridge();
+  print(results);
+  all.push(...results);
+}
+if (only === undefined || only === "cni-plugin") {
+  process.stdout.write("# plugin mode: what the chained plugin adds to a pod's ADD\n");
+  const results = await benchCniPlugin();
   print(results);
   all.push(...results);
 }
