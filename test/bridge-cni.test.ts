@@ -120,6 +120,7 @@ describe("the bridge's CNI socket", () => {
       addressesPerEni: 60,
       // Room for 50 connections to arrive on a loaded machine; the count is what the test is about.
       waveWindowMs: 300,
+      cniWaveWindowMs: 300,
     });
     const pods = Array.from({ length: 50 }, (_, i) => i);
     const replies = await Promise.all(
@@ -128,6 +129,13 @@ describe("the bridge's CNI socket", () => {
     expect(replies.map((r) => r.exitCode)).toEqual(pods.map(() => 0));
     for (const i of pods) expect(h.held("eni-0a1")).toContain(A(200 + i));
     expect(h.assigns().length).toBeLessThanOrEqual(2);
+  });
+
+  it("an ADD does not wait out the wave window: with a window of ten minutes it is answered and assigned", async () => {
+    const h = await cniBridge(kubeWorld({ pods: [] }), { waveWindowMs: 600_000 });
+    const reply = await callCni(h.path, cniRequest("ADD", "upf-1", ipvlanResult(MAC_A, [A(230)])));
+    expect(reply.exitCode).toBe(0);
+    expect(h.held("eni-0a1")).toContain(A(230));
   });
 
   it("prefix mode: an ADD a prefix of the ENI covers is answered with no EC2 write", async () => {

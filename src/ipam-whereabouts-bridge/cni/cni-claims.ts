@@ -58,15 +58,18 @@ export class CniClaims {
   /** `eniId address` -> why the last wave did not hold it; `*`: why the last wave failed whole. */
   #causes = new Map<string, string>();
   #waiters: (() => void)[] = [];
-  #wake: () => void = () => undefined;
+  #wake: (urgent: boolean) => void = () => undefined;
   #stopping = false;
 
   constructor(
     private readonly deps: { readonly clock: Clock; readonly logger: Logger; readonly nodeName: string },
   ) {}
 
-  /** The wave loop's wake-up (Bridge.changed), set by the bridge. */
-  onChange(wake: () => void): void {
+  /**
+   * The wave loop's wake-up (Bridge.changed), set by the bridge. `urgent`: a runtime waits on an ADD, so the
+   * wave gathers for CNI_WAVE_WINDOW_MS at most (bridge.ts); ADDs that arrive while it runs join the next one.
+   */
+  onChange(wake: (urgent: boolean) => void): void {
     this.#wake = wake;
   }
 
@@ -102,7 +105,7 @@ export class CniClaims {
         ),
     );
     this.#releases = this.#releases.filter((r) => !claims.some((c) => c.address === r.claim.address));
-    this.#wake();
+    this.#wake(true);
   }
 
   /** Whether the last wave left the pod alone (opted out, or running the sidecar). */
@@ -124,7 +127,7 @@ export class CniClaims {
       this.#tombstones.push({ pod: claim.pod, address: claim.address, at });
       this.#releases.push({ claim });
     }
-    if (claims.length > 0) this.#wake();
+    if (claims.length > 0) this.#wake(false);
     return claims;
   }
 
@@ -226,7 +229,7 @@ export class CniClaims {
   nextWave(): Promise<void> {
     return new Promise((resolve) => {
       this.#waiters.push(resolve);
-      this.#wake();
+      this.#wake(true);
     });
   }
 
