@@ -110,6 +110,9 @@ interface Round {
   readonly referenceMs: number[];
 }
 
+/** Long enough for a DEL's release wave to end: the default wave window, a round trip and some. */
+const QUIET_MS = 500;
+
 /** `singles` pods one at a time, then `together` pods whose plugin steps start at once. */
 async function round(
   lab: CniLab,
@@ -129,6 +132,9 @@ async function round(
     const deleted = await ref.chain.del();
     if (!deleted.ok)
       throw new Error(`the reference chain's DEL failed for ${name}: ${JSON.stringify(deleted.error)}`);
+    // One pod starting on a quiet node: the wave that carries this DEL's release (after the 200 ms window,
+    // one EC2 round trip) is over before the next ADD, which would otherwise share its wave and wait for it.
+    await new Promise((resolve) => setTimeout(resolve, QUIET_MS));
   }
   const refs = [];
   for (const [i, address] of addresses.together.entries()) {

@@ -53,11 +53,11 @@ import { reportLines, tellWave, type WaveReport, type WaveReportInput } from "./
 export { NO_MANAGE_TAG } from "./node/multus-enis.js";
 
 /**
- * A runtime waits on a CNI ADD: its wave gathers for 40 ms at most, not the whole wave window (200 ms by
+ * A runtime waits on a CNI ADD: its wave gathers for 10 ms at most, not the whole wave window (200 ms by
  * default), so that ADD adds about one EC2 round trip. 50 pods starting together still make at most two
  * assigns per ENI and family: those that arrive while the first wave runs join the next.
  */
-export const CNI_WAVE_WINDOW_MS = 40;
+export const CNI_WAVE_WINDOW_MS = 10;
 
 export interface BridgeDeps {
   readonly kube: KubeApi;
