@@ -13,6 +13,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { type SimulatorHandle, startSimulator, type World } from "../src/sim/index.js";
 import {
   type AttachBridge,
+  attachEnv,
   attachWorld,
   CLUSTER,
   madeEnis,
@@ -143,23 +144,9 @@ describe("attach mode's faults", () => {
   });
 
   it("two bridges on one node: one ENI per network in the end", async () => {
-    const s = await startSim(attachWorld({ networks: 2 }));
-    const env = {
-      IPMGR_BRIDGE_ATTACH_NETWORKS: JSON.stringify([
-        {
-          name: "eth1",
-          deviceIndex: 1,
-          subnet: { byZone: { "us-east-1a": "subnet-0b0b" } },
-          securityGroups: { ids: ["sg-0c0c"] },
-        },
-        {
-          name: "eth2",
-          deviceIndex: 2,
-          subnet: { byZone: { "us-east-1a": "subnet-0b0b" } },
-          securityGroups: { ids: ["sg-0c0c"] },
-        },
-      ]),
-    };
+    const s = await startSim(attachWorld());
+    // Two networks, eth1 and eth2, on both bridges.
+    const env = attachEnv(2);
     const [a, b] = await Promise.all([startAttachBridge(s, { env }), startAttachBridge(s, { env })]);
     await eventually(
       () => a !== undefined && b !== undefined && settled(a) && settled(b),

@@ -43,14 +43,12 @@ export function attachNetwork(name: string, deviceIndex: number): Record<string,
 }
 
 export interface AttachWorldOptions {
-  /** The networks' count: eth1 (device 1), eth2 (device 2). Default 1. */
-  readonly networks?: number;
   /** The instance's network namespace (the hot-plug stand-in). */
   readonly netns?: string;
   readonly instanceType?: string;
   readonly ec2ReadLagMs?: number;
   readonly imdsAttachmentLagMs?: number;
-  /** More ENIs in world-file form (not attached ones are not expressible: the test makes those). */
+  /** Pods in world-file form (taken as given: not scheduled). Default none. */
   readonly pods?: unknown[];
   readonly faults?: Record<string, unknown>;
 }
@@ -61,7 +59,12 @@ export interface AttachWorldOptions {
  * TAINT:NoSchedule; NAD cnf/multus-ipvlan (ipvlan on eth1, whereabouts 198.51.100.192/27). Documentation ranges.
  */
 export function attachWorld(options: AttachWorldOptions = {}): World {
-  return parseWorld({
+  return parseWorld(attachWorldFile(options));
+}
+
+/** attachWorld's world in world-file form (for a simulator run as a process). */
+export function attachWorldFile(options: AttachWorldOptions = {}): Record<string, unknown> {
+  return {
     region: "us-east-1",
     vpc: { id: "vpc-0a0a", cidr: "198.51.100.0/24" },
     securityGroups: [{ id: "sg-0c0c", name: "multus" }],
@@ -107,7 +110,7 @@ export function attachWorld(options: AttachWorldOptions = {}): World {
       ],
       pods: options.pods ?? [],
     },
-  });
+  };
 }
 
 /** The environment of the bridge's container for `networks` networks (eth1, eth2, ...). */
