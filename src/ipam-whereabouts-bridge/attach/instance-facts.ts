@@ -59,6 +59,8 @@ async function instanceTypeLimits(
       );
     return type;
   } catch (error) {
+    // A shutdown's abort ends the pass; only EC2's own failure is done without.
+    if (error instanceof Error && error.name === "AbortError") throw error;
     logger.warn(
       { err: error, instanceType },
       "attach mode: could not read the instance type's ENI limits (DescribeInstanceTypes): EC2 refuses an ENI beyond them",
