@@ -100,18 +100,19 @@ describe("attach mode's faults", () => {
     expect(madeEnis(s)).toEqual([]);
   });
 
-  it("throttling: the pass is retried and makes one ENI, no second", async () => {
+  it("throttling past the adapter's 8 attempts: the pass is tried again after its backoff and makes one ENI, no second", async () => {
     const s = await startSim(attachWorld());
     s.setFaults({
       failNext: [
-        { action: "CreateNetworkInterface", code: "RequestLimitExceeded", status: 503, count: 4 },
-        { action: "AttachNetworkInterface", code: "RequestLimitExceeded", status: 503, count: 4 },
+        { action: "CreateNetworkInterface", code: "RequestLimitExceeded", status: 503, count: 10 },
+        { action: "AttachNetworkInterface", code: "RequestLimitExceeded", status: 503, count: 10 },
       ],
     });
     const h = await startAttachBridge(s);
     await eventually(() => !nodeTaints(s).includes(TAINT), "the startup taint removed", 30_000);
-    expect(outcomes(s, "CreateNetworkInterface")).toContain("RequestLimitExceeded");
-    expect(outcomes(s, "AttachNetworkInterface")).toContain("RequestLimitExceeded");
+    // 10 throttles each, more than one pass's 8 attempts: each call needed a second pass.
+    expect(outcomes(s, "CreateNetworkInterface")).toEqual([...Array(10).fill("RequestLimitExceeded"), "ok"]);
+    expect(outcomes(s, "AttachNetworkInterface")).toEqual([...Array(10).fill("RequestLimitExceeded"), "ok"]);
     expect(madeEnis(s)).toHaveLength(1);
     expect(madeEnis(s)[0]).toMatchObject({ instanceId: "i-0a", deviceIndex: 1 });
     expect(settled(h)).toBe(true);
