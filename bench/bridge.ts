@@ -7,7 +7,8 @@
  * - the bridge's RSS watching 1,000 pods on its node;
  * - 50 nodes × 100 pods against one simulator: bench/bridge-fleet.ts;
  * - churn onto full ENIs: pods recreated on the other of two full Multus ENIs, keeping their addresses;
- * - Kubernetes API outages (refused, silently frozen): bench/bridge-recovery.ts.
+ * - Kubernetes API outages (refused, silently frozen): bench/bridge-recovery.ts;
+ * - attach mode on a new node, from the bridge's start to the startup taint's removal: bench/bridge-attach.ts.
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
@@ -15,6 +16,7 @@ import { parseWorld, type SimulatorHandle, startSimulator } from "../src/sim/ind
 import { closedPortUrl } from "../test/helpers/closed-port.js";
 import { tempKubeconfig } from "../test/helpers/kube-proxy.js";
 import { Lab, labUnavailableReason } from "../test/helpers/netns.js";
+import { benchBridgeAttach } from "./bridge-attach.js";
 import { benchBridgeFleet } from "./bridge-fleet.js";
 import { benchBridgeFleetPrefix } from "./bridge-fleet-prefix.js";
 import { benchBridgeRecovery } from "./bridge-recovery.js";
@@ -481,5 +483,6 @@ export async function benchBridge(): Promise<BenchResult[]> {
       ? [...(await churn(6, 100, 0)), ...(await churn(4, 96, 1))]
       : []),
     ...(only === undefined || only === "recovery" ? await benchBridgeRecovery() : []),
+    ...(only === undefined || only === "attach" ? await benchBridgeAttach() : []),
   ];
 }

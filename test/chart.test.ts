@@ -556,6 +556,8 @@ const TYPOS: [string, string][] = [
     "at '/monitoring/sidecar': additional properties 'serviceLabel' not allowed",
   ],
   ["bridge: { httpHost: localhost }", "at '/bridge/httpHost'"],
+  // The bridge takes a links status older than 6 s as absent: a slower agent would keep the taint on.
+  ["bridge: { attach: { linksIntervalMs: 2001 } }", "at '/bridge/attach/linksIntervalMs'"],
   ["tests: { nodeNmae: n1 }", "at '/tests': additional properties 'nodeNmae' not allowed"],
   ["demo: { enabled: 'true' }", "at '/demo/enabled': got string, want boolean"],
   ["demos: { enabled: true }", "additional properties 'demos' not allowed"],

@@ -5,6 +5,7 @@ import type { Bridge } from "./bridge.js";
 import type { CniServer } from "./cni/cni-server.js";
 import type { KubeApi } from "./kube/kube-api.js";
 import type { ReservationsLoop } from "./reservations/reservations-loop.js";
+import type { StartupTaintController } from "./startup-taint/startup-taint-controller.js";
 import type { PodEventReporter } from "./telemetry/pod-events.js";
 
 /**
@@ -18,6 +19,8 @@ export interface BridgeLifecycleOptions {
   readonly waves: Pick<Bridge, "start" | "run" | "health" | "readiness">;
   /** The reservations beside the waves; undefined when IPMGR_BRIDGE_RESERVATIONS=off. */
   readonly reservations: Pick<ReservationsLoop, "run" | "lines"> | undefined;
+  /** Attach mode's startup taint beside the waves; undefined when off. */
+  readonly startupTaint?: Pick<StartupTaintController, "run">;
   /** The Events being posted, waited for (at most EVENTS_FLUSH_WAIT_MS) at shutdown. */
   readonly events: Pick<PodEventReporter, "flush">;
   /** The Kubernetes client: the lifecycle owns it and closes it. */
@@ -50,6 +53,7 @@ export class BridgeLifecycle {
   #http: RunningHttpServer | undefined;
   #waves: Promise<void> | undefined;
   #reservations: Promise<void> | undefined;
+  #startupTaint: Promise<void> | undefined;
   #closed = false;
 
   constructor(options: BridgeLifecycleOptions) {
@@ -87,6 +91,7 @@ export class BridgeLifecycle {
     const signal = this.#stop.signal;
     this.#waves ??= this.#o.waves.run(signal);
     this.#reservations ??= this.#o.reservations?.run(signal) ?? Promise.resolve();
+    this.#startupTaint ??= this.#o.startupTaint?.run(signal) ?? Promise.resolve();
     return this.#waves;
   }
 
@@ -101,7 +106,7 @@ export class BridgeLifecycle {
     // First, before the last wave: new requests get code 11, the ADDs waiting answer it, the socket goes.
     await this.#o.cni?.stop();
     this.#stop.abort();
-    const loops = Promise.all([this.#waves, this.#reservations]).then(() => true);
+    const loops = Promise.all([this.#waves, this.#reservations, this.#startupTaint]).then(() => true);
     const finished = await withinDeadline(loops, clock.now() + graceMs, clock);
     if (!finished) {
       inflight.abort(new Error("the shutdown grace ran out"));

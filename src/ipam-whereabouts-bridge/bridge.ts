@@ -17,6 +17,7 @@ import type { Logger } from "../eni/process/logger.js";
 import type { ProbeResult } from "../eni/process/probe-server.js";
 import { planFor } from "../eni/reconcile.js";
 import type { Plan } from "../eni/types.js";
+import type { AttachStep } from "./attach/attach-step.js";
 import type { CniClaims } from "./cni/cni-claims.js";
 import { BridgeWatches } from "./kube/bridge-watches.js";
 import {
@@ -71,6 +72,8 @@ export interface BridgeDeps {
   readonly prefixes?: PrefixMode;
   /** Plugin mode (IPMGR_BRIDGE_CNI_SOCKET): the chained plugin's claims, in every wave; undefined when off. */
   readonly cni?: CniClaims;
+  /** Attach mode (IPMGR_BRIDGE_ATTACH): its pass, when due, before each wave reads the ENIs; undefined when off. */
+  readonly attach?: Pick<AttachStep, "step" | "nextAt" | "lines">;
 }
 
 export interface BridgeOptions {
@@ -312,6 +315,7 @@ export class Bridge {
         this.#nextEpisodeCheckAt ?? Infinity,
         this.#refused.nextAt() ?? Infinity,
         this.deps.prefixes?.nextAt ?? Infinity,
+        this.deps.attach?.nextAt ?? Infinity,
       );
       if (now >= due) return;
       await this.#schedule.sleepUntil(due, signal, true);
@@ -324,6 +328,8 @@ export class Bridge {
     if (collections === undefined) throw new Error("internal: the bridge ran before start()");
     const trust = this.#trustNow();
     this.#noteTrust(trust);
+    // Attach mode first: the ENIs it makes are among those read next (once IMDS shows them).
+    await this.deps.attach?.step(signal);
     const now = clock.now();
     const observed = await readEnis(imds);
     signal.throwIfAborted();
@@ -544,7 +550,7 @@ export class Bridge {
       ok = false;
       lines.push(`the last wave failed (it runs again after a backoff): ${lastFailure}`);
     }
-    lines.push(...(this.deps.prefixes?.lines() ?? []), ...extra);
+    lines.push(...(this.deps.prefixes?.lines() ?? []), ...(this.deps.attach?.lines() ?? []), ...extra);
     return { ok, lines };
   }
 }

@@ -6,6 +6,7 @@ import { warnUnknownVariables } from "../eni/process/known-variables.js";
 import { createLogger } from "../eni/process/logger.js";
 import { commandHelp } from "../eni/process/settings.js";
 import { untilFirstSignal } from "../eni/process/shutdown-signals.js";
+import { attachPartsOf, warnNoOrphanSweep } from "./attach-wiring.js";
 import { Bridge } from "./bridge.js";
 import { BridgeLifecycle } from "./bridge-lifecycle.js";
 import { bridgeOptionsOf, prefixModeOptionsOf } from "./bridge-options.js";
@@ -90,6 +91,17 @@ export async function main(argv: readonly string[]): Promise<number> {
           );
     const cni =
       config.cniSocket === "" ? undefined : new CniClaims({ clock, logger: log, nodeName: config.nodeName });
+    const attach = attachPartsOf(config, {
+      kube: kubeApi,
+      imds,
+      ec2,
+      clock,
+      logger: log,
+      metrics,
+      events,
+      prefixes,
+    });
+    warnNoOrphanSweep(config, log);
     const waves = new Bridge(
       {
         kube: kubeApi,
@@ -101,34 +113,43 @@ export async function main(argv: readonly string[]): Promise<number> {
         events,
         ...(prefixes === undefined ? {} : { prefixes }),
         ...(cni === undefined ? {} : { cni }),
+        ...(attach === undefined ? {} : { attach: attach.step }),
       },
       bridgeOptionsOf(config, perEni),
     );
-    const reservations =
+    const keeper =
       config.reservations === "off"
         ? undefined
-        : new ReservationsLoop(
-            new ReservationKeeper(
-              { kube: kubeApi, ec2, clock, logger: log, metrics },
-              {
-                mode: config.reservations,
-                leaseNamespace: config.leaseNamespace,
-                leaseName: config.leaseName,
-                leaseDurationMs: config.leaseDurationMs,
-                identity: leaseIdentity(
-                  { podName: config.podName, podUid: config.podUid },
-                  config.nodeName,
-                  log,
-                ),
-                vpcId: await vpcIdOf(imds, log),
-              },
-            ),
-            waves,
-            { intervalMs: config.reservationIntervalMs, clock, logger: log },
+        : new ReservationKeeper(
+            { kube: kubeApi, ec2, clock, logger: log, metrics },
+            {
+              mode: config.reservations,
+              leaseNamespace: config.leaseNamespace,
+              leaseName: config.leaseName,
+              leaseDurationMs: config.leaseDurationMs,
+              identity: leaseIdentity(
+                { podName: config.podName, podUid: config.podUid },
+                config.nodeName,
+                log,
+              ),
+              vpcId: await vpcIdOf(imds, log),
+            },
           );
+    // Attach mode's orphans are swept by the Lease holder, after its reservations pass.
+    const orphans = keeper === undefined ? undefined : attach?.orphans(() => keeper.lease.holds());
+    const reservations =
+      keeper === undefined
+        ? undefined
+        : new ReservationsLoop(keeper, waves, {
+            intervalMs: config.reservationIntervalMs,
+            clock,
+            logger: log,
+            ...(orphans === undefined ? {} : { orphans }),
+          });
     bridge = new BridgeLifecycle({
       waves,
       reservations,
+      ...(attach?.startupTaint === undefined ? {} : { startupTaint: attach.startupTaint }),
       events,
       kube: kubeApi,
       metrics,

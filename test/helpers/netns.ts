@@ -59,7 +59,7 @@ export interface SimEndpoints {
   readonly kubernetes?: string;
 }
 
-interface LabPod {
+export interface LabPod {
   readonly ns: string;
   readonly instanceId: string;
 }
@@ -85,8 +85,14 @@ export class Lab {
     openLabs.add(this);
   }
 
-  /** Builds the lab; on any failure it removes what it made and rethrows. */
-  static async start(world: unknown, pods: readonly LabPodSpec[]): Promise<Lab> {
+  /**
+   * Builds the lab; on any failure it removes what it made and rethrows. `world` may be a function of the
+   * pods' namespaces, for a world that names one (an instance's `netns`, the hot-plug stand-in).
+   */
+  static async start(
+    world: unknown | ((pods: ReadonlyMap<string, LabPod>) => unknown),
+    pods: readonly LabPodSpec[],
+  ): Promise<Lab> {
     const lab = new Lab();
     try {
       await lab.#build(world, pods);
@@ -114,7 +120,7 @@ export class Lab {
       await this.addPod(spec, index);
     }
     const worldFile = join(this.#tmp, "world.json");
-    writeFileSync(worldFile, JSON.stringify(world));
+    writeFileSync(worldFile, JSON.stringify(typeof world === "function" ? world(this.pods) : world));
     this.#sim = await this.#startSimulator(worldFile);
   }
 
@@ -291,6 +297,34 @@ export class Lab {
       "-e",
       script,
       url,
+    ]);
+    return JSON.parse(stdout) as { status: number; body: string };
+  }
+
+  /**
+   * A request with a JSON body made from inside the pod's namespace, e.g. to the simulator's Kubernetes API
+   * from the node's. Status 0 when nothing answered.
+   */
+  async podRequest(
+    pod: string,
+    method: string,
+    url: string,
+    body?: unknown,
+  ): Promise<{ status: number; body: string }> {
+    const script = `fetch(process.argv[1], { method: process.argv[2], headers: { "content-type": "application/json",
+        authorization: "Bearer any-token" }, body: process.argv[3] === "" ? undefined : process.argv[3] }).then(
+      async (r) => process.stdout.write(JSON.stringify({ status: r.status, body: await r.text() })),
+      () => process.stdout.write(JSON.stringify({ status: 0, body: "" })))`;
+    const { stdout } = await run("ip", [
+      "netns",
+      "exec",
+      this.#pod(pod).ns,
+      process.execPath,
+      "-e",
+      script,
+      url,
+      method,
+      body === undefined ? "" : JSON.stringify(body),
     ]);
     return JSON.parse(stdout) as { status: number; body: string };
   }

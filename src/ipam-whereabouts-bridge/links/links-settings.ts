@@ -31,7 +31,7 @@ export const linksSettings = {
     flag: "--interval-ms",
     default: "2000",
     unit: "ms",
-    doc: "How often the links agent makes a pass: reads IMDS' ENIs and the node's links, brings each network's link to its state, writes the status file. A new ENI's link is ready at most this long after it appears; the bridge takes a report older than three intervals as absent.",
+    doc: "How often the links agent makes a pass: reads IMDS' ENIs and the node's links, brings each network's link to its state, writes the status file. A new ENI's link is ready at most this long after it appears. The bridge takes a report older than 6 s (three passes of 2 s) as absent: above 2000, the startup taint stays on.",
     schema: field.milliseconds(100, 600_000),
   }),
   networkdDir: setting({

@@ -103,6 +103,7 @@ export class PrefixMode {
   #refusalsLogged = new Set<string>();
   #nextAt: number | undefined;
   #lines: string[] = [];
+  #slicesHeld = false;
   #lastWave = { calls: 0, changed: 0 };
   readonly #refused: PrefixRefusalMemory;
   readonly #prefixSupport: InstancePrefixSupport;
@@ -133,6 +134,14 @@ export class PrefixMode {
   /** The EC2 writes of the last wave's prefix part: all of them, and those EC2 accepted. */
   get lastWave(): { readonly calls: number; readonly changed: number } {
     return this.#lastWave;
+  }
+
+  /**
+   * Whether the last wave found every prefix of the node's slices held and no NAD refused (attach mode's
+   * startup taint waits for it); false before the first wave.
+   */
+  get slicesHeld(): boolean {
+    return this.#slicesHeld;
   }
 
   /** /readyz lines of the last wave. */
@@ -371,6 +380,7 @@ export class PrefixMode {
       });
     }
     this.#refusalsLogged = keys;
+    this.#slicesHeld = held === plan.wanted.length && plan.refusals.length === 0 && failures.length === 0;
     this.#lines = [
       `prefix mode: ${held} of ${plan.wanted.length} prefixes held; ${plan.deferred.length} waiting for single addresses inside to go; ${plan.pending.length} releases pending`,
       ...plan.refusals.map((r) => `prefix mode refused: ${r.detail}`),

@@ -15,6 +15,10 @@ export type WaveOutcome = "applied" | "noop" | "error";
 export type OrphanDeletionOutcome = "deleted" | "dry_run" | "error";
 const ORPHAN_OUTCOMES: readonly OrphanDeletionOutcome[] = ["deleted", "dry_run", "error"];
 
+/** Attach mode's state of a network at the last pass (attach/attach-mode.ts), as a label value. */
+export const ATTACH_STATES = ["attached", "waiting", "refused", "retry_later"] as const;
+export type AttachStateLabel = (typeof ATTACH_STATES)[number];
+
 /**
  * The bridge's Prometheus metrics, on a registry of their own, with the process metrics of
  * registerProcessMetrics.
@@ -51,6 +55,8 @@ export class BridgeMetrics {
   readonly #startupTaintChanges: Counter<"action">;
   readonly #cniRequests: Counter<"command" | "outcome">;
   readonly #cniAdd: Histogram;
+  readonly #attachNetworks: Gauge<"state">;
+  readonly #attachCalls: Counter;
 
   constructor() {
     const registers = [this.registry];
@@ -226,6 +232,18 @@ export class BridgeMetrics {
       buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
       registers,
     });
+    this.#attachNetworks = new Gauge({
+      name: `${PREFIX}attach_networks`,
+      help: "Attach mode: the configured networks (IPMGR_BRIDGE_ATTACH_NETWORKS) at the last attach pass, by state: attached (an ENI at the network's slot), waiting (its attachment is changing), refused (the plan or EC2 refused it; tried again after a backoff), retry_later (EC2 failed or throttled; tried again after a backoff).",
+      labelNames: ["state"],
+      registers,
+    });
+    this.#attachCalls = new Counter({
+      name: `${PREFIX}attach_ec2_calls_total`,
+      help: "Attach mode: EC2 calls of the attach passes, reads and writes, retries included.",
+      registers,
+    });
+    for (const state of ATTACH_STATES) this.#attachNetworks.set({ state }, 0);
     for (const mode of ["released", "dry-run"] as const) this.#prefixReleases.inc({ mode }, 0);
     for (const reason of HELD_REASONS) this.#releasesHeld.set({ reason }, 0);
     for (const kind of ["Pod", "NetworkAttachmentDefinition", "IPPool"]) this.#inputProblems.set({ kind }, 0);
@@ -347,6 +365,13 @@ export class BridgeMetrics {
 
   startupTaintChanged(action: "removed" | "added"): void {
     this.#startupTaintChanges.inc({ action });
+  }
+
+  /** An attach pass: its networks counted by state, and its EC2 calls. */
+  attachPass(states: readonly AttachStateLabel[], calls: number): void {
+    for (const state of ATTACH_STATES)
+      this.#attachNetworks.set({ state }, states.filter((s) => s === state).length);
+    this.#attachCalls.inc(calls);
   }
 
   event(outcome: "posted" | "suppressed" | "failed"): void {
