@@ -122,6 +122,8 @@ describe.skipIf(unavailable !== undefined)(
         addressesPerEni: 60,
         // Room for 50 connections to reach the bridge on a loaded machine; the count is what the test is about.
         waveWindowMs: 300,
+        // An ADD's wave gathers for 10 ms in production; here the connections get the whole window to arrive.
+        cniWaveWindowMs: 300,
       });
       // The 50 plugins' requests reach the bridge together, as those of 50 pods starting at once, whatever
       // the reference plugins before them (150 processes) took here.
