@@ -484,6 +484,19 @@ bridge:
     expect(notes).not.toContain('<CLUSTER_NAME>"');
   });
 
+  it("with bridge.attach.enabled, print the attach policy with bridge.attach.clusterName", () => {
+    const notes = installNotes(
+      "bridge: { attach: { enabled: true, clusterName: prod-b, networks: [{ name: eth1, deviceIndex: 1, subnet: { byZone: { us-east-1a: subnet-0123 } }, securityGroups: { ids: [sg-0123] } }] } }",
+    );
+    const attach = JSON.parse(
+      readFileSync(join(ROOT, "deploy", "iam", "iam-policy-attach.json"), "utf8").replaceAll(
+        "<CLUSTER_NAME>",
+        "prod-b",
+      ),
+    ) as unknown;
+    expect(policiesIn(notes)).toEqual([attachModeBridgePolicy(), attach]);
+  });
+
   it("in attach mode without the cluster's name, print the attach policy with its placeholder and say so", () => {
     const notes = installNotes(`bridge: { extraEnv: [{ name: IPMGR_BRIDGE_ATTACH, value: "on" }] }`);
     expect(policiesIn(notes)).toEqual([attachModeBridgePolicy(), deployPolicy("iam-policy-attach.json")]);
