@@ -369,6 +369,14 @@ describe.skipIf(unavailable !== undefined)("helm test (templates/tests/doctor-no
       expect({ name, value: doctorEnv[name] }).toEqual({ name, value: bridgeEnv[name] });
     }
     expect(doctorEnv.IPMGR_BRIDGE_ATTACH).toBe("on");
+    // It lands on a node that still carries the startup taint, even with the bridge's tolerations narrowed.
+    const narrowed = renderChart(values.replace("attach:", "tolerations: [], attach:"));
+    const tolerations = (
+      find(narrowed, "Pod", "multus-ipmgr-bridge-doctor-node").spec as { tolerations?: unknown[] }
+    ).tolerations;
+    expect(tolerations).toEqual([
+      { key: "multus-ipmgr.io/enis-not-ready", operator: "Exists", effect: "NoSchedule" },
+    ]);
     const off = envOf((testPod().spec as TestPodSpec).containers[0]);
     expect(off.IPMGR_BRIDGE_ATTACH).toBeUndefined();
   });
