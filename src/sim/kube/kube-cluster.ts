@@ -5,6 +5,7 @@ import { WorldError } from "../errors/world-error.js";
 import { FaultState } from "../fault-state.js";
 import { defaultFaults } from "../faults.js";
 import type { SimEni } from "../sim-state.js";
+import { GivenWrites } from "./given-writes.js";
 import { KubeApi } from "./kube-api.js";
 import { KubeFaultGate } from "./kube-fault-gate.js";
 import type { KubeObject } from "./kube-object.js";
@@ -60,6 +61,8 @@ export class KubeCluster {
   readonly #kubelet: Kubelet | undefined;
   readonly #nodeSlices: NodeSliceController | undefined;
   readonly #scheduler: Scheduler | undefined;
+  /** Scripted writes in progress, which the kubelet and scheduler stand-ins take as given. */
+  readonly #given = new GivenWrites();
   readonly #world: KubeWorldContext;
   readonly #options: KubeClusterOptions;
   readonly #bookmarkIntervalMs: number;
@@ -86,6 +89,7 @@ export class KubeCluster {
             enis: options.enis,
             subnetCidr: (id) => world.subnets.find((s) => s.id === id)?.cidr,
             errorLog: options.errorLog,
+            given: this.#given,
           });
     this.#kubelet?.start();
     this.#nodeSlices =
@@ -105,6 +109,7 @@ export class KubeCluster {
             clock: options.clock,
             log: options.log ?? (() => undefined),
             errorLog: options.errorLog,
+            given: this.#given,
           });
     this.#scheduler?.start();
     this.#asGiven(() => this.#seed(world));
@@ -112,8 +117,7 @@ export class KubeCluster {
 
   /** Runs a scripted write (world file, control API): the kubelet and scheduler stand-ins take its pods as given. */
   #asGiven<T>(write: () => T): T {
-    const scheduled = () => (this.#scheduler === undefined ? write() : this.#scheduler.asGiven(write));
-    return this.#kubelet === undefined ? scheduled() : this.#kubelet.asGiven(scheduled);
+    return this.#given.during(write);
   }
 
   #seed(world: KubeWorldContext): void {

@@ -4,6 +4,7 @@ import { KubeApiError } from "../errors/kube-api-error.js";
 import { SandboxError } from "../errors/sandbox-error.js";
 import { bigIntToAddress, mustParseCidr } from "../ip-math.js";
 import type { SimEni } from "../sim-state.js";
+import { GivenWrites } from "./given-writes.js";
 import type { KubeApi } from "./kube-api.js";
 import { isJsonObject, type JsonObject, type KubeObject, kubeTime } from "./kube-object.js";
 import type { StoreEvent } from "./kube-store.js";
@@ -20,6 +21,8 @@ export interface KubeletDeps {
   /** A subnet's IPv4 CIDR, by id. */
   readonly subnetCidr: (subnetId: string) => string | undefined;
   readonly errorLog: (line: string) => void;
+  /** Scripted writes in progress: their pods are taken as given. Default: none ever. */
+  readonly given?: GivenWrites;
 }
 
 /** The name Multus' default network has in the network-status on EKS. */
@@ -54,11 +57,12 @@ export class Kubelet {
   readonly #deps: KubeletDeps;
   /** Pods started, given up on, or written as given, by uid, with their whereabouts records. */
   readonly #started = new Map<string, WhereaboutsAllocation[]>();
-  #scripted = 0;
+  readonly #writes: GivenWrites;
   #unsubscribe: () => void = () => undefined;
 
   constructor(deps: KubeletDeps) {
     this.#deps = deps;
+    this.#writes = deps.given ?? new GivenWrites();
   }
 
   start(): void {
@@ -67,16 +71,6 @@ export class Kubelet {
 
   stop(): void {
     this.#unsubscribe();
-  }
-
-  /** Runs `write` (world file, control API) with the kubelet looking away: pods it writes are as given. */
-  asGiven<T>(write: () => T): T {
-    this.#scripted += 1;
-    try {
-      return write();
-    } finally {
-      this.#scripted -= 1;
-    }
   }
 
   #onChange(event: StoreEvent): void {
@@ -93,7 +87,7 @@ export class Kubelet {
     }
     if (this.#started.has(uid)) return;
     // A pod the world file or the control API wrote stays as given, even when an API client changes it later.
-    if (this.#scripted > 0) {
+    if (this.#writes.active) {
       this.#started.set(uid, []);
       return;
     }

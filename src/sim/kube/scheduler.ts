@@ -1,5 +1,6 @@
 import type { Clock } from "../../eni/process/clock.js";
 import { KubeApiError } from "../errors/kube-api-error.js";
+import { GivenWrites } from "./given-writes.js";
 import type { KubeApi } from "./kube-api.js";
 import { isJsonObject, type JsonObject, jsonEqual, type KubeObject, kubeTime } from "./kube-object.js";
 import type { StoreEvent } from "./kube-store.js";
@@ -11,6 +12,8 @@ export interface SchedulerDeps {
   readonly clock: Clock;
   readonly log: (line: string) => void;
   readonly errorLog: (line: string) => void;
+  /** Scripted writes in progress: their pods are taken as given. Default: none ever. */
+  readonly given?: GivenWrites;
 }
 
 const defaultScheduler = "default-scheduler";
@@ -49,10 +52,11 @@ export class Scheduler {
   readonly #pending = new Set<string>();
   /** Uids of the pods the world file and the control API wrote: taken as given, never bound. */
   readonly #given = new Set<string>();
-  #scripted = 0;
+  readonly #writes: GivenWrites;
 
   constructor(deps: SchedulerDeps) {
     this.#deps = deps;
+    this.#writes = deps.given ?? new GivenWrites();
   }
 
   start(): void {
@@ -63,21 +67,11 @@ export class Scheduler {
     this.#unsubscribe();
   }
 
-  /** Runs `write` (world file, control API) with the scheduler looking away: pods it writes are as given. */
-  asGiven<T>(write: () => T): T {
-    this.#scripted += 1;
-    try {
-      return write();
-    } finally {
-      this.#scripted -= 1;
-    }
-  }
-
   #onChange(event: StoreEvent): void {
     if (event.storage === "pods") {
       const uid = event.object.metadata.uid ?? "";
       if (event.type === "DELETED") this.#given.delete(uid);
-      else if (this.#scripted > 0) this.#given.add(uid);
+      else if (this.#writes.active) this.#given.add(uid);
       else if (!this.#given.has(uid) && wantsScheduling(event.object)) this.#queue(event.object);
     } else if (event.storage === "nodes" && event.type !== "DELETED") {
       for (const pod of this.#deps.api.store.list("pods")) {
