@@ -1,12 +1,12 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { ConfigError } from "../src/eni/errors/config-error.js";
-import { ExitCode } from "../src/eni/errors/exit-codes.js";
 import {
   type AttachNetwork,
   AttachNetworksProblem,
   parseAttachNetworks,
-} from "../src/ipam-whereabouts-bridge/node/attach-networks.js";
+} from "../src/eni/attach-networks.js";
+import { ConfigError } from "../src/eni/errors/config-error.js";
+import { ExitCode } from "../src/eni/errors/exit-codes.js";
 import { loadBridgeConfig } from "../src/ipam-whereabouts-bridge/settings.js";
 
 const one = {

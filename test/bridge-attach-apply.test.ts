@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import type { AttachNetwork } from "../src/eni/attach-networks.js";
 import { ExitCode } from "../src/eni/errors/exit-codes.js";
 import {
   applyAttachPlan,
@@ -8,7 +9,6 @@ import type { AttachOutcome } from "../src/ipam-whereabouts-bridge/attach/attach
 import { planAttach } from "../src/ipam-whereabouts-bridge/attach/attach-plan.js";
 import { clientToken, SlotTokens } from "../src/ipam-whereabouts-bridge/attach/client-token.js";
 import { AttachError } from "../src/ipam-whereabouts-bridge/attach/errors/attach-error.js";
-import type { AttachNetwork } from "../src/ipam-whereabouts-bridge/node/attach-networks.js";
 import { FakeClock } from "./helpers/fake-clock.js";
 import { silentLogger } from "./helpers/loggers.js";
 import { ec2Error, MemoryEniLifecycle } from "./helpers/memory-eni-lifecycle.js";

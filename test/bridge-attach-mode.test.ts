@@ -1,11 +1,11 @@
 import { describe, expect, it } from "vitest";
+import type { AttachNetwork } from "../src/eni/attach-networks.js";
 import { Ec2Error } from "../src/eni/errors/ec2-error.js";
 import {
   type AttachInstanceFacts,
   AttachMode,
   type AttachReport,
 } from "../src/ipam-whereabouts-bridge/attach/attach-mode.js";
-import type { AttachNetwork } from "../src/ipam-whereabouts-bridge/node/attach-networks.js";
 import { FakeClock } from "./helpers/fake-clock.js";
 import { captureLogger, silentLogger } from "./helpers/loggers.js";
 import { ec2Error, MemoryEniLifecycle } from "./helpers/memory-eni-lifecycle.js";

@@ -1,5 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
+import type { AttachNetwork } from "../src/eni/attach-networks.js";
 import type { Ec2EniAttachment, Ec2NetworkInterface } from "../src/eni/types.js";
 import {
   type AttachAction,
@@ -8,7 +9,6 @@ import {
   planAttach,
 } from "../src/ipam-whereabouts-bridge/attach/attach-plan.js";
 import { type AttachTarget, TargetRefusal } from "../src/ipam-whereabouts-bridge/attach/attach-targets.js";
-import type { AttachNetwork } from "../src/ipam-whereabouts-bridge/node/attach-networks.js";
 
 const INSTANCE = "i-0a1";
 const CLUSTER = "prod";

@@ -1,10 +1,10 @@
 import { describe, expect, it } from "vitest";
+import type { AttachNetwork } from "../src/eni/attach-networks.js";
 import {
   AttachTargets,
   resolveTarget,
   TargetRefusal,
 } from "../src/ipam-whereabouts-bridge/attach/attach-targets.js";
-import type { AttachNetwork } from "../src/ipam-whereabouts-bridge/node/attach-networks.js";
 import { MemoryEniLifecycle } from "./helpers/memory-eni-lifecycle.js";
 
 const PLACE = { availabilityZone: "us-west-2a", vpcId: "vpc-0a" };

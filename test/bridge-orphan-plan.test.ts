@@ -4,9 +4,9 @@
  */
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
+import { ATTACH_TAGS } from "../src/eni/attach-networks.js";
 import type { Ec2NetworkInterface } from "../src/eni/types.js";
 import { isOrphanCandidate, orphanPlan } from "../src/ipam-whereabouts-bridge/attach/orphan-plan.js";
-import { ATTACH_TAGS } from "../src/ipam-whereabouts-bridge/node/attach-networks.js";
 
 const CLUSTER = "prod-a";
 const GRACE_MS = 600_000;

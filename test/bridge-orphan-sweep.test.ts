@@ -4,6 +4,7 @@
  * what it never touches, dry run, the Lease, and its metrics. The decision alone: bridge-orphan-plan.test.ts.
  */
 import { describe, expect, it } from "vitest";
+import { ATTACH_TAGS } from "../src/eni/attach-networks.js";
 import type { Ec2EniLifecycleApi, EniTagFilter } from "../src/eni/ec2-eni-lifecycle-api.js";
 import { Ec2Error } from "../src/eni/errors/ec2-error.js";
 import type { Ec2NetworkInterface } from "../src/eni/types.js";
@@ -11,7 +12,6 @@ import {
   OrphanSweeper,
   type OrphanSweepOptions,
 } from "../src/ipam-whereabouts-bridge/attach/orphan-sweep.js";
-import { ATTACH_TAGS } from "../src/ipam-whereabouts-bridge/node/attach-networks.js";
 import { BridgeMetrics } from "../src/ipam-whereabouts-bridge/telemetry/metrics.js";
 import { FakeClock } from "./helpers/fake-clock.js";
 import { captureLogger } from "./helpers/loggers.js";

@@ -2,7 +2,7 @@
  * Attach mode's description of a node's Multus networks (IPMGR_BRIDGE_ATTACH_NETWORKS): for each, the ENI the
  * bridge makes and attaches, and the link the links agent brings up for it. Parsed once, here in the core, for
  * the bridge, the links agent and doctor (which checks the permissions and limits these networks need), so
- * that all read the same JSON the same way. The bridge reaches it through node/attach-networks.ts.
+ * that all read the same JSON the same way.
  */
 import * as z from "zod/mini";
 

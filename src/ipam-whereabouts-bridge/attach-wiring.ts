@@ -4,6 +4,8 @@
  * and the orphan sweep the reservations Lease holder runs. The rooms know nothing of each other: what one
  * reads of another is a function given here.
  */
+
+import { AttachNetworksProblem, parseAttachNetworks } from "../eni/attach-networks.js";
 import type { Ec2Api } from "../eni/ec2-api.js";
 import { ConfigError } from "../eni/errors/config-error.js";
 import type { Imds } from "../eni/imds.js";
@@ -15,7 +17,6 @@ import { AttachStep } from "./attach/attach-step.js";
 import { readAttachFacts } from "./attach/instance-facts.js";
 import { OrphanSweeper } from "./attach/orphan-sweep.js";
 import type { KubeApi } from "./kube/kube-api.js";
-import { AttachNetworksProblem, parseAttachNetworks } from "./node/attach-networks.js";
 import type { PrefixMode } from "./prefixes/prefix-mode.js";
 import type { BridgeConfig } from "./settings.js";
 import { StartupTaintController } from "./startup-taint/startup-taint-controller.js";

@@ -3,6 +3,7 @@
  * The AWS, IMDS, EC2 retry, log and termination-log settings are the pod commands' own.
  */
 import * as z from "zod/mini";
+import { AttachNetworksProblem, parseAttachNetworks } from "../eni/attach-networks.js";
 import { ConfigError } from "../eni/errors/config-error.js";
 import { podSettings, sidecarSharedSettings } from "../eni/process/config.js";
 import {
@@ -12,7 +13,6 @@ import {
   type SettingValues,
   setting,
 } from "../eni/process/settings.js";
-import { AttachNetworksProblem, parseAttachNetworks } from "./node/attach-networks.js";
 
 /** Comma-separated device indexes, e.g. `1,2`; empty: none (the no_manage tag decides). */
 const deviceIndexes = field.list({

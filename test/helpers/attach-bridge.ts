@@ -5,6 +5,8 @@
  * Without a network namespace, the links agent is a stand-in reading the simulator's IMDS: a network's link
  * is `ready` once IMDS lists an ENI at its device index (so IMDS's lag shows). `stopAttachBridges` in afterEach.
  */
+
+import { parseAttachNetworks } from "../../src/eni/attach-networks.js";
 import type { Ec2CallRecord } from "../../src/eni/ec2-api.js";
 import type { ImdsClient } from "../../src/eni/imds-client.js";
 import { systemClock } from "../../src/eni/process/clock.js";
@@ -14,7 +16,6 @@ import { Bridge } from "../../src/ipam-whereabouts-bridge/bridge.js";
 import { BridgeLifecycle } from "../../src/ipam-whereabouts-bridge/bridge-lifecycle.js";
 import { bridgeOptionsOf } from "../../src/ipam-whereabouts-bridge/bridge-options.js";
 import { createKubeApi } from "../../src/ipam-whereabouts-bridge/kube/kube-client.js";
-import { parseAttachNetworks } from "../../src/ipam-whereabouts-bridge/node/attach-networks.js";
 import { serializeLinkStatus } from "../../src/ipam-whereabouts-bridge/node/link-status.js";
 import { ReservationKeeper } from "../../src/ipam-whereabouts-bridge/reservations/reservation-keeper.js";
 import { ReservationsLoop } from "../../src/ipam-whereabouts-bridge/reservations/reservations-loop.js";

@@ -12,13 +12,14 @@
  * time, doubling to 5 min, jitter on top (up to 25%). An ENI found at its slot ends the wait at once. Each
  * network's state is logged when it changes, not at every pass.
  */
+
+import { ATTACH_TAGS, type AttachNetwork } from "../../eni/attach-networks.js";
 import { type BackoffPolicy, backoffDelay } from "../../eni/backoff.js";
 import type { Ec2EniLifecycleApi } from "../../eni/ec2-eni-lifecycle-api.js";
 import { Ec2Error } from "../../eni/errors/ec2-error.js";
 import type { Clock } from "../../eni/process/clock.js";
 import type { Logger } from "../../eni/process/logger.js";
 import type { Ec2NetworkInterface } from "../../eni/types.js";
-import { ATTACH_TAGS, type AttachNetwork } from "../node/attach-networks.js";
 import { applyAttachPlan, type NotFoundRetry } from "./attach-apply.js";
 import type { AttachOutcome } from "./attach-outcome.js";
 import { type AttachInstance, planAttach, slotOccupant } from "./attach-plan.js";

@@ -16,8 +16,9 @@
  *   card's ENIs, or one ENI more than the type takes on the card or on the instance (the ENIs attached now,
  *   the VPC CNI's included, count; networks are given room in (card, device) order).
  */
+
+import { ATTACH_TAGS, type AttachNetwork } from "../../eni/attach-networks.js";
 import type { Ec2InstanceType, Ec2NetworkInterface } from "../../eni/types.js";
-import { ATTACH_TAGS, type AttachNetwork } from "../node/attach-networks.js";
 import type { AttachTarget, TargetRefusal } from "./attach-targets.js";
 import { type AttachSlot, slotKey } from "./client-token.js";
 

@@ -5,8 +5,9 @@
  * group deleted or retagged shows as a refused create, which forgets it. A lookup that finds nothing usable
  * is a `TargetRefusal`, never cached: it is looked up again when the network's backoff ends.
  */
+
+import type { AttachNetwork } from "../../eni/attach-networks.js";
 import type { Ec2EniLifecycleApi } from "../../eni/ec2-eni-lifecycle-api.js";
-import type { AttachNetwork } from "../node/attach-networks.js";
 
 /** The subnet and security groups a network's ENI is made in. */
 export interface AttachTarget {

@@ -5,8 +5,9 @@
  * the request's filters are not trusted alone, so that a reader that dropped a filter deletes nothing of
  * someone else's.
  */
+
+import { ATTACH_TAGS } from "../../eni/attach-networks.js";
 import type { Ec2NetworkInterface } from "../../eni/types.js";
-import { ATTACH_TAGS } from "../node/attach-networks.js";
 
 export interface OrphanPlanOptions {
   /** IPMGR_CLUSTER_NAME: the value of multus-ipmgr.io/cluster an orphan must carry. Empty: nothing is ours. */

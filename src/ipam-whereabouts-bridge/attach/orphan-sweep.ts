@@ -9,11 +9,12 @@
  * EC2 itself refuses to delete an ENI that is attached or attaching (InvalidNetworkInterface.InUse), which
  * guards the moment between that read and the delete: such a refusal keeps the ENI and is not an error.
  */
+
+import { ATTACH_TAGS } from "../../eni/attach-networks.js";
 import type { Ec2EniLifecycleApi } from "../../eni/ec2-eni-lifecycle-api.js";
 import { Ec2Error } from "../../eni/errors/ec2-error.js";
 import type { Logger } from "../../eni/process/logger.js";
 import type { Ec2NetworkInterface } from "../../eni/types.js";
-import { ATTACH_TAGS } from "../node/attach-networks.js";
 import type { BridgeMetrics } from "../telemetry/metrics.js";
 import { isOrphanCandidate, orphanPlan } from "./orphan-plan.js";
 

@@ -6,7 +6,7 @@
 import type { LinkReport } from "../node/link-status.js";
 import type { LinkAddress, NodeLink } from "./link-ops.js";
 
-/** What the pass needs of a network (node/attach-networks.ts's AttachNetwork has more). */
+/** What the pass needs of a network (src/eni/attach-networks.ts's AttachNetwork has more). */
 export interface LinkNetwork {
   readonly name: string;
   readonly deviceIndex: number;

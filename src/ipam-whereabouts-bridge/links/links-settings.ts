@@ -4,10 +4,10 @@
  * keeps the two in step), the pod commands' IMDS, log and termination-log settings, and two of its own.
  */
 import * as z from "zod/mini";
+import { type AttachNetwork, AttachNetworksProblem, parseAttachNetworks } from "../../eni/attach-networks.js";
 import { ConfigError } from "../../eni/errors/config-error.js";
 import { podSettings } from "../../eni/process/config.js";
 import { field, loadSettings, type SettingValues, setting } from "../../eni/process/settings.js";
-import { type AttachNetwork, AttachNetworksProblem, parseAttachNetworks } from "../node/attach-networks.js";
 
 const { imdsEndpoint, imdsEndpointMode, imdsTimeoutMs, logLevel, terminationLog } = podSettings;
 
